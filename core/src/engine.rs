@@ -1,0 +1,1493 @@
+//! The engine: inputs in, commands out. See the crate docs for the calling contract.
+
+use crate::activity::{agent_activity, current_task};
+use crate::entry::{self, Entry, Signal};
+use crate::framing::{LineFramer, Push};
+use crate::hook::{Hook, HookEvent};
+use crate::intent::{self, Actor, Intent};
+use crate::io::{Command, Event, Input, ReadId, Reply, RequestId, Write};
+use crate::matching::{hash128, Key, Kind, MatchIndex, Slot};
+use crate::model::*;
+use crate::state::{on_turn_end, transition, Outcome, TaskState};
+use crate::time::Timestamp;
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use tracing::{debug, info, warn};
+
+/// What the core needs to know about its surroundings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// The Claude directory as hooks name it (absolute, e.g. `/home/u/.claude`); transcript
+    /// paths are taken relative to it and refused outside it.
+    pub claude_dir: String,
+}
+
+/// One transcript file being read.
+#[derive(Debug)]
+struct FileState {
+    session_id: String,
+    agent_id: AgentId,
+    framer: LineFramer,
+    /// Where the next entries belong (the task of the last prompt read).
+    task: Option<TaskId>,
+    /// What the store holds for this file, to write the offset only when it moved.
+    saved: (u64, Option<TaskId>),
+}
+
+/// One agent's working state: everything here is rebuilt from stored rows on restore.
+#[derive(Debug)]
+struct AgentState {
+    row: AgentRow,
+    index: MatchIndex,
+    seen_entries: HashSet<u128>,
+    hook_keys: HashSet<u128>,
+    question_ids: HashSet<u128>,
+    tasks: BTreeMap<TaskId, TaskRow>,
+    latest: Option<TaskId>,
+    /// Turns created from transcript entries no hook announced.
+    recovered: u64,
+    reconciling: Option<RequestId>,
+}
+
+#[derive(Debug)]
+struct Reconcile {
+    agent_id: AgentId,
+    reads: BTreeSet<ReadId>,
+    recovered_before: u64,
+}
+
+/// The sans-IO engine. See the crate documentation for how to drive it.
+#[derive(Debug)]
+pub struct Core {
+    config: Config,
+    now: Timestamp,
+    agents: BTreeMap<AgentId, AgentState>,
+    by_session: BTreeMap<String, AgentId>,
+    by_pane: BTreeMap<String, AgentId>,
+    files: BTreeMap<String, FileState>,
+    next_agent: AgentId,
+    next_task: TaskId,
+    next_turn: TurnId,
+    next_read: ReadId,
+    reads: BTreeMap<ReadId, Option<RequestId>>,
+    reconciles: BTreeMap<RequestId, Reconcile>,
+    dirty_tasks: BTreeMap<(AgentId, TaskId), TaskState>,
+    dirty_agents: BTreeSet<AgentId>,
+    out: VecDeque<Command>,
+}
+
+impl Core {
+    /// A core with no state. Feed it [`Input::Restore`] first when a store has rows.
+    pub fn new(config: Config) -> Core {
+        Core {
+            config,
+            now: Timestamp(0),
+            agents: BTreeMap::new(),
+            by_session: BTreeMap::new(),
+            by_pane: BTreeMap::new(),
+            files: BTreeMap::new(),
+            next_agent: 1,
+            next_task: 1,
+            next_turn: 1,
+            next_read: 1,
+            reads: BTreeMap::new(),
+            reconciles: BTreeMap::new(),
+            dirty_tasks: BTreeMap::new(),
+            dirty_agents: BTreeSet::new(),
+            out: VecDeque::new(),
+        }
+    }
+
+    /// Feeds one input at time `now`. Time only moves forward: an earlier `now` is taken as
+    /// the latest time seen. Drain [`Core::poll_command`] afterwards.
+    pub fn handle(&mut self, now: Timestamp, input: Input) {
+        self.now = self.now.max(now);
+        match input {
+            Input::Hook { event, body } => self.on_hook(event.as_deref(), &body),
+            Input::Transcript {
+                path,
+                offset,
+                data,
+                read,
+            } => self.on_transcript(&path, offset, &data, read),
+            Input::TranscriptReset { path } => self.on_reset(&path),
+            Input::Pane { .. } | Input::Tick => {}
+            Input::Reconcile { agent, request } => self.on_reconcile(&agent, request),
+            Input::Restore(snapshot) => self.restore(snapshot),
+        }
+        self.flush();
+    }
+
+    /// The next command to carry out, in order; `None` when there is nothing left to do.
+    pub fn poll_command(&mut self) -> Option<Command> {
+        self.out.pop_front()
+    }
+
+    /// When the core wants a [`Input::Tick`] next, if ever.
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        None
+    }
+
+    /// The latest time the core has been given.
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// Finds an agent by id, Claude session id or tmux pane id.
+    pub fn resolve_agent(&self, reference: &str) -> Option<AgentId> {
+        let r = reference.trim();
+        if let Ok(id) = r.parse::<AgentId>() {
+            if self.agents.contains_key(&id) {
+                return Some(id);
+            }
+        }
+        self.by_session
+            .get(r)
+            .or_else(|| self.by_pane.get(r))
+            .copied()
+    }
+
+    /// Slots held by the matching indexes of all agents (for memory accounting).
+    pub fn index_len(&self) -> usize {
+        self.agents.values().map(|a| a.index.len()).sum()
+    }
+
+    // ----- hooks -------------------------------------------------------------------------
+
+    fn on_hook(&mut self, event: Option<&str>, body: &[u8]) {
+        let hook = match Hook::parse(event, body) {
+            Ok(h) => h,
+            Err(e) => {
+                warn!("[HOOK_RECEIVER] rejected hook: {e}");
+                return;
+            }
+        };
+        // The emission stamp orders hooks; a stamp from the future is taken as now.
+        let stamp = hook.emitted_at.map_or(self.now, |t| t.min(self.now));
+        let Some(agent_id) = self.agent_for_hook(&hook) else {
+            debug!(
+                "[HOOK_RECEIVER] {} hook names no session or pane; ignored",
+                hook.event.name()
+            );
+            return;
+        };
+        self.note_transcript_path(agent_id, &hook);
+        let announces = match hook.event {
+            HookEvent::UserPromptSubmit => {
+                hook.prompt.as_deref().is_some_and(|p| !p.trim().is_empty())
+            }
+            HookEvent::Stop => hook
+                .last_assistant_message
+                .as_deref()
+                .is_some_and(|m| !m.trim().is_empty()),
+            HookEvent::PreToolUse => hook.tool_name.as_deref() == Some("AskUserQuestion"),
+            _ => false,
+        };
+        let hook_key = if announces {
+            let mut bytes = hook.event.name().as_bytes().to_vec();
+            bytes.push(0);
+            bytes.extend_from_slice(body);
+            let key = hash128(&bytes);
+            let agent = self.agent_mut(agent_id);
+            if !agent.hook_keys.insert(key) {
+                debug!(
+                    "[HOOK_RECEIVER] duplicate {} hook for agent {agent_id}; counted once",
+                    hook.event.name()
+                );
+                return;
+            }
+            Some(format!("{key:032x}"))
+        } else {
+            None
+        };
+        match hook.event {
+            HookEvent::UserPromptSubmit => {
+                self.set_flags(agent_id, Some(false), Some(false));
+                if let (Some(prompt), Some(key)) = (hook.prompt.as_deref(), hook_key) {
+                    self.hook_prompt(agent_id, &hook, prompt, stamp, key);
+                }
+            }
+            HookEvent::Stop => {
+                self.set_flags(agent_id, None, Some(false));
+                let task = self.hook_task(agent_id, hook.session_id.as_deref(), stamp);
+                if let (Some(msg), Some(key)) = (hook.last_assistant_message.as_deref(), hook_key) {
+                    self.hook_agent_text(agent_id, &hook, task, msg, stamp, key);
+                }
+                self.hook_turn_end(agent_id, hook.session_id.as_deref(), stamp);
+            }
+            HookEvent::StopFailure => {
+                self.hook_turn_end(agent_id, hook.session_id.as_deref(), stamp);
+            }
+            HookEvent::PreToolUse => {
+                if let Some(key) = hook_key {
+                    self.hook_question(agent_id, &hook, stamp, key);
+                }
+            }
+            HookEvent::PostToolUse => self.set_flags(agent_id, None, Some(false)),
+            HookEvent::PermissionRequest => self.set_flags(agent_id, None, Some(true)),
+            HookEvent::Notification => match hook.notification_type.as_deref() {
+                Some("permission_prompt") => self.set_flags(agent_id, None, Some(true)),
+                Some("idle_prompt") => {
+                    self.hook_turn_end(agent_id, hook.session_id.as_deref(), stamp)
+                }
+                _ => {}
+            },
+            HookEvent::SessionStart => self.set_flags(agent_id, Some(false), None),
+            HookEvent::SessionEnd => {
+                if hook.reason.as_deref() != Some("clear") {
+                    self.set_flags(agent_id, Some(true), Some(false));
+                }
+                self.publish(
+                    agent_id,
+                    "session_ended",
+                    json!({"agent_id": agent_id, "session_id": hook.session_id, "reason": hook.reason}),
+                );
+            }
+            HookEvent::SubagentStop | HookEvent::PreCompact | HookEvent::Other(_) => {}
+        }
+    }
+
+    /// Finds or creates the agent a hook belongs to: its session's agent; else the agent of its
+    /// pane (a new session in the same pane after `/clear`, compaction or resume); else new.
+    fn agent_for_hook(&mut self, hook: &Hook) -> Option<AgentId> {
+        let session = hook.session_id.as_deref();
+        let pane = hook.tmux_pane.as_deref();
+        let id = if let Some(id) = session.and_then(|s| self.by_session.get(s).copied()) {
+            id
+        } else if let Some(pane_agent) = pane.and_then(|p| self.by_pane.get(p).copied()) {
+            let continues = !self.agents[&pane_agent].row.ended
+                || (hook.event == HookEvent::SessionStart
+                    && matches!(hook.source.as_deref(), Some("clear" | "compact" | "resume")));
+            match session {
+                Some(s) if continues => {
+                    self.attach_session(pane_agent, s);
+                    pane_agent
+                }
+                Some(s) => self.create_agent(s),
+                None => pane_agent,
+            }
+        } else {
+            self.create_agent(session?)
+        };
+        let now = self.now;
+        let agent = self.agent_mut(id);
+        agent.row.last_seen_at = now;
+        if let Some(cwd) = hook.cwd.as_deref() {
+            if agent.row.cwd.as_deref() != Some(cwd) {
+                agent.row.cwd = Some(cwd.to_string());
+                agent.row.project = project_of(cwd);
+            }
+        }
+        if let Some(p) = pane {
+            if agent.row.tmux_pane.as_deref() != Some(p) {
+                agent.row.tmux_pane = Some(p.to_string());
+                self.by_pane.insert(p.to_string(), id);
+            }
+        }
+        self.dirty_agents.insert(id);
+        Some(id)
+    }
+
+    fn attach_session(&mut self, agent_id: AgentId, session: &str) {
+        self.by_session.insert(session.to_string(), agent_id);
+        let agent = self.agent_mut(agent_id);
+        agent.row.session_id = session.to_string();
+        if !agent.row.sessions.iter().any(|s| s == session) {
+            agent.row.sessions.push(session.to_string());
+        }
+        self.dirty_agents.insert(agent_id);
+        self.publish(
+            agent_id,
+            "session_created",
+            json!({"agent_id": agent_id, "session_id": session}),
+        );
+    }
+
+    fn create_agent(&mut self, session: &str) -> AgentId {
+        let id = self.next_agent;
+        self.next_agent += 1;
+        let row = AgentRow {
+            id,
+            session_id: session.to_string(),
+            sessions: vec![session.to_string()],
+            project: None,
+            cwd: None,
+            transcript_path: None,
+            tmux_pane: None,
+            ended: false,
+            waiting_permission: false,
+            last_seen_at: self.now,
+        };
+        self.out
+            .push_back(Command::Store(Write::Agent(row.clone())));
+        self.agents.insert(id, AgentState::new(row));
+        self.by_session.insert(session.to_string(), id);
+        info!("[HOOK_RECEIVER] New agent {id} for session {session}");
+        self.publish(
+            id,
+            "session_created",
+            json!({"agent_id": id, "session_id": session}),
+        );
+        id
+    }
+
+    /// Learns the session's transcript from a hook and starts reading it if it is new.
+    fn note_transcript_path(&mut self, agent_id: AgentId, hook: &Hook) {
+        let Some(abs) = hook.transcript_path.as_deref() else {
+            return;
+        };
+        let Some(rel) = relative_transcript_path(&self.config.claude_dir, abs) else {
+            warn!("[HOOK_RECEIVER] transcript_path outside the claude dir refused: {abs}");
+            return;
+        };
+        let Some(session) = session_of_path(&rel) else {
+            return;
+        };
+        if hook.session_id.as_deref().is_some_and(|s| s != session) {
+            debug!("[HOOK_RECEIVER] transcript {rel} names another session than the hook; kept");
+        }
+        let agent = self.agent_mut(agent_id);
+        if agent.row.session_id == session && agent.row.transcript_path.as_deref() != Some(&rel) {
+            agent.row.transcript_path = Some(rel.clone());
+            self.dirty_agents.insert(agent_id);
+        }
+        if !self.files.contains_key(&rel) {
+            let owner = self.by_session.get(&session).copied().unwrap_or(agent_id);
+            self.open_file(&rel, &session, owner, 0, None);
+            let read = self.new_read(None);
+            self.out.push_back(Command::ReadTranscript {
+                path: rel,
+                from: 0,
+                read,
+            });
+        }
+    }
+
+    fn set_flags(&mut self, agent_id: AgentId, ended: Option<bool>, waiting: Option<bool>) {
+        let agent = self.agent_mut(agent_id);
+        let before = (agent.row.ended, agent.row.waiting_permission);
+        if let Some(e) = ended {
+            agent.row.ended = e;
+        }
+        if let Some(w) = waiting {
+            agent.row.waiting_permission = w;
+        }
+        if before != (agent.row.ended, agent.row.waiting_permission) {
+            self.dirty_agents.insert(agent_id);
+            self.publish(agent_id, "card_refresh", json!({"agent_id": agent_id}));
+        }
+    }
+
+    /// The task a hook of `session` emitted at `stamp` belongs to: the latest task of that
+    /// session that started no later than the stamp. A Stop emitted before the latest prompt
+    /// therefore lands in the older task and never ends the newer one (sm#232).
+    fn hook_task(
+        &self,
+        agent_id: AgentId,
+        session: Option<&str>,
+        stamp: Timestamp,
+    ) -> Option<TaskId> {
+        let agent = &self.agents[&agent_id];
+        agent
+            .tasks
+            .values()
+            .filter(|t| session.is_none() || t.session_id.as_deref() == session)
+            .filter(|t| t.started_at <= stamp)
+            .max_by_key(|t| (t.started_at, t.id))
+            .map(|t| t.id)
+    }
+
+    fn hook_prompt(
+        &mut self,
+        agent_id: AgentId,
+        hook: &Hook,
+        prompt: &str,
+        stamp: Timestamp,
+        hook_key: String,
+    ) {
+        let text = crate::matching::normalise_display(prompt);
+        if text.is_empty() || is_machinery_prompt(&text) {
+            debug!(
+                "[HOOK_RECEIVER] prompt is a slash command or machinery; the transcript decides"
+            );
+            return;
+        }
+        let key = Key::new(Kind::Prompt, &text, hook.prompt_id.as_deref());
+        if self.match_hook_to_entry(agent_id, &key, &hook_key) {
+            return;
+        }
+        let session = hook
+            .session_id
+            .clone()
+            .or_else(|| Some(self.agents[&agent_id].row.session_id.clone()));
+        let current = self.hook_task(agent_id, session.as_deref(), stamp);
+        let current_state = current.map(|t| self.agents[&agent_id].tasks[&t].state);
+        let intent = intent::detect_user(&text, current_state);
+        let task = match (intent, current) {
+            (Intent::Answer, Some(t)) => t,
+            (_, Some(t)) if current_state == Some(TaskState::Idle) => t,
+            _ => self.create_task(agent_id, session.clone(), stamp),
+        };
+        let row = TurnRow {
+            id: 0,
+            agent_id,
+            task_id: task,
+            actor: Actor::User,
+            intent,
+            text,
+            timestamp: stamp,
+            timestamp_source: TimestampSource::Server,
+            entry_uuid: None,
+            source: TurnSource::Hook,
+            hook_key: Some(hook_key),
+            prompt_id: hook.prompt_id.clone(),
+            tool_use_id: None,
+            question: None,
+            session_id: session,
+        };
+        self.add_hook_turn(row, key);
+    }
+
+    fn hook_agent_text(
+        &mut self,
+        agent_id: AgentId,
+        hook: &Hook,
+        task: Option<TaskId>,
+        msg: &str,
+        stamp: Timestamp,
+        hook_key: String,
+    ) {
+        let text = msg.trim().to_string();
+        let key = Key::new(Kind::AgentText, &text, None);
+        if self.match_hook_to_entry(agent_id, &key, &hook_key) {
+            return;
+        }
+        let session = hook.session_id.clone();
+        let task = match task {
+            Some(t) => t,
+            None => self.create_task(agent_id, session.clone(), stamp),
+        };
+        let row = TurnRow {
+            id: 0,
+            agent_id,
+            task_id: task,
+            actor: Actor::Agent,
+            intent: intent::detect_agent_final(&text),
+            text,
+            timestamp: stamp,
+            timestamp_source: TimestampSource::Server,
+            entry_uuid: None,
+            source: TurnSource::Hook,
+            hook_key: Some(hook_key),
+            prompt_id: hook.prompt_id.clone(),
+            tool_use_id: None,
+            question: None,
+            session_id: session,
+        };
+        self.add_hook_turn(row, key);
+    }
+
+    fn hook_question(
+        &mut self,
+        agent_id: AgentId,
+        hook: &Hook,
+        stamp: Timestamp,
+        hook_key: String,
+    ) {
+        let question = hook.tool_input.clone().unwrap_or(serde_json::Value::Null);
+        let text = entry::question_text(&question);
+        if let Some(id) = hook.tool_use_id.as_deref() {
+            self.agent_mut(agent_id)
+                .question_ids
+                .insert(hash128(id.as_bytes()));
+        }
+        let key = Key::new(Kind::Question, &text, hook.tool_use_id.as_deref());
+        if self.match_hook_to_entry(agent_id, &key, &hook_key) {
+            return;
+        }
+        let session = hook.session_id.clone();
+        let task = match self.hook_task(agent_id, session.as_deref(), stamp) {
+            Some(t) => t,
+            None => self.create_task(agent_id, session.clone(), stamp),
+        };
+        let row = TurnRow {
+            id: 0,
+            agent_id,
+            task_id: task,
+            actor: Actor::Agent,
+            intent: Intent::Question,
+            text,
+            timestamp: stamp,
+            timestamp_source: TimestampSource::Server,
+            entry_uuid: None,
+            source: TurnSource::Hook,
+            hook_key: Some(hook_key),
+            prompt_id: hook.prompt_id.clone(),
+            tool_use_id: hook.tool_use_id.clone(),
+            question: Some(question),
+            session_id: session,
+        };
+        self.add_hook_turn(row, key);
+    }
+
+    /// A hook whose entry was read first adds nothing: the entry's turn remembers the hook.
+    fn match_hook_to_entry(&mut self, agent_id: AgentId, key: &Key, hook_key: &str) -> bool {
+        let Some(slot) = self.agent_mut(agent_id).index.match_hook(key) else {
+            return false;
+        };
+        debug!(
+            "[HOOK_RECEIVER] hook matches turn {} already read from the transcript",
+            slot.turn_id
+        );
+        self.out.push_back(Command::Store(Write::HookMatched {
+            turn_id: slot.turn_id,
+            hook_key: hook_key.to_string(),
+        }));
+        true
+    }
+
+    fn add_hook_turn(&mut self, mut row: TurnRow, key: Key) {
+        row.id = self.new_turn_id();
+        let (agent_id, task_id) = (row.agent_id, row.task_id);
+        let from = self.agents[&agent_id].tasks[&task_id].state;
+        if transition(from, row.actor, row.intent) == Outcome::Reject {
+            warn!(
+                "[HOOK_RECEIVER] state transition failed: from={} actor={:?} intent={} error=invalid transition — turn {} preserved",
+                from.as_str(), row.actor, row.intent.as_str(), row.id
+            );
+        }
+        let slot = Slot {
+            turn_id: row.id,
+            task_id,
+            key,
+            actor: row.actor,
+            intent: row.intent,
+            stamp: row.timestamp,
+        };
+        self.agent_mut(agent_id).index.add_provisional(slot);
+        self.persist_turn(row);
+        self.recompute(agent_id, task_id);
+    }
+
+    /// A turn-end signal from a hook (Stop, StopFailure, idle notification): shown at once,
+    /// until the transcript confirms or overtakes it.
+    fn hook_turn_end(&mut self, agent_id: AgentId, session: Option<&str>, stamp: Timestamp) {
+        let Some(task_id) = self.hook_task(agent_id, session, stamp) else {
+            return;
+        };
+        let task = self
+            .agent_mut(agent_id)
+            .tasks
+            .get_mut(&task_id)
+            .expect("task of agent");
+        if task.hook_turn_end_at.is_some_and(|t| t >= stamp) {
+            return;
+        }
+        task.hook_turn_end_at = Some(stamp);
+        self.mark_task(agent_id, task_id);
+        self.recompute(agent_id, task_id);
+    }
+
+    // ----- transcripts -------------------------------------------------------------------
+
+    fn on_transcript(&mut self, path: &str, offset: u64, data: &[u8], read: Option<ReadId>) {
+        let reconcile = read.and_then(|r| self.reads.remove(&r)).flatten();
+        if !self.files.contains_key(path) {
+            let Some(session) = session_of_path(path) else {
+                debug!("[TRANSCRIPT] {path} is not a session transcript; ignored");
+                self.finish_read(reconcile, read);
+                return;
+            };
+            let agent_id = match self.by_session.get(&session) {
+                Some(&a) => a,
+                None => {
+                    let a = self.create_agent(&session);
+                    let agent = self.agent_mut(a);
+                    agent.row.transcript_path = Some(path.to_string());
+                    agent.row.project = project_of_dir(path);
+                    self.dirty_agents.insert(a);
+                    a
+                }
+            };
+            self.open_file(path, &session, agent_id, 0, None);
+        }
+        let file = self.files.get_mut(path).expect("file just opened");
+        let agent_id = file.agent_id;
+        let mut framer = std::mem::take(&mut file.framer);
+        let push = framer.push(offset, data, |line, _end| {
+            self.process_line(path, agent_id, line)
+        });
+        let file = self.files.get_mut(path).expect("file still open");
+        file.framer = framer;
+        if let Push::Gap { expected } = push {
+            let read = self.new_read(reconcile);
+            debug!(
+                "[TRANSCRIPT] {path}: bytes at {offset} but {expected} expected; reading the gap"
+            );
+            self.out.push_back(Command::ReadTranscript {
+                path: path.to_string(),
+                from: expected,
+                read,
+            });
+            if let Some(r) = reconcile {
+                if let Some(rec) = self.reconciles.get_mut(&r) {
+                    rec.reads.insert(read);
+                }
+            }
+        }
+        self.flush();
+        self.save_offset(path);
+        if !matches!(push, Push::Gap { .. }) {
+            self.finish_read(reconcile, read);
+        }
+    }
+
+    fn on_reset(&mut self, path: &str) {
+        let Some(file) = self.files.get_mut(path) else {
+            return;
+        };
+        info!("[TRANSCRIPT] {path} shrank or was replaced; reading it again (entries already seen are skipped)");
+        file.framer.reset(0);
+        let read = self.new_read(None);
+        self.out.push_back(Command::ReadTranscript {
+            path: path.to_string(),
+            from: 0,
+            read,
+        });
+    }
+
+    fn save_offset(&mut self, path: &str) {
+        let file = self.files.get_mut(path).expect("file open");
+        let now = (file.framer.committed_offset(), file.task);
+        if now == file.saved {
+            return;
+        }
+        file.saved = now;
+        self.out.push_back(Command::Store(Write::Offset(OffsetRow {
+            path: path.to_string(),
+            session_id: file.session_id.clone(),
+            offset: now.0,
+            task_id: now.1,
+        })));
+    }
+
+    fn process_line(&mut self, path: &str, agent_id: AgentId, line: &[u8]) {
+        match entry::classify(line) {
+            Ok(Entry::Ignored) => {}
+            Ok(e) => self.process_entry(path, agent_id, e),
+            Err(e) => warn!(
+                "[TRANSCRIPT] {path}: skipped a line that is not JSON ({} bytes): {e}",
+                line.len()
+            ),
+        }
+    }
+
+    fn process_entry(&mut self, path: &str, agent_id: AgentId, e: Entry) {
+        let session = self.files[path].session_id.clone();
+        match e {
+            Entry::UserPrompt {
+                uuid,
+                timestamp,
+                text,
+                prompt_id,
+            } => {
+                if !self.first_sight(agent_id, &uuid) {
+                    return;
+                }
+                let key = Key::new(Kind::Prompt, &text, prompt_id.as_deref());
+                if let Some(slot) = self.agent_mut(agent_id).index.claim(&key) {
+                    self.set_file_task(path, slot.task_id);
+                    self.claim(agent_id, slot, uuid, timestamp, slot.task_id);
+                    return;
+                }
+                let file_task = self.files[path].task;
+                let tx = file_task.map(|t| self.agents[&agent_id].tasks[&t].transcript_state);
+                let intent = intent::detect_user(&text, tx);
+                let task = match (intent, file_task) {
+                    (Intent::Answer, Some(t)) => t,
+                    _ => {
+                        let t = self.create_task(
+                            agent_id,
+                            Some(session.clone()),
+                            timestamp.unwrap_or(self.now),
+                        );
+                        self.set_file_task(path, t);
+                        t
+                    }
+                };
+                let row = self.entry_turn(
+                    agent_id,
+                    task,
+                    Actor::User,
+                    intent,
+                    text,
+                    timestamp,
+                    uuid,
+                    &session,
+                );
+                let row = TurnRow { prompt_id, ..row };
+                self.add_entry_turn(row, Some(key));
+            }
+            Entry::AgentText {
+                uuid,
+                timestamp,
+                text,
+            } => {
+                if !self.first_sight(agent_id, &uuid) {
+                    return;
+                }
+                let task = self.entry_task(path, agent_id, timestamp);
+                self.overtake_hook_turn_end(agent_id, task, timestamp);
+                let key = Key::new(Kind::AgentText, &text, None);
+                if let Some(slot) = self.agent_mut(agent_id).index.claim(&key) {
+                    self.claim(agent_id, slot, uuid, timestamp, task);
+                    return;
+                }
+                let intent = intent::detect_agent(&text).0;
+                let row = self.entry_turn(
+                    agent_id,
+                    task,
+                    Actor::Agent,
+                    intent,
+                    text,
+                    timestamp,
+                    uuid,
+                    &session,
+                );
+                self.add_entry_turn(row, Some(key));
+            }
+            Entry::AgentQuestion {
+                uuid,
+                timestamp,
+                tool_use_id,
+                text,
+                question,
+            } => {
+                if let Some(id) = tool_use_id.as_deref() {
+                    self.agent_mut(agent_id)
+                        .question_ids
+                        .insert(hash128(id.as_bytes()));
+                }
+                if !self.first_sight(agent_id, &uuid) {
+                    return;
+                }
+                let task = self.entry_task(path, agent_id, timestamp);
+                self.overtake_hook_turn_end(agent_id, task, timestamp);
+                let key = Key::new(Kind::Question, &text, tool_use_id.as_deref());
+                if let Some(slot) = self.agent_mut(agent_id).index.claim(&key) {
+                    self.claim(agent_id, slot, uuid, timestamp, task);
+                    return;
+                }
+                let row = self.entry_turn(
+                    agent_id,
+                    task,
+                    Actor::Agent,
+                    Intent::Question,
+                    text,
+                    timestamp,
+                    uuid,
+                    &session,
+                );
+                let row = TurnRow {
+                    tool_use_id,
+                    question: Some(question),
+                    ..row
+                };
+                self.add_entry_turn(row, Some(key));
+            }
+            Entry::ToolResult {
+                uuid,
+                timestamp,
+                tool_use_id,
+                answers,
+                text,
+            } => {
+                let is_answer = answers.is_some()
+                    || tool_use_id.as_deref().is_some_and(|id| {
+                        self.agents[&agent_id]
+                            .question_ids
+                            .contains(&hash128(id.as_bytes()))
+                    });
+                let task = self.files[path].task;
+                if let Some(t) = task {
+                    self.overtake_hook_turn_end(agent_id, t, timestamp);
+                }
+                if !is_answer || !self.first_sight(agent_id, &uuid) {
+                    return;
+                }
+                let task = self.entry_task(path, agent_id, timestamp);
+                let text = answers.unwrap_or(text).trim().to_string();
+                let row = self.entry_turn(
+                    agent_id,
+                    task,
+                    Actor::User,
+                    Intent::Answer,
+                    text,
+                    timestamp,
+                    uuid,
+                    &session,
+                );
+                let row = TurnRow { tool_use_id, ..row };
+                self.add_entry_turn(row, None);
+            }
+            Entry::Signal { timestamp, signal } => {
+                let Some(task_id) = self.files[path].task else {
+                    return;
+                };
+                match signal {
+                    Signal::Interrupt | Signal::TurnDuration | Signal::StopHookSummary => {
+                        let task = self
+                            .agent_mut(agent_id)
+                            .tasks
+                            .get_mut(&task_id)
+                            .expect("task");
+                        let before = (task.transcript_state, task.hook_turn_end_at);
+                        if let Some(s) = on_turn_end(task.transcript_state) {
+                            task.transcript_state = s;
+                        }
+                        task.hook_turn_end_at = None; // confirmed by the transcript
+                        if before != (task.transcript_state, task.hook_turn_end_at) {
+                            self.mark_task(agent_id, task_id);
+                            self.recompute(agent_id, task_id);
+                        }
+                    }
+                    Signal::CompactBoundary | Signal::ToolUse => {
+                        self.overtake_hook_turn_end(agent_id, task_id, timestamp)
+                    }
+                }
+            }
+            Entry::Ignored => {}
+        }
+    }
+
+    /// True the first time an entry uuid is seen for this agent: re-reads add nothing.
+    fn first_sight(&mut self, agent_id: AgentId, uuid: &str) -> bool {
+        self.agent_mut(agent_id).seen_entries.insert(uuid_key(uuid))
+    }
+
+    /// The task an entry belongs to: the one its file's last prompt opened; a transcript read
+    /// from the middle of a conversation gets a task without a command.
+    fn entry_task(
+        &mut self,
+        path: &str,
+        agent_id: AgentId,
+        timestamp: Option<Timestamp>,
+    ) -> TaskId {
+        if let Some(t) = self.files[path].task {
+            return t;
+        }
+        let session = self.files[path].session_id.clone();
+        let t = self.create_task(agent_id, Some(session), timestamp.unwrap_or(self.now));
+        self.set_file_task(path, t);
+        t
+    }
+
+    fn set_file_task(&mut self, path: &str, task: TaskId) {
+        self.files.get_mut(path).expect("file open").task = Some(task);
+    }
+
+    /// A transcript entry written after a hook's turn-end stamp shows the agent went on: the
+    /// transcript is the authority again for that task.
+    fn overtake_hook_turn_end(
+        &mut self,
+        agent_id: AgentId,
+        task_id: TaskId,
+        timestamp: Option<Timestamp>,
+    ) {
+        let Some(ts) = timestamp else { return };
+        let task = self
+            .agent_mut(agent_id)
+            .tasks
+            .get_mut(&task_id)
+            .expect("task");
+        if task.hook_turn_end_at.is_some_and(|end| ts > end) {
+            task.hook_turn_end_at = None;
+            self.mark_task(agent_id, task_id);
+            self.recompute(agent_id, task_id);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn entry_turn(
+        &self,
+        agent_id: AgentId,
+        task_id: TaskId,
+        actor: Actor,
+        intent: Intent,
+        text: String,
+        timestamp: Option<Timestamp>,
+        uuid: String,
+        session: &str,
+    ) -> TurnRow {
+        TurnRow {
+            id: 0,
+            agent_id,
+            task_id,
+            actor,
+            intent,
+            text,
+            timestamp: timestamp.unwrap_or(self.now),
+            timestamp_source: if timestamp.is_some() {
+                TimestampSource::Jsonl
+            } else {
+                TimestampSource::Server
+            },
+            entry_uuid: Some(uuid),
+            source: TurnSource::Transcript,
+            hook_key: None,
+            prompt_id: None,
+            tool_use_id: None,
+            question: None,
+            session_id: Some(session.to_string()),
+        }
+    }
+
+    /// Persists a turn made from a transcript entry that no hook announced, and lets it drive
+    /// its task's state like any other turn (a recovered question awaits input).
+    fn add_entry_turn(&mut self, mut row: TurnRow, key: Option<Key>) {
+        row.id = self.new_turn_id();
+        let (agent_id, task_id) = (row.agent_id, row.task_id);
+        info!(
+            "[RECONCILER] Created turn {} from JSONL entry (agent={}, intent={}, hash={}) — no matching hook-created turn found",
+            row.id,
+            agent_id,
+            row.intent.as_str(),
+            key.map(|k| format!("{:08x}", (k.text >> 96) as u32)).unwrap_or_else(|| "-".into())
+        );
+        if let Some(key) = key {
+            let slot = Slot {
+                turn_id: row.id,
+                task_id,
+                key,
+                actor: row.actor,
+                intent: row.intent,
+                stamp: row.timestamp,
+            };
+            self.agent_mut(agent_id).index.add_unhooked(slot);
+        }
+        self.agent_mut(agent_id).recovered += 1;
+        let (actor, intent, id) = (row.actor, row.intent, row.id);
+        self.persist_turn(row);
+        self.fold_transcript(agent_id, task_id, actor, intent, id);
+    }
+
+    /// An entry claims a hook-made turn: the turn takes the entry's uuid, timestamp and task.
+    fn claim(
+        &mut self,
+        agent_id: AgentId,
+        slot: Slot,
+        uuid: String,
+        timestamp: Option<Timestamp>,
+        task_id: TaskId,
+    ) {
+        if let Some(ts) = timestamp {
+            info!(
+                "[RECONCILER] Updated turn {} timestamp: {} -> {}",
+                slot.turn_id, slot.stamp, ts
+            );
+        }
+        self.out.push_back(Command::Store(Write::Claim {
+            turn_id: slot.turn_id,
+            entry_uuid: uuid.clone(),
+            timestamp,
+            task_id,
+        }));
+        self.publish(
+            agent_id,
+            "turn_updated",
+            json!({
+                "turn_id": slot.turn_id,
+                "agent_id": agent_id,
+                "task_id": task_id,
+                "entry_uuid": uuid,
+                "timestamp": timestamp.unwrap_or(slot.stamp),
+                "timestamp_source": if timestamp.is_some() { "jsonl" } else { "server" },
+                "update_type": "timestamp_correction",
+            }),
+        );
+        if slot.task_id != task_id {
+            self.recompute(agent_id, slot.task_id);
+        }
+        self.fold_transcript(agent_id, task_id, slot.actor, slot.intent, slot.turn_id);
+    }
+
+    /// Applies a turn, in transcript order, to its task's transcript state.
+    fn fold_transcript(
+        &mut self,
+        agent_id: AgentId,
+        task_id: TaskId,
+        actor: Actor,
+        intent: Intent,
+        turn_id: TurnId,
+    ) {
+        let task = self
+            .agent_mut(agent_id)
+            .tasks
+            .get_mut(&task_id)
+            .expect("task");
+        let from = task.transcript_state;
+        match transition(from, actor, intent) {
+            Outcome::To(to) => {
+                if to != from {
+                    task.transcript_state = to;
+                    self.mark_task(agent_id, task_id);
+                }
+            }
+            Outcome::Reject => warn!(
+                "[RECONCILER] Recovered turn {turn_id} state transition failed: from={} actor={actor:?} intent={} error=invalid transition — turn {turn_id} preserved",
+                from.as_str(),
+                intent.as_str()
+            ),
+            // A command opens its own task before it is folded; nothing to do here.
+            Outcome::OpenNew | Outcome::CompleteAndOpenNew => {}
+        }
+        let shown_before = self.agents[&agent_id].tasks[&task_id].state;
+        self.recompute(agent_id, task_id);
+        let shown_after = self.agents[&agent_id].tasks[&task_id].state;
+        if shown_after != shown_before {
+            info!(
+                "[RECONCILER] Recovered turn {turn_id} triggered state transition: {} -> {}",
+                shown_before.as_str(),
+                shown_after.as_str()
+            );
+        }
+    }
+
+    // ----- tasks ---------------------------------------------------------------------------
+
+    fn create_task(
+        &mut self,
+        agent_id: AgentId,
+        session: Option<String>,
+        started_at: Timestamp,
+    ) -> TaskId {
+        let id = self.next_task;
+        self.next_task += 1;
+        let row = TaskRow {
+            id,
+            agent_id,
+            session_id: session,
+            state: TaskState::Idle,
+            transcript_state: TaskState::Idle,
+            started_at,
+            hook_turn_end_at: None,
+        };
+        self.out.push_back(Command::Store(Write::Task(row.clone())));
+        let agent = self.agent_mut(agent_id);
+        agent.tasks.insert(id, row);
+        let previous = agent.latest;
+        agent.latest = current_task(agent.tasks.values()).map(|t| t.id);
+        if let Some(p) = previous.filter(|&p| Some(p) != self.agents[&agent_id].latest) {
+            debug!("[LIFECYCLE] task {p} superseded by task {id}");
+            self.recompute(agent_id, p);
+        }
+        id
+    }
+
+    /// The state shown for a task: complete once a later task started; otherwise the
+    /// transcript's state with the hooks' unconfirmed news (provisional turns, a turn end)
+    /// applied on top in stamp order.
+    fn recompute(&mut self, agent_id: AgentId, task_id: TaskId) {
+        let agent = &self.agents[&agent_id];
+        let task = &agent.tasks[&task_id];
+        let shown = if agent.latest != Some(task_id) {
+            TaskState::Complete
+        } else {
+            let mut preview: Vec<(Timestamp, TurnId, Option<(Actor, Intent)>)> = agent
+                .index
+                .provisional()
+                .iter()
+                .filter(|s| s.task_id == task_id)
+                .map(|s| (s.stamp, s.turn_id, Some((s.actor, s.intent))))
+                .collect();
+            if let Some(end) = task.hook_turn_end_at {
+                preview.push((end, TurnId::MAX, None));
+            }
+            preview.sort_by_key(|p| (p.0, p.1));
+            preview
+                .iter()
+                .fold(task.transcript_state, |s, item| match item.2 {
+                    Some((actor, intent)) => match transition(s, actor, intent) {
+                        Outcome::To(to) => to,
+                        _ => s,
+                    },
+                    None => on_turn_end(s).unwrap_or(s),
+                })
+        };
+        if shown != task.state {
+            let old = task.state;
+            self.agent_mut(agent_id)
+                .tasks
+                .get_mut(&task_id)
+                .expect("task")
+                .state = shown;
+            self.dirty_tasks.entry((agent_id, task_id)).or_insert(old);
+        }
+    }
+
+    fn mark_task(&mut self, agent_id: AgentId, task_id: TaskId) {
+        let state = self.agents[&agent_id].tasks[&task_id].state;
+        self.dirty_tasks.entry((agent_id, task_id)).or_insert(state);
+    }
+
+    /// Writes changed tasks and agents, then tells the dashboard. Turns were written before,
+    /// so a state change never decides whether a turn is kept.
+    fn flush(&mut self) {
+        let tasks = std::mem::take(&mut self.dirty_tasks);
+        let mut refreshed = BTreeSet::new();
+        for ((agent_id, task_id), old) in tasks {
+            let row = self.agents[&agent_id].tasks[&task_id].clone();
+            self.out.push_back(Command::Store(Write::Task(row.clone())));
+            if row.state != old {
+                self.publish(
+                    agent_id,
+                    "state_changed",
+                    json!({"agent_id": agent_id, "task_id": task_id, "old_state": old.as_str(), "new_state": row.state.as_str()}),
+                );
+                refreshed.insert(agent_id);
+            }
+        }
+        for agent_id in std::mem::take(&mut self.dirty_agents) {
+            let row = self.agents[&agent_id].row.clone();
+            self.out.push_back(Command::Store(Write::Agent(row)));
+        }
+        for agent_id in refreshed {
+            let agent = &self.agents[&agent_id];
+            let current = agent.latest.map(|t| &agent.tasks[&t]);
+            let activity = agent_activity(&agent.row, current);
+            let state = crate::activity::agent_state(current);
+            self.publish(
+                agent_id,
+                "card_refresh",
+                json!({"agent_id": agent_id, "state": state.as_str(), "activity": activity.as_str()}),
+            );
+        }
+    }
+
+    // ----- turns ---------------------------------------------------------------------------
+
+    fn new_turn_id(&mut self) -> TurnId {
+        let id = self.next_turn;
+        self.next_turn += 1;
+        id
+    }
+
+    fn persist_turn(&mut self, row: TurnRow) {
+        let data = turn_json(&row);
+        let agent_id = row.agent_id;
+        self.out.push_back(Command::Store(Write::Turn(row)));
+        self.publish(agent_id, "turn_created", data);
+    }
+
+    fn publish(&mut self, agent_id: AgentId, name: &'static str, data: serde_json::Value) {
+        self.out.push_back(Command::Publish(Event {
+            name,
+            agent_id,
+            data,
+        }));
+    }
+
+    // ----- reconcile and reads -------------------------------------------------------------
+
+    fn on_reconcile(&mut self, agent_ref: &str, request: RequestId) {
+        let Some(agent_id) = self.resolve_agent(agent_ref) else {
+            self.out.push_back(Command::Reply {
+                request,
+                reply: Reply::UnknownAgent,
+            });
+            return;
+        };
+        if self.agents[&agent_id].reconciling.is_some() {
+            self.out.push_back(Command::Reply {
+                request,
+                reply: Reply::ReconcileBusy,
+            });
+            return;
+        }
+        let paths: Vec<(String, u64)> = self
+            .files
+            .iter()
+            .filter(|(_, f)| f.agent_id == agent_id)
+            .map(|(p, f)| (p.clone(), f.framer.expected_offset()))
+            .collect();
+        let recovered_before = self.agents[&agent_id].recovered;
+        let mut rec = Reconcile {
+            agent_id,
+            reads: BTreeSet::new(),
+            recovered_before,
+        };
+        for (path, from) in paths {
+            let read = self.new_read(Some(request));
+            rec.reads.insert(read);
+            self.out
+                .push_back(Command::ReadTranscript { path, from, read });
+        }
+        if rec.reads.is_empty() {
+            self.out.push_back(Command::Reply {
+                request,
+                reply: Reply::Reconciled {
+                    agent_id,
+                    created: 0,
+                },
+            });
+            return;
+        }
+        self.agent_mut(agent_id).reconciling = Some(request);
+        self.reconciles.insert(request, rec);
+    }
+
+    fn new_read(&mut self, reconcile: Option<RequestId>) -> ReadId {
+        let id = self.next_read;
+        self.next_read += 1;
+        self.reads.insert(id, reconcile);
+        id
+    }
+
+    fn finish_read(&mut self, reconcile: Option<RequestId>, read: Option<ReadId>) {
+        let (Some(request), Some(read)) = (reconcile, read) else {
+            return;
+        };
+        let Some(rec) = self.reconciles.get_mut(&request) else {
+            return;
+        };
+        rec.reads.remove(&read);
+        if !rec.reads.is_empty() {
+            return;
+        }
+        let rec = self.reconciles.remove(&request).expect("reconcile");
+        let agent = self.agent_mut(rec.agent_id);
+        agent.reconciling = None;
+        let created = agent.recovered - rec.recovered_before;
+        info!(
+            "[RECONCILER] Reconcile of agent {} done: {created} turn(s) recovered",
+            rec.agent_id
+        );
+        self.out.push_back(Command::Reply {
+            request,
+            reply: Reply::Reconciled {
+                agent_id: rec.agent_id,
+                created,
+            },
+        });
+    }
+
+    fn open_file(
+        &mut self,
+        path: &str,
+        session: &str,
+        agent_id: AgentId,
+        offset: u64,
+        task: Option<TaskId>,
+    ) {
+        if !self.by_session.contains_key(session) {
+            self.attach_session(agent_id, session);
+        }
+        self.files.insert(
+            path.to_string(),
+            FileState {
+                session_id: session.to_string(),
+                agent_id,
+                framer: LineFramer::new(offset),
+                task,
+                saved: (offset, task),
+            },
+        );
+    }
+
+    // ----- restore -------------------------------------------------------------------------
+
+    /// Rebuilds everything from the store, then asks to read every file from its offset.
+    fn restore(&mut self, snap: Snapshot) {
+        let config = self.config.clone();
+        let now = self.now;
+        *self = Core::new(config);
+        self.now = now;
+        for row in snap.agents {
+            self.next_agent = self.next_agent.max(row.id + 1);
+            for s in &row.sessions {
+                self.by_session.insert(s.clone(), row.id);
+            }
+            self.by_session.insert(row.session_id.clone(), row.id);
+            if let Some(p) = &row.tmux_pane {
+                self.by_pane.insert(p.clone(), row.id);
+            }
+            self.agents.insert(row.id, AgentState::new(row));
+        }
+        for row in snap.tasks {
+            self.next_task = self.next_task.max(row.id + 1);
+            if let Some(agent) = self.agents.get_mut(&row.agent_id) {
+                agent.tasks.insert(row.id, row);
+            }
+        }
+        let mut turns = snap.turns;
+        turns.sort_by_key(|t| t.id);
+        for turn in &turns {
+            self.next_turn = self.next_turn.max(turn.id + 1);
+            let Some(agent) = self.agents.get_mut(&turn.agent_id) else {
+                continue;
+            };
+            if let Some(u) = &turn.entry_uuid {
+                agent.seen_entries.insert(uuid_key(u));
+            }
+            if let Some(h) = turn
+                .hook_key
+                .as_deref()
+                .and_then(|h| u128::from_str_radix(h, 16).ok())
+            {
+                agent.hook_keys.insert(h);
+            }
+            if let (Some(id), true) = (&turn.tool_use_id, turn.question.is_some()) {
+                agent.question_ids.insert(hash128(id.as_bytes()));
+            }
+            if turn.source == TurnSource::Transcript {
+                agent.recovered += 1;
+            }
+            let Some(key) = Key::of(turn) else { continue };
+            let slot = Slot {
+                turn_id: turn.id,
+                task_id: turn.task_id,
+                key,
+                actor: turn.actor,
+                intent: turn.intent,
+                stamp: turn.timestamp,
+            };
+            match (turn.source, &turn.entry_uuid, &turn.hook_key) {
+                (TurnSource::Hook, None, _) => agent.index.add_provisional(slot),
+                (TurnSource::Transcript, _, None) => agent.index.add_unhooked(slot),
+                _ => {}
+            }
+        }
+        for agent in self.agents.values_mut() {
+            agent.latest = current_task(agent.tasks.values()).map(|t| t.id);
+        }
+        let mut reads = Vec::new();
+        for off in snap.offsets {
+            let Some(&agent_id) = self.by_session.get(&off.session_id) else {
+                continue;
+            };
+            self.open_file(
+                &off.path,
+                &off.session_id,
+                agent_id,
+                off.offset,
+                off.task_id,
+            );
+            reads.push((off.path, off.offset));
+        }
+        for (path, from) in reads {
+            let read = self.new_read(None);
+            self.out
+                .push_back(Command::ReadTranscript { path, from, read });
+        }
+        info!(
+            "[RESTORE] rebuilt {} agent(s) from the store",
+            self.agents.len()
+        );
+    }
+
+    fn agent_mut(&mut self, id: AgentId) -> &mut AgentState {
+        self.agents.get_mut(&id).expect("known agent")
+    }
+}
+
+impl AgentState {
+    fn new(row: AgentRow) -> AgentState {
+        AgentState {
+            row,
+            index: MatchIndex::default(),
+            seen_entries: HashSet::new(),
+            hook_keys: HashSet::new(),
+            question_ids: HashSet::new(),
+            tasks: BTreeMap::new(),
+            latest: None,
+            recovered: 0,
+            reconciling: None,
+        }
+    }
+}
+
+/// The JSON of a turn as the API and `turn_created` show it.
+pub fn turn_json(t: &TurnRow) -> serde_json::Value {
+    json!({
+        "id": t.id,
+        "turn_id": t.id,
+        "agent_id": t.agent_id,
+        "task_id": t.task_id,
+        "actor": t.actor,
+        "intent": t.intent,
+        "text": t.text,
+        "timestamp": t.timestamp,
+        "timestamp_source": t.timestamp_source,
+        "entry_uuid": t.entry_uuid,
+        "question": t.question,
+    })
+}
+
+/// A uuid as 128 bits: parsed when it is a standard uuid, hashed otherwise.
+fn uuid_key(uuid: &str) -> u128 {
+    let hex: String = uuid.chars().filter(|c| *c != '-').collect();
+    if hex.len() == 32 {
+        if let Ok(v) = u128::from_str_radix(&hex, 16) {
+            return v;
+        }
+    }
+    hash128(uuid.as_bytes())
+}
+
+/// A prompt the transcript never shows as a turn: slash commands and machinery.
+fn is_machinery_prompt(text: &str) -> bool {
+    let first = text.split_whitespace().next().unwrap_or("");
+    let slash_command = first.len() > 1
+        && first.starts_with('/')
+        && !first[1..].contains('/')
+        && first[1..]
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_:.".contains(c));
+    slash_command || entry::is_machinery_text(text)
+}
+
+/// `projects/<dir>/<session>.jsonl` → `<session>`; anything else (sub-agent transcripts in
+/// deeper folders, other files) is not a session transcript.
+pub fn session_of_path(rel: &str) -> Option<String> {
+    let parts: Vec<&str> = rel.split('/').collect();
+    match parts.as_slice() {
+        ["projects", dir, file] if !dir.is_empty() && !dir.starts_with('.') => {
+            let stem = file.strip_suffix(".jsonl")?;
+            (!stem.is_empty()).then(|| stem.to_string())
+        }
+        _ => None,
+    }
+}
+
+/// A hook's absolute transcript path relative to the claude dir, or `None` outside it.
+pub fn relative_transcript_path(claude_dir: &str, abs: &str) -> Option<String> {
+    let dir = claude_dir.trim_end_matches('/');
+    let rest = abs
+        .strip_prefix(dir)
+        .and_then(|r| r.strip_prefix('/'))
+        .or_else(|| abs.strip_prefix("~/.claude/"))?;
+    if rest
+        .split('/')
+        .any(|c| c == ".." || c == "." || c.is_empty())
+    {
+        return None;
+    }
+    Some(rest.to_string())
+}
+
+fn project_of(cwd: &str) -> Option<String> {
+    cwd.trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+fn project_of_dir(rel: &str) -> Option<String> {
+    rel.split('/').nth(1).map(|d| {
+        d.rsplit('-')
+            .find(|s| !s.is_empty())
+            .unwrap_or(d)
+            .to_string()
+    })
+}

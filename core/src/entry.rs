@@ -1,0 +1,428 @@
+//! What one transcript line means: a turn, an activity signal, or nothing.
+//!
+//! Claude Code's transcript format "is internal and changes between versions", so every field
+//! is optional and unknown line types are ignored. Large fields (tool results, tool inputs)
+//! are borrowed as raw JSON and never parsed unless needed.
+
+use crate::time::Timestamp;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+
+/// A transcript line that is not JSON: reported and skipped, the lines around it are kept.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("transcript line is not JSON: {0}")]
+pub struct LineError(pub String);
+
+/// The meaning of one transcript line.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Entry {
+    /// A typed user prompt (actor user; intent command or answer).
+    UserPrompt {
+        /// The line's `uuid`, the turn's durable key.
+        uuid: String,
+        /// The line's timestamp.
+        timestamp: Option<Timestamp>,
+        /// The prompt text, context blocks left out, trimmed.
+        text: String,
+        /// `promptId` (Claude Code ≥ 2.1.196).
+        prompt_id: Option<String>,
+    },
+    /// An assistant text block (actor agent).
+    AgentText {
+        /// The line's `uuid`.
+        uuid: String,
+        /// The line's timestamp.
+        timestamp: Option<Timestamp>,
+        /// The text.
+        text: String,
+    },
+    /// An AskUserQuestion tool call (actor agent, intent question).
+    AgentQuestion {
+        /// The line's `uuid`.
+        uuid: String,
+        /// The line's timestamp.
+        timestamp: Option<Timestamp>,
+        /// The `tool_use` block's id.
+        tool_use_id: Option<String>,
+        /// The questions joined by newlines.
+        text: String,
+        /// The tool input: questions and their options.
+        question: serde_json::Value,
+    },
+    /// A tool result line; an answer when it answers an AskUserQuestion.
+    ToolResult {
+        /// The line's `uuid`.
+        uuid: String,
+        /// The line's timestamp.
+        timestamp: Option<Timestamp>,
+        /// The id of the tool call it answers.
+        tool_use_id: Option<String>,
+        /// The answer text when `toolUseResult.answers` is present.
+        answers: Option<String>,
+        /// The result's text content.
+        text: String,
+    },
+    /// A line that is not a turn but tells about the agent's activity.
+    Signal {
+        /// The line's timestamp.
+        timestamp: Option<Timestamp>,
+        /// What it signals.
+        signal: Signal,
+    },
+    /// Anything else (unknown types, meta lines, sidechains, tool calls, blank text).
+    Ignored,
+}
+
+/// Activity signals found in transcripts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signal {
+    /// `[Request interrupted by user…]`: the turn ended without a Stop hook.
+    Interrupt,
+    /// `system/turn_duration`: the turn ended.
+    TurnDuration,
+    /// `system/stop_hook_summary`: the Stop hooks ran, the turn ended.
+    StopHookSummary,
+    /// `system/compact_boundary`: the conversation was compacted.
+    CompactBoundary,
+    /// An assistant tool call: the agent is working.
+    ToolUse,
+}
+
+#[derive(Deserialize)]
+struct RawLine<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    subtype: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    uuid: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    timestamp: Option<&'a RawValue>,
+    #[serde(rename = "isSidechain", default)]
+    is_sidechain: Option<bool>,
+    #[serde(rename = "isMeta", default)]
+    is_meta: Option<bool>,
+    #[serde(rename = "isCompactSummary", default)]
+    is_compact_summary: Option<bool>,
+    #[serde(rename = "promptId", borrow, default)]
+    prompt_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    message: Option<RawMessage<'a>>,
+    #[serde(rename = "toolUseResult", borrow, default)]
+    tool_use_result: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct RawMessage<'a> {
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct RawBlock<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tool_use_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+}
+
+/// Prefixes that mark a user line as machinery, not something the user typed.
+const NOT_A_PROMPT: [&str; 7] = [
+    "<command-name>",
+    "<command-message>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<task-notification>",
+    "<system-reminder>",
+    "[Request interrupted by user",
+];
+
+/// True for text that starts like machinery rather than something the user typed.
+pub fn is_machinery_text(text: &str) -> bool {
+    let t = text.trim_start();
+    NOT_A_PROMPT.iter().any(|p| t.starts_with(p))
+}
+
+/// Classifies one transcript line. Blank lines are `Ignored`; a line that is not JSON is an
+/// error the caller reports and skips.
+pub fn classify(line: &[u8]) -> Result<Entry, LineError> {
+    if line.trim_ascii().is_empty() {
+        return Ok(Entry::Ignored);
+    }
+    let raw: RawLine = serde_json::from_slice(line).map_err(|e| LineError(e.to_string()))?;
+    if raw.is_sidechain == Some(true) {
+        return Ok(Entry::Ignored);
+    }
+    let timestamp = raw
+        .timestamp
+        .and_then(|r| serde_json::from_str::<serde_json::Value>(r.get()).ok())
+        .and_then(|v| Timestamp::from_json(&v));
+    let uuid = raw
+        .uuid
+        .as_deref()
+        .filter(|u| !u.is_empty())
+        .map(str::to_string);
+    match raw.kind.as_deref() {
+        Some("system") => Ok(match raw.subtype.as_deref() {
+            Some("turn_duration") => signal(timestamp, Signal::TurnDuration),
+            Some("stop_hook_summary") => signal(timestamp, Signal::StopHookSummary),
+            Some("compact_boundary") => signal(timestamp, Signal::CompactBoundary),
+            _ => Entry::Ignored,
+        }),
+        Some("user") => Ok(classify_user(&raw, uuid, timestamp)),
+        Some("assistant") => Ok(classify_assistant(&raw, uuid, timestamp)),
+        _ => Ok(Entry::Ignored),
+    }
+}
+
+fn signal(timestamp: Option<Timestamp>, signal: Signal) -> Entry {
+    Entry::Signal { timestamp, signal }
+}
+
+enum Content<'a> {
+    Text(String),
+    Blocks(Vec<RawBlock<'a>>),
+}
+
+fn content<'a>(raw: &'a RawLine<'a>) -> Option<Content<'a>> {
+    let c = raw.message.as_ref()?.content?;
+    let s = c.get();
+    if s.starts_with('"') {
+        serde_json::from_str::<String>(s).ok().map(Content::Text)
+    } else if s.starts_with('[') {
+        serde_json::from_str::<Vec<RawBlock<'a>>>(s)
+            .ok()
+            .map(Content::Blocks)
+    } else {
+        None
+    }
+}
+
+fn classify_user(raw: &RawLine<'_>, uuid: Option<String>, timestamp: Option<Timestamp>) -> Entry {
+    if raw.is_meta == Some(true) || raw.is_compact_summary == Some(true) {
+        return Entry::Ignored;
+    }
+    let Some(content) = content(raw) else {
+        return Entry::Ignored;
+    };
+    let text = match content {
+        Content::Text(t) => t,
+        Content::Blocks(blocks) => {
+            if let Some(result) = blocks
+                .iter()
+                .find(|b| b.kind.as_deref() == Some("tool_result"))
+            {
+                let Some(uuid) = uuid else {
+                    return Entry::Ignored;
+                };
+                return Entry::ToolResult {
+                    uuid,
+                    timestamp,
+                    tool_use_id: result.tool_use_id.as_deref().map(str::to_string),
+                    answers: raw.tool_use_result.and_then(answers_text),
+                    text: result.content.map(raw_text).unwrap_or_default(),
+                };
+            }
+            let parts: Vec<&str> = blocks
+                .iter()
+                .filter(|b| b.kind.as_deref() == Some("text"))
+                .filter_map(|b| b.text.as_deref())
+                .filter(|t| {
+                    let t = t.trim_start();
+                    !t.starts_with("<ide_") && !t.starts_with("<system-reminder>")
+                })
+                .collect();
+            parts.join("\n")
+        }
+    };
+    let text = text.trim();
+    if text.starts_with("[Request interrupted by user") {
+        return signal(timestamp, Signal::Interrupt);
+    }
+    if text.is_empty() || NOT_A_PROMPT.iter().any(|p| text.starts_with(p)) {
+        return Entry::Ignored;
+    }
+    let Some(uuid) = uuid else {
+        return Entry::Ignored;
+    };
+    Entry::UserPrompt {
+        uuid,
+        timestamp,
+        text: text.to_string(),
+        prompt_id: raw
+            .prompt_id
+            .as_deref()
+            .filter(|p| !p.is_empty())
+            .map(str::to_string),
+    }
+}
+
+fn classify_assistant(
+    raw: &RawLine<'_>,
+    uuid: Option<String>,
+    timestamp: Option<Timestamp>,
+) -> Entry {
+    if raw.message.as_ref().and_then(|m| m.model.as_deref()) == Some("<synthetic>") {
+        return Entry::Ignored;
+    }
+    let Some(Content::Blocks(blocks)) = content(raw) else {
+        return Entry::Ignored;
+    };
+    let Some(uuid) = uuid else {
+        return Entry::Ignored;
+    };
+    if let Some(q) = blocks.iter().find(|b| {
+        b.kind.as_deref() == Some("tool_use") && b.name.as_deref() == Some("AskUserQuestion")
+    }) {
+        let question: serde_json::Value = q
+            .input
+            .and_then(|i| serde_json::from_str(i.get()).ok())
+            .unwrap_or(serde_json::Value::Null);
+        return Entry::AgentQuestion {
+            uuid,
+            timestamp,
+            tool_use_id: q.id.as_deref().map(str::to_string),
+            text: question_text(&question),
+            question,
+        };
+    }
+    let texts: Vec<&str> = blocks
+        .iter()
+        .filter(|b| b.kind.as_deref() == Some("text"))
+        .filter_map(|b| b.text.as_deref())
+        .filter(|t| !t.trim().is_empty())
+        .collect();
+    if !texts.is_empty() {
+        return Entry::AgentText {
+            uuid,
+            timestamp,
+            text: texts.join("\n").trim().to_string(),
+        };
+    }
+    if blocks.iter().any(|b| b.kind.as_deref() == Some("tool_use")) {
+        return signal(timestamp, Signal::ToolUse);
+    }
+    Entry::Ignored
+}
+
+/// The questions of an AskUserQuestion input, one per line.
+pub fn question_text(input: &serde_json::Value) -> String {
+    let qs: Vec<&str> = input
+        .get("questions")
+        .and_then(|q| q.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|q| q.get("question")?.as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    if qs.is_empty() {
+        input
+            .get("question")
+            .and_then(|q| q.as_str())
+            .unwrap_or("")
+            .trim()
+            .to_string()
+    } else {
+        qs.join("\n").trim().to_string()
+    }
+}
+
+fn answers_text(r: &RawValue) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(r.get()).ok()?;
+    let answers = v.get("answers")?.as_object()?;
+    let parts: Vec<String> = answers
+        .values()
+        .map(|a| match a {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect();
+    Some(parts.join("\n"))
+}
+
+fn raw_text(r: &RawValue) -> String {
+    match serde_json::from_str::<serde_json::Value>(r.get()) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(serde_json::Value::Array(items)) => items
+            .iter()
+            .filter_map(|b| b.get("text").and_then(|t| t.as_str()))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ide_blocks_are_left_out_of_prompts() {
+        let line = br#"{"type":"user","uuid":"u1","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":[{"type":"text","text":"<ide_opened_file>x</ide_opened_file>"},{"type":"text","text":"  do it  "}]}}"#;
+        match classify(line).unwrap() {
+            Entry::UserPrompt { text, .. } => assert_eq!(text, "do it"),
+            e => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
+    fn machinery_lines_are_not_prompts() {
+        for t in [
+            "<command-name>/clear</command-name>",
+            "<local-command-stdout>x</local-command-stdout>",
+            "   ",
+        ] {
+            let line =
+                serde_json::json!({"type":"user","uuid":"u","message":{"content":t}}).to_string();
+            assert_eq!(classify(line.as_bytes()).unwrap(), Entry::Ignored, "{t}");
+        }
+        let meta = br#"{"type":"user","uuid":"u","isMeta":true,"message":{"content":"hi"}}"#;
+        assert_eq!(classify(meta).unwrap(), Entry::Ignored);
+        let side = br#"{"type":"assistant","uuid":"u","isSidechain":true,"message":{"content":[{"type":"text","text":"hi"}]}}"#;
+        assert_eq!(classify(side).unwrap(), Entry::Ignored);
+    }
+
+    #[test]
+    fn interrupt_is_a_signal() {
+        let line = br#"{"type":"user","uuid":"u","message":{"content":[{"type":"text","text":"[Request interrupted by user]"}]}}"#;
+        assert!(matches!(
+            classify(line).unwrap(),
+            Entry::Signal {
+                signal: Signal::Interrupt,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn synthetic_and_blank_assistant_text_are_not_turns() {
+        let synth = br#"{"type":"assistant","uuid":"a","message":{"model":"<synthetic>","content":[{"type":"text","text":"API Error"}]}}"#;
+        assert_eq!(classify(synth).unwrap(), Entry::Ignored);
+        let blank = br#"{"type":"assistant","uuid":"a","message":{"model":"m","content":[{"type":"text","text":"\n\n"}]}}"#;
+        assert_eq!(classify(blank).unwrap(), Entry::Ignored);
+    }
+
+    #[test]
+    fn not_json_is_an_error() {
+        assert!(classify(b"{oops").is_err());
+        assert_eq!(classify(b"   ").unwrap(), Entry::Ignored);
+        assert_eq!(
+            classify(br#"{"type":"brand-new-kind","x":1}"#).unwrap(),
+            Entry::Ignored
+        );
+    }
+}

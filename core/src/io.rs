@@ -1,0 +1,145 @@
+//! The core's inputs and commands: everything that crosses its boundary, as data.
+
+use crate::model::{AgentId, AgentRow, OffsetRow, Snapshot, TaskId, TaskRow, TurnId, TurnRow};
+use crate::time::Timestamp;
+
+/// Identifies a request whose answer the core gives back with [`Command::Reply`].
+pub type RequestId = u64;
+/// Identifies a read the core asked for with [`Command::ReadTranscript`].
+pub type ReadId = u64;
+
+/// Something that happened in the world, fed to [`crate::Core::handle`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum Input {
+    /// A hook body arrived. `event` is the event named by the route, which wins over the
+    /// body's `hook_event_name`.
+    Hook {
+        /// The event named by the caller, if any.
+        event: Option<String>,
+        /// The raw body.
+        body: Vec<u8>,
+    },
+    /// Bytes of a transcript file at an offset.
+    Transcript {
+        /// Path relative to the claude dir.
+        path: String,
+        /// Offset of `data[0]` in the file.
+        offset: u64,
+        /// The bytes.
+        data: Vec<u8>,
+        /// The read this answers, when it answers [`Command::ReadTranscript`]; such a chunk
+        /// holds everything up to the end of the file.
+        read: Option<ReadId>,
+    },
+    /// The file shrank or was replaced: read it again from the start (dedup keeps it safe).
+    TranscriptReset {
+        /// Path relative to the claude dir.
+        path: String,
+    },
+    /// What a pane shows now.
+    Pane {
+        /// The pane id (`%N`).
+        pane: String,
+        /// The captured text.
+        text: String,
+    },
+    /// Time passed.
+    Tick,
+    /// Read an agent's transcripts to the end now and say how many turns were recovered.
+    Reconcile {
+        /// An agent id, a Claude session id or a pane id.
+        agent: String,
+        /// Echoed in the reply.
+        request: RequestId,
+    },
+    /// Rebuild all state from what the store holds (after a restart).
+    Restore(Snapshot),
+}
+
+/// A state change the store must apply, in order, per agent.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Write {
+    /// Insert or replace an agent.
+    Agent(AgentRow),
+    /// Insert or replace a task.
+    Task(TaskRow),
+    /// Insert a turn (no-op when its id or its entry uuid is already stored).
+    Turn(TurnRow),
+    /// A transcript entry claimed a hook-made turn: set its entry uuid, its transcript
+    /// timestamp (`timestamp_source = jsonl`) and its task.
+    Claim {
+        /// The claimed turn.
+        turn_id: TurnId,
+        /// The claiming entry.
+        entry_uuid: String,
+        /// The entry's timestamp, when it has one.
+        timestamp: Option<Timestamp>,
+        /// The task the entry belongs to in transcript order.
+        task_id: TaskId,
+    },
+    /// A hook arrived after its entry had made the turn: remember the hook's fingerprint.
+    HookMatched {
+        /// The turn.
+        turn_id: TurnId,
+        /// The hook's fingerprint.
+        hook_key: String,
+    },
+    /// Everything before `offset` of the file is stored. Emitted only after the writes of
+    /// the lines before it.
+    Offset(OffsetRow),
+}
+
+/// Something the shell must do, drained with [`crate::Core::poll_command`].
+#[derive(Clone, Debug, PartialEq)]
+#[must_use]
+pub enum Command {
+    /// Apply this write to the store (idempotent; retry freely).
+    Store(Write),
+    /// Tell the dashboard: an SSE event, after the writes before it are committed.
+    Publish(Event),
+    /// Read `path` from `from` to its end and feed it back as [`Input::Transcript`] with
+    /// `read: Some(read)` (an empty chunk when the file is missing).
+    ReadTranscript {
+        /// Path relative to the claude dir.
+        path: String,
+        /// Start offset.
+        from: u64,
+        /// Echo this in the input.
+        read: ReadId,
+    },
+    /// Answer a request.
+    Reply {
+        /// The request.
+        request: RequestId,
+        /// The answer.
+        reply: Reply,
+    },
+}
+
+/// Answers to requests.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// A reconcile finished: `created` turns were recovered.
+    Reconciled {
+        /// The agent.
+        agent_id: AgentId,
+        /// Turns created from transcript entries during the reconcile.
+        created: u64,
+    },
+    /// A reconcile for this agent is already running.
+    ReconcileBusy,
+    /// No such agent.
+    UnknownAgent,
+}
+
+/// A dashboard event (SSE). The shell assigns the increasing ids.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    /// `turn_created`, `turn_updated`, `state_changed`, `card_refresh`, `session_created`,
+    /// `session_ended`.
+    pub name: &'static str,
+    /// The agent it concerns.
+    pub agent_id: AgentId,
+    /// The payload.
+    pub data: serde_json::Value,
+}

@@ -1,0 +1,99 @@
+//! # headspace-core — the sans-IO turn-capture engine
+//!
+//! Headspace shows every Claude Code agent's whole conversation and promises that no turn is
+//! ever lost or shown twice. This crate is where that promise is kept. It is a deterministic
+//! state machine: it does no I/O, reads no clock, draws no randomness, and iterates no hash
+//! map where order could leak into its output. Same inputs, same commands, always.
+//!
+//! ## Inputs ([`Input`])
+//!
+//! | input | what happened |
+//! |---|---|
+//! | `Hook { event, body }` | a Claude Code hook arrived (the route's event wins over `hook_event_name`) |
+//! | `Transcript { path, offset, data, read }` | bytes of `projects/<dir>/<session>.jsonl` at an offset |
+//! | `TranscriptReset { path }` | that file shrank or was replaced |
+//! | `Pane { pane, text }` | a tmux pane capture |
+//! | `Tick` | time passed |
+//! | `Reconcile { agent, request }` | read an agent's transcripts to the end and report |
+//! | `Restore(snapshot)` | rebuild from the store after a restart |
+//!
+//! ## Commands ([`Command`])
+//!
+//! | command | what the shell does | what comes back |
+//! |---|---|---|
+//! | `Store(Write::Agent / Task / Turn)` | upsert the row (idempotent by id; one turn per entry uuid) | — |
+//! | `Store(Write::Claim)` | an entry claimed a hook turn: set its uuid, transcript timestamp, task | — |
+//! | `Store(Write::HookMatched)` | a late hook matched an entry's turn: remember its fingerprint | — |
+//! | `Store(Write::Offset)` | save how far a file is read (emitted after the writes of its lines) | — |
+//! | `Publish(Event)` | send an SSE event (`turn_created`, `turn_updated`, `state_changed`, …) | — |
+//! | `ReadTranscript { path, from, read }` | read the file from `from` to its end | `Input::Transcript { read: Some(read), .. }` |
+//! | `Reply { request, reply }` | answer the request | — |
+//!
+//! ## How to drive it
+//!
+//! ```
+//! use headspace_core::{Command, Config, Core, Input, Timestamp};
+//! let mut core = Core::new(Config { claude_dir: "/home/u/.claude".into() });
+//! let now = Timestamp::parse_rfc3339("2026-02-18T10:00:00Z").unwrap();
+//! core.handle(now, Input::Hook {
+//!     event: Some("UserPromptSubmit".into()),
+//!     body: br#"{"session_id":"s1","prompt":"fix the build","tmux_pane":"%3"}"#.to_vec(),
+//! });
+//! while let Some(cmd) = core.poll_command() {
+//!     // carry out each command in order: store writes, events, reads, replies
+//!     let _ = cmd;
+//! }
+//! assert_eq!(core.poll_timeout(), None);
+//! ```
+//!
+//! 1. Call [`Core::handle`] with the current time and one input.
+//! 2. Drain [`Core::poll_command`] until it returns `None`, carrying out each command in
+//!    order. Writes of one agent must be applied in the order given; each is idempotent, so a
+//!    retry after an unknown outcome is safe. Publish an event only after the writes before
+//!    it are committed.
+//! 3. Feed the result of a `ReadTranscript` back as an input, then drain again.
+//! 4. Call `handle(now, Input::Tick)` when [`Core::poll_timeout`] says so (never, today).
+//!
+//! Time only moves forward: an input stamped earlier than one already seen is taken as
+//! happening at the latest time seen.
+//!
+//! ## The rules it keeps
+//!
+//! - **A turn is never rolled back by a state change.** Turn writes come first; a transition
+//!   the table rejects is a WARN (`… — turn {id} preserved`) and leaves the state unchanged.
+//! - **Dedup on structure.** A transcript line's `uuid` is a turn's durable key. A hook-made
+//!   turn is provisional until an entry claims it, by `prompt_id` / `tool_use_id` when both
+//!   carry one, else the first unclaimed one of the same kind with the same full normalised
+//!   text ([`matching`]). A hook arriving after its entry adds nothing. A duplicate hook
+//!   (same body) counts once. Unclaimed provisional turns are kept.
+//! - **The transcript is the authority for state.** Each task folds its turns in transcript
+//!   order; unconfirmed hook news (provisional turns, a Stop) is shown on top until the
+//!   transcript confirms or overtakes it. A hook emitted before a task started, or from
+//!   another session, never changes that task (sm#232).
+//! - **Offsets move only past complete lines**; re-reads are skipped by uuid.
+//! - **Restart-safe.** Everything decisions depend on is in the store; [`Input::Restore`]
+//!   rebuilds it exactly, so where a crash happens does not change the result.
+
+#![warn(missing_docs)]
+
+pub mod activity;
+pub mod engine;
+pub mod entry;
+pub mod framing;
+pub mod hook;
+pub mod intent;
+pub mod io;
+pub mod matching;
+pub mod model;
+pub mod replay;
+pub mod state;
+pub mod store;
+pub mod time;
+pub mod trace;
+
+pub use activity::Activity;
+pub use engine::{Config, Core};
+pub use intent::{Actor, Intent};
+pub use io::{Command, Event, Input, Reply, Write};
+pub use state::TaskState;
+pub use time::Timestamp;

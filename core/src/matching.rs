@@ -1,0 +1,319 @@
+//! Structural matching of hook-made turns and transcript entries, in both orders.
+//!
+//! A hook-made turn is provisional until an entry claims it: by `prompt_id` (or the
+//! AskUserQuestion `tool_use_id`) when both carry one, otherwise the first unclaimed
+//! provisional turn of the same kind with the same full normalised text. A hook that arrives
+//! after its entry matches the first turn of that kind and text that no hook has matched yet,
+//! and adds nothing. No prefixes, no time windows: two identical replies are two turns.
+//!
+//! Greedy matching keeps an invariant that makes counting exact: for each (kind, text) at most
+//! one of "unclaimed provisional turns" and "unhooked entries" is non-empty, so when every hook
+//! has its entry, every provisional turn ends up claimed.
+
+use crate::intent::{Actor, Intent};
+use crate::model::{TaskId, TurnId, TurnRow};
+use crate::time::Timestamp;
+
+/// The kinds of turn a hook can announce.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A typed user prompt (UserPromptSubmit).
+    Prompt,
+    /// An agent text (Stop's `last_assistant_message`).
+    AgentText,
+    /// An AskUserQuestion (PreToolUse).
+    Question,
+}
+
+impl Kind {
+    /// The matching kind of a stored turn, if hooks can announce such a turn.
+    pub fn of(turn: &TurnRow) -> Option<Kind> {
+        match turn.actor {
+            Actor::User if turn.tool_use_id.is_none() => Some(Kind::Prompt),
+            Actor::User => None, // an AskUserQuestion answer: only the transcript has it
+            Actor::Agent if turn.question.is_some() => Some(Kind::Question),
+            Actor::Agent => Some(Kind::AgentText),
+        }
+    }
+}
+
+/// What identifies a turn for matching: its kind, a hash of its full normalised text and,
+/// when known, a hash of its structural id (`prompt_id` or `tool_use_id`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Key {
+    /// The kind.
+    pub kind: Kind,
+    /// 128-bit hash of the normalised text.
+    pub text: u128,
+    /// 128-bit hash of the structural id.
+    pub id: Option<u128>,
+}
+
+impl Key {
+    /// The key of a text with an optional structural id.
+    pub fn new(kind: Kind, text: &str, id: Option<&str>) -> Key {
+        Key {
+            kind,
+            text: text_hash(text),
+            id: id.map(|i| hash128(i.as_bytes())),
+        }
+    }
+
+    /// The key of a stored turn.
+    pub fn of(turn: &TurnRow) -> Option<Key> {
+        let kind = Kind::of(turn)?;
+        let id = match kind {
+            Kind::Prompt => turn.prompt_id.as_deref(),
+            Kind::Question => turn.tool_use_id.as_deref(),
+            Kind::AgentText => None,
+        };
+        Some(Key::new(kind, &turn.text, id))
+    }
+
+    fn same_id(&self, other: &Key) -> bool {
+        self.kind == other.kind && self.id.is_some() && self.id == other.id
+    }
+
+    fn same_text(&self, other: &Key) -> bool {
+        // When both carry an id the ids decide; text decides only when one lacks it.
+        self.kind == other.kind
+            && (self.id.is_none() || other.id.is_none())
+            && self.text == other.text
+    }
+}
+
+/// A turn waiting in the index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slot {
+    /// The turn.
+    pub turn_id: TurnId,
+    /// Its task.
+    pub task_id: TaskId,
+    /// Its matching key.
+    pub key: Key,
+    /// Who spoke (for the state preview).
+    pub actor: Actor,
+    /// Its intent (for the state preview).
+    pub intent: Intent,
+    /// Its time (for ordering the state preview).
+    pub stamp: Timestamp,
+}
+
+/// One agent's unmatched turns on both sides.
+#[derive(Clone, Debug, Default)]
+pub struct MatchIndex {
+    /// Hook-made turns no entry has claimed, oldest first.
+    provisional: Vec<Slot>,
+    /// Entry-made turns no hook has matched, oldest first.
+    unhooked: Vec<Slot>,
+}
+
+impl MatchIndex {
+    /// Adds a hook-made turn that found no entry.
+    pub fn add_provisional(&mut self, slot: Slot) {
+        self.provisional.push(slot);
+    }
+
+    /// Adds an entry-made turn that claimed no hook-made turn.
+    pub fn add_unhooked(&mut self, slot: Slot) {
+        self.unhooked.push(slot);
+    }
+
+    /// An entry arrived: takes the provisional turn it claims, if any.
+    pub fn claim(&mut self, key: &Key) -> Option<Slot> {
+        take_match(&mut self.provisional, key)
+    }
+
+    /// A hook arrived: takes the unhooked entry-made turn it announces, if any.
+    pub fn match_hook(&mut self, key: &Key) -> Option<Slot> {
+        take_match(&mut self.unhooked, key)
+    }
+
+    /// Unclaimed hook-made turns, oldest first.
+    pub fn provisional(&self) -> &[Slot] {
+        &self.provisional
+    }
+
+    /// Number of slots held (for memory accounting in benchmarks).
+    pub fn len(&self) -> usize {
+        self.provisional.len() + self.unhooked.len()
+    }
+
+    /// True when nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn take_match(slots: &mut Vec<Slot>, key: &Key) -> Option<Slot> {
+    let pos = slots
+        .iter()
+        .position(|s| s.key.same_id(key))
+        .or_else(|| slots.iter().position(|s| s.key.same_text(key)))?;
+    Some(slots.remove(pos))
+}
+
+/// Normalises text for matching: context blocks the transcript leaves out of prompts are left
+/// out here too, and runs of white space count as one space.
+pub fn normalise(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for word in strip_context_blocks(text).split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
+}
+
+/// The text shown for a hook's prompt: context blocks left out, trimmed.
+pub fn normalise_display(text: &str) -> String {
+    strip_context_blocks(text).trim().to_string()
+}
+
+/// Leaves out leading `<ide_…>…</ide_…>` and `<system-reminder>…</system-reminder>` blocks,
+/// which a hook's prompt may carry but the transcript's prompt text does not.
+fn strip_context_blocks(mut text: &str) -> &str {
+    loop {
+        let t = text.trim_start();
+        let Some(rest) = t.strip_prefix('<') else {
+            return t;
+        };
+        let name_end = rest.find(['>', ' ']).unwrap_or(rest.len());
+        let name = &rest[..name_end];
+        if !(name.starts_with("ide_") || name == "system-reminder") {
+            return t;
+        }
+        let close = format!("</{name}>");
+        match t.find(&close) {
+            Some(i) => text = &t[i + close.len()..],
+            None => return t,
+        }
+    }
+}
+
+/// The 128-bit hash of a text's normal form.
+pub fn text_hash(text: &str) -> u128 {
+    let mut h = Fnv128::new();
+    let mut first = true;
+    for word in strip_context_blocks(text).split_whitespace() {
+        if !first {
+            h.write(b" ");
+        }
+        first = false;
+        h.write(word.as_bytes());
+    }
+    h.finish()
+}
+
+/// FNV-1a, 128-bit: stable across builds and platforms, which restart determinism needs.
+pub fn hash128(bytes: &[u8]) -> u128 {
+    let mut h = Fnv128::new();
+    h.write(bytes);
+    h.finish()
+}
+
+struct Fnv128(u128);
+
+impl Fnv128 {
+    const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
+    const PRIME: u128 = 0x0000000001000000000000000000013B;
+
+    fn new() -> Self {
+        Fnv128(Self::OFFSET)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u128::from(b);
+            self.0 = self.0.wrapping_mul(Self::PRIME);
+        }
+    }
+
+    fn finish(&self) -> u128 {
+        self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(turn_id: TurnId, key: Key) -> Slot {
+        Slot {
+            turn_id,
+            task_id: 1,
+            key,
+            actor: Actor::User,
+            intent: Intent::Command,
+            stamp: Timestamp(0),
+        }
+    }
+
+    #[test]
+    fn full_text_not_prefix() {
+        // AC 1.1 / 1.3: same first 200 characters, different ends: different turns.
+        let a = "x".repeat(200) + " alpha";
+        let b = "x".repeat(200) + " beta";
+        let mut idx = MatchIndex::default();
+        idx.add_provisional(slot(1, Key::new(Kind::Prompt, &a, None)));
+        assert_eq!(idx.claim(&Key::new(Kind::Prompt, &b, None)), None);
+        assert_eq!(
+            idx.claim(&Key::new(Kind::Prompt, &a, None))
+                .map(|s| s.turn_id),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn whitespace_and_ide_blocks_do_not_matter() {
+        assert_eq!(
+            text_hash("<ide_opened_file>f.rs</ide_opened_file>\n fix  the\tbug "),
+            text_hash("fix the bug")
+        );
+        assert_eq!(normalise("  a \n b "), "a b");
+    }
+
+    #[test]
+    fn ids_decide_when_both_have_one() {
+        let mut idx = MatchIndex::default();
+        idx.add_provisional(slot(1, Key::new(Kind::Prompt, "yes", Some("p1"))));
+        idx.add_provisional(slot(2, Key::new(Kind::Prompt, "yes", Some("p2"))));
+        assert_eq!(
+            idx.claim(&Key::new(Kind::Prompt, "yes", Some("p2")))
+                .map(|s| s.turn_id),
+            Some(2)
+        );
+        assert_eq!(idx.claim(&Key::new(Kind::Prompt, "yes", Some("p3"))), None);
+        assert_eq!(
+            idx.claim(&Key::new(Kind::Prompt, "yes", None))
+                .map(|s| s.turn_id),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn identical_replies_are_claimed_one_each_in_order() {
+        let mut idx = MatchIndex::default();
+        idx.add_provisional(slot(1, Key::new(Kind::Prompt, "yes", None)));
+        idx.add_provisional(slot(2, Key::new(Kind::Prompt, "yes", None)));
+        assert_eq!(
+            idx.claim(&Key::new(Kind::Prompt, "yes", None))
+                .map(|s| s.turn_id),
+            Some(1)
+        );
+        assert_eq!(
+            idx.claim(&Key::new(Kind::Prompt, "yes", None))
+                .map(|s| s.turn_id),
+            Some(2)
+        );
+        assert_eq!(idx.claim(&Key::new(Kind::Prompt, "yes", None)), None);
+    }
+
+    #[test]
+    fn kinds_do_not_mix() {
+        let mut idx = MatchIndex::default();
+        idx.add_unhooked(slot(1, Key::new(Kind::AgentText, "yes", None)));
+        assert_eq!(idx.match_hook(&Key::new(Kind::Prompt, "yes", None)), None);
+    }
+}

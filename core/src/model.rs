@@ -1,0 +1,145 @@
+//! The rows the core asks the store to keep: agents, tasks, turns and file offsets.
+//!
+//! Every row carries the id the core gave it, so each write is an idempotent upsert and a
+//! retry after an unknown outcome is safe.
+
+use crate::intent::{Actor, Intent};
+use crate::state::TaskState;
+use crate::time::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// An agent's id: one Claude Code process in one pane, across `/clear` and compaction.
+pub type AgentId = u64;
+/// A task's id.
+pub type TaskId = u64;
+/// A turn's id (insertion order, not display order).
+pub type TurnId = u64;
+
+/// Where a turn's timestamp came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimestampSource {
+    /// The server's approximation (hook receipt or emission stamp).
+    Server,
+    /// The transcript line's own timestamp: authoritative.
+    Jsonl,
+    /// A user action's time (dashboard or voice replies).
+    User,
+}
+
+/// What made a turn first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnSource {
+    /// A hook: provisional until a transcript entry claims it.
+    Hook,
+    /// A transcript entry no hook had announced ("recovered").
+    Transcript,
+}
+
+/// An agent row.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentRow {
+    /// The agent's id.
+    pub id: AgentId,
+    /// Its current Claude session id.
+    pub session_id: String,
+    /// Every session id it has had, oldest first.
+    pub sessions: Vec<String>,
+    /// Project name (last component of the working directory).
+    pub project: Option<String>,
+    /// Working directory.
+    pub cwd: Option<String>,
+    /// Current transcript, relative to the claude dir.
+    pub transcript_path: Option<String>,
+    /// The tmux pane (`%N`).
+    pub tmux_pane: Option<String>,
+    /// The Claude process has exited (SessionEnd other than `/clear`).
+    pub ended: bool,
+    /// A permission dialog is open.
+    pub waiting_permission: bool,
+    /// When anything was last heard of it.
+    pub last_seen_at: Timestamp,
+}
+
+/// A task row: a user command and what followed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRow {
+    /// The task's id.
+    pub id: TaskId,
+    /// Its agent.
+    pub agent_id: AgentId,
+    /// The Claude session it runs in.
+    pub session_id: Option<String>,
+    /// The state shown: the transcript's state with unconfirmed hook news applied on top.
+    pub state: TaskState,
+    /// The state implied by the transcript alone, in transcript order.
+    pub transcript_state: TaskState,
+    /// When it started: its command's time (or its first turn's, without a command). The
+    /// agent's current task is the one that started last.
+    pub started_at: Timestamp,
+    /// A Stop hook said the turn ended at this time and the transcript has not confirmed it.
+    pub hook_turn_end_at: Option<Timestamp>,
+}
+
+/// A turn row.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TurnRow {
+    /// The turn's id.
+    pub id: TurnId,
+    /// Its agent.
+    pub agent_id: AgentId,
+    /// Its task.
+    pub task_id: TaskId,
+    /// Who spoke.
+    pub actor: Actor,
+    /// What it means.
+    pub intent: Intent,
+    /// The text.
+    pub text: String,
+    /// Conversation time: the ordering key.
+    pub timestamp: Timestamp,
+    /// Where the timestamp came from.
+    pub timestamp_source: TimestampSource,
+    /// The transcript line's `uuid` once an entry made or claimed it.
+    pub entry_uuid: Option<String>,
+    /// What made it first.
+    pub source: TurnSource,
+    /// Fingerprint of the hook that made or matched it (duplicate hooks count once).
+    pub hook_key: Option<String>,
+    /// `prompt_id` / `promptId` when known.
+    pub prompt_id: Option<String>,
+    /// The AskUserQuestion tool call id, for questions and answers.
+    pub tool_use_id: Option<String>,
+    /// The structured question and options, for questions.
+    pub question: Option<serde_json::Value>,
+    /// The Claude session it was said in.
+    pub session_id: Option<String>,
+}
+
+/// How far a transcript file has been read: everything before `offset` is in the store.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OffsetRow {
+    /// Path relative to the claude dir (`projects/<dir>/<session>.jsonl`).
+    pub path: String,
+    /// The session the path names.
+    pub session_id: String,
+    /// Bytes read and committed.
+    pub offset: u64,
+    /// The task the last prompt read from this file opened or joined: where the next
+    /// entries belong, in transcript order.
+    pub task_id: Option<TaskId>,
+}
+
+/// Everything the store holds, handed to the core to rebuild it after a restart.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// All agents.
+    pub agents: Vec<AgentRow>,
+    /// All tasks.
+    pub tasks: Vec<TaskRow>,
+    /// All turns.
+    pub turns: Vec<TurnRow>,
+    /// All offsets.
+    pub offsets: Vec<OffsetRow>,
+}

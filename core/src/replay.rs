@@ -1,0 +1,135 @@
+//! Replaying inputs through the core and the in-memory store, with simulated files.
+//!
+//! This is a complete, deterministic "shell" with no I/O: it is what `headspace replay`
+//! runs, and what the property tests drive with generated schedules and restarts.
+
+use crate::engine::{Config, Core};
+use crate::io::{Command, Input, Reply, RequestId};
+use crate::store::MemStore;
+use crate::time::Timestamp;
+use crate::trace::{Step, Trace, TraceError};
+use std::collections::BTreeMap;
+
+/// The core, a store that survives restarts, and the transcript files as bytes.
+pub struct Replayer {
+    config: Config,
+    core: Core,
+    store: MemStore,
+    files: BTreeMap<String, Vec<u8>>,
+    next_request: RequestId,
+    replies: Vec<(RequestId, Reply)>,
+    events: u64,
+}
+
+impl Replayer {
+    /// A fresh world.
+    pub fn new(claude_dir: &str) -> Replayer {
+        let config = Config {
+            claude_dir: claude_dir.to_string(),
+        };
+        Replayer {
+            core: Core::new(config.clone()),
+            config,
+            store: MemStore::new(),
+            files: BTreeMap::new(),
+            next_request: 1,
+            replies: Vec::new(),
+            events: 0,
+        }
+    }
+
+    /// Runs one step at time `at` and carries out every command it causes.
+    pub fn step(&mut self, at: Timestamp, step: Step) {
+        match step {
+            Step::Hook { event, body } => self.core.handle(at, Input::Hook { event, body }),
+            Step::Append { path, data } => {
+                let file = self.files.entry(path.clone()).or_default();
+                let offset = file.len() as u64;
+                file.extend_from_slice(&data);
+                self.core.handle(
+                    at,
+                    Input::Transcript {
+                        path,
+                        offset,
+                        data,
+                        read: None,
+                    },
+                );
+            }
+            Step::Pane { pane, text } => self.core.handle(at, Input::Pane { pane, text }),
+            Step::Tick => self.core.handle(at, Input::Tick),
+            Step::Reconcile { agent } => {
+                let request = self.next_request;
+                self.next_request += 1;
+                self.core.handle(at, Input::Reconcile { agent, request });
+            }
+            Step::Restart => {
+                self.core = Core::new(self.config.clone());
+                self.core.handle(at, Input::Restore(self.store.snapshot()));
+            }
+        }
+        self.drain(at);
+    }
+
+    fn drain(&mut self, at: Timestamp) {
+        while let Some(cmd) = self.core.poll_command() {
+            match cmd {
+                Command::Store(w) => self.store.apply(&w),
+                Command::Publish(_) => self.events += 1,
+                Command::ReadTranscript { path, from, read } => {
+                    let data = self
+                        .files
+                        .get(&path)
+                        .map(|f| f.get(from as usize..).unwrap_or_default().to_vec())
+                        .unwrap_or_default();
+                    let offset = from.min(self.files.get(&path).map_or(0, |f| f.len() as u64));
+                    self.core.handle(
+                        at,
+                        Input::Transcript {
+                            path,
+                            offset,
+                            data,
+                            read: Some(read),
+                        },
+                    );
+                }
+                Command::Reply { request, reply } => self.replies.push((request, reply)),
+            }
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &MemStore {
+        &self.store
+    }
+
+    /// The core.
+    pub fn core(&self) -> &Core {
+        &self.core
+    }
+
+    /// Replies given so far, in order.
+    pub fn replies(&self) -> &[(RequestId, Reply)] {
+        &self.replies
+    }
+
+    /// Number of events published so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// The final state as JSON, byte-identical for the same steps.
+    pub fn output_json(&self) -> String {
+        serde_json::to_string(&self.store.replay_output()).expect("serialisable")
+    }
+}
+
+/// Runs a whole trace and returns `headspace replay`'s output.
+pub fn replay_trace(text: &str) -> Result<String, TraceError> {
+    let trace = Trace::parse(text)?;
+    let mut r = Replayer::new(&trace.claude_dir);
+    for (at, step) in trace.steps {
+        r.step(at, step);
+    }
+    Ok(r.output_json())
+}

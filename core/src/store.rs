@@ -1,0 +1,218 @@
+//! The in-memory store: a projection that applies the core's writes, and the source of the
+//! snapshot that rebuilds the core after a restart. Postgres must behave exactly like it.
+
+use crate::activity::{agent_activity, agent_state, current_task};
+use crate::io::Write;
+use crate::model::*;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Agents, tasks, turns and offsets in ordered maps.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MemStore {
+    agents: BTreeMap<AgentId, AgentRow>,
+    tasks: BTreeMap<TaskId, TaskRow>,
+    turns: BTreeMap<TurnId, TurnRow>,
+    entries: BTreeSet<(AgentId, String)>,
+    offsets: BTreeMap<String, OffsetRow>,
+}
+
+impl MemStore {
+    /// An empty store.
+    pub fn new() -> MemStore {
+        MemStore::default()
+    }
+
+    /// Applies one write. Every write is idempotent: applying it twice changes nothing more.
+    pub fn apply(&mut self, write: &Write) {
+        match write {
+            Write::Agent(a) => {
+                self.agents.insert(a.id, a.clone());
+            }
+            Write::Task(t) => {
+                self.tasks.insert(t.id, t.clone());
+            }
+            Write::Turn(t) => {
+                if self.turns.contains_key(&t.id) {
+                    return;
+                }
+                if let Some(u) = &t.entry_uuid {
+                    // One turn per transcript entry, enforced like a unique index.
+                    if !self.entries.insert((t.agent_id, u.clone())) {
+                        return;
+                    }
+                }
+                self.turns.insert(t.id, t.clone());
+            }
+            Write::Claim {
+                turn_id,
+                entry_uuid,
+                timestamp,
+                task_id,
+            } => {
+                let Some(t) = self.turns.get_mut(turn_id) else {
+                    return;
+                };
+                if t.entry_uuid.is_some() {
+                    return;
+                }
+                if !self.entries.insert((t.agent_id, entry_uuid.clone())) {
+                    return;
+                }
+                t.entry_uuid = Some(entry_uuid.clone());
+                t.task_id = *task_id;
+                if let Some(ts) = timestamp {
+                    t.timestamp = *ts;
+                    t.timestamp_source = TimestampSource::Jsonl;
+                }
+            }
+            Write::HookMatched { turn_id, hook_key } => {
+                if let Some(t) = self.turns.get_mut(turn_id) {
+                    t.hook_key.get_or_insert_with(|| hook_key.clone());
+                }
+            }
+            Write::Offset(o) => {
+                self.offsets.insert(o.path.clone(), o.clone());
+            }
+        }
+    }
+
+    /// Everything held, for [`crate::Input::Restore`].
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            agents: self.agents.values().cloned().collect(),
+            tasks: self.tasks.values().cloned().collect(),
+            turns: self.turns.values().cloned().collect(),
+            offsets: self.offsets.values().cloned().collect(),
+        }
+    }
+
+    /// All turns, by id.
+    pub fn turns(&self) -> impl Iterator<Item = &TurnRow> {
+        self.turns.values()
+    }
+
+    /// All tasks, by id.
+    pub fn tasks(&self) -> impl Iterator<Item = &TaskRow> {
+        self.tasks.values()
+    }
+
+    /// All agents, by id.
+    pub fn agents(&self) -> impl Iterator<Item = &AgentRow> {
+        self.agents.values()
+    }
+
+    /// The stored offset of a file.
+    pub fn offset(&self, path: &str) -> Option<u64> {
+        self.offsets.get(path).map(|o| o.offset)
+    }
+
+    /// The final state as `headspace replay` prints it: agents and tasks by id, turns by
+    /// (agent_id, timestamp, id).
+    pub fn replay_output(&self) -> ReplayOutput {
+        let agents = self
+            .agents
+            .values()
+            .map(|a| {
+                let current = current_task(self.tasks.values().filter(|t| t.agent_id == a.id));
+                ReplayAgent {
+                    id: a.id,
+                    session_id: a.session_id.clone(),
+                    tmux_pane: a.tmux_pane.clone(),
+                    state: agent_state(current).as_str(),
+                    activity: agent_activity(a, current).as_str(),
+                }
+            })
+            .collect();
+        let tasks = self
+            .tasks
+            .values()
+            .map(|t| ReplayTask {
+                id: t.id,
+                agent_id: t.agent_id,
+                state: t.state.as_str(),
+            })
+            .collect();
+        let mut turns: Vec<&TurnRow> = self.turns.values().collect();
+        turns.sort_by_key(|t| (t.agent_id, t.timestamp, t.id));
+        let turns = turns
+            .into_iter()
+            .map(|t| ReplayTurn {
+                id: t.id,
+                agent_id: t.agent_id,
+                task_id: t.task_id,
+                actor: t.actor,
+                intent: t.intent,
+                text: t.text.clone(),
+                timestamp: t.timestamp,
+                timestamp_source: t.timestamp_source,
+                entry_uuid: t.entry_uuid.clone(),
+            })
+            .collect();
+        ReplayOutput {
+            agents,
+            tasks,
+            turns,
+        }
+    }
+}
+
+/// `headspace replay`'s output.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReplayOutput {
+    /// Agents by id.
+    pub agents: Vec<ReplayAgent>,
+    /// Tasks by id.
+    pub tasks: Vec<ReplayTask>,
+    /// Turns by (agent_id, timestamp, id).
+    pub turns: Vec<ReplayTurn>,
+}
+
+/// An agent in the replay output.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReplayAgent {
+    /// Id.
+    pub id: AgentId,
+    /// Current Claude session.
+    pub session_id: String,
+    /// Pane.
+    pub tmux_pane: Option<String>,
+    /// Current task's state.
+    pub state: &'static str,
+    /// Activity.
+    pub activity: &'static str,
+}
+
+/// A task in the replay output.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReplayTask {
+    /// Id.
+    pub id: TaskId,
+    /// Agent.
+    pub agent_id: AgentId,
+    /// State.
+    pub state: &'static str,
+}
+
+/// A turn in the replay output.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReplayTurn {
+    /// Id.
+    pub id: TurnId,
+    /// Agent.
+    pub agent_id: AgentId,
+    /// Task.
+    pub task_id: TaskId,
+    /// `user` or `agent`.
+    pub actor: crate::Actor,
+    /// Intent.
+    pub intent: crate::Intent,
+    /// Text.
+    pub text: String,
+    /// Timestamp.
+    pub timestamp: crate::Timestamp,
+    /// `server`, `jsonl` or `user`.
+    pub timestamp_source: TimestampSource,
+    /// The claiming transcript line's uuid.
+    pub entry_uuid: Option<String>,
+}
