@@ -8,7 +8,7 @@ use crate::intent::{self, Actor, Intent};
 use crate::io::{Command, Event, Input, ReadId, Reply, RequestId, Write};
 use crate::matching::{hash128, Key, Kind, MatchIndex, Slot};
 use crate::model::*;
-use crate::state::{on_turn_end, transition, Outcome, TaskState};
+use crate::state::{on_turn_end, preserved_warning, transition, Outcome, TaskState};
 use crate::time::Timestamp;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
@@ -552,8 +552,8 @@ impl Core {
         let from = self.agents[&agent_id].tasks[&task_id].state;
         if transition(from, row.actor, row.intent) == Outcome::Reject {
             warn!(
-                "[HOOK_RECEIVER] state transition failed: from={} actor={:?} intent={} error=invalid transition — turn {} preserved",
-                from.as_str(), row.actor, row.intent.as_str(), row.id
+                "{}",
+                preserved_warning("HOOK_RECEIVER", from, row.actor, row.intent, row.id)
             );
         }
         let slot = Slot {
@@ -1034,9 +1034,8 @@ impl Core {
                 }
             }
             Outcome::Reject => warn!(
-                "[RECONCILER] Recovered turn {turn_id} state transition failed: from={} actor={actor:?} intent={} error=invalid transition — turn {turn_id} preserved",
-                from.as_str(),
-                intent.as_str()
+                "{}",
+                preserved_warning("RECONCILER", from, actor, intent, turn_id)
             ),
             // A command opens its own task before it is folded; nothing to do here.
             Outcome::OpenNew | Outcome::CompleteAndOpenNew => {}

@@ -88,6 +88,7 @@ pub mod model;
 pub mod replay;
 pub mod state;
 pub mod store;
+pub mod synth;
 pub mod time;
 pub mod trace;
 

@@ -159,6 +159,25 @@ pub fn on_turn_end(state: TaskState) -> Option<TaskState> {
     }
 }
 
+/// The WARN logged when a transition is rejected: the turn is kept, the state unchanged.
+pub fn preserved_warning(
+    component: &str,
+    from: TaskState,
+    actor: Actor,
+    intent: Intent,
+    turn_id: u64,
+) -> String {
+    let actor = match actor {
+        Actor::User => "user",
+        Actor::Agent => "agent",
+    };
+    format!(
+        "[{component}] state transition failed: from={} actor={actor} intent={} error=invalid transition — turn {turn_id} preserved",
+        from.as_str(),
+        intent.as_str()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

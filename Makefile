@@ -1,0 +1,42 @@
+# Headspace. The two commands of the README: `make run` and `make test`.
+SHELL := /bin/bash
+CARGO ?= cargo
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+
+.PHONY: run test deps build bench sim fmt lint clean
+
+## Install what is missing (Debian: postgresql, tmux). Needs root or sudo.
+deps:
+	@missing=""; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi; \
+	  $$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q $$missing; \
+	fi
+
+build:
+	$(CARGO) build --release --workspace
+
+## The whole test suite, with a throwaway PostgreSQL started and stopped around it.
+test: deps
+	scripts/with-test-postgres.sh $(CARGO) test --workspace --no-fail-fast
+
+## Start the server on the embedded database.
+run: deps build
+	target/release/headspace serve
+
+## Benchmarks: figures printed side by side against their baselines.
+bench:
+	$(CARGO) run --release -p headspace-core --example replay_bench
+
+fmt:
+	$(CARGO) fmt --all
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,753 @@
+//! The seed's acceptance criteria that belong to the core, and the recorded incidents, each
+//! as a named test driving the real core through the in-memory store.
+
+use headspace_core::io::Reply;
+use headspace_core::model::{TimestampSource, TurnRow, TurnSource};
+use headspace_core::replay::Replayer;
+use headspace_core::synth::{Line, SessionWriter, CLAUDE_DIR};
+use headspace_core::trace::Step;
+use headspace_core::{Actor, Intent, TaskState, Timestamp};
+use serde_json::json;
+
+struct World {
+    r: Replayer,
+    now: Timestamp,
+    s: SessionWriter,
+}
+
+impl World {
+    fn new() -> World {
+        let t0 = Timestamp::parse_rfc3339("2026-11-01T09:00:00Z").unwrap();
+        World {
+            r: Replayer::new(CLAUDE_DIR),
+            now: t0,
+            s: SessionWriter::new(1, t0),
+        }
+    }
+    fn tick(&mut self, ms: i64) {
+        self.now = self.now.add_millis(ms);
+        if self.s.clock < self.now {
+            self.s.clock = self.now;
+        }
+    }
+    fn append(&mut self, line: &Line) {
+        self.tick(5);
+        let data = format!("{}\n", line.json).into_bytes();
+        self.r.step(
+            self.now,
+            Step::Append {
+                path: self.s.path(),
+                data,
+            },
+        );
+    }
+    fn hook(&mut self, event: &str, extra: serde_json::Value) {
+        self.hook_stamped(event, Some(self.now), extra);
+    }
+    fn hook_stamped(&mut self, event: &str, stamp: Option<Timestamp>, extra: serde_json::Value) {
+        self.tick(5);
+        let body = self.s.hook(event, Some("%1"), stamp, extra);
+        self.r.step(
+            self.now,
+            Step::Hook {
+                event: Some(event.into()),
+                body,
+            },
+        );
+    }
+    fn prompt_hook(&mut self, text: &str) {
+        self.hook("UserPromptSubmit", json!({"prompt": text}));
+    }
+    fn stop_hook(&mut self, msg: Option<&str>) {
+        let extra = msg.map_or(json!({}), |m| json!({"last_assistant_message": m}));
+        self.hook("Stop", extra);
+    }
+    fn restart(&mut self) {
+        self.tick(1);
+        self.r.step(self.now, Step::Restart);
+    }
+    fn reconcile(&mut self) -> Reply {
+        self.tick(1);
+        let agent = self.s.session_id.clone();
+        self.r.step(self.now, Step::Reconcile { agent });
+        self.r.replies().last().expect("a reply").1.clone()
+    }
+    fn turns(&self) -> Vec<TurnRow> {
+        let mut t: Vec<TurnRow> = self.r.store().turns().cloned().collect();
+        t.sort_by_key(|t| (t.timestamp, t.id));
+        t
+    }
+    fn texts(&self) -> Vec<String> {
+        self.turns().into_iter().map(|t| t.text).collect()
+    }
+    fn state(&self) -> TaskState {
+        let tasks: Vec<_> = self.r.store().tasks().cloned().collect();
+        headspace_core::activity::agent_state(headspace_core::activity::current_task(&tasks))
+    }
+}
+
+// ----- AC 1.x: structural dedup ------------------------------------------------------------
+
+#[test]
+fn ac_1_1_same_first_200_chars_are_two_turns() {
+    let mut w = World::new();
+    let a = format!("{} alpha", "x".repeat(200));
+    let b = format!("{} beta", "x".repeat(200));
+    w.prompt_hook(&a);
+    let la = w.s.prompt(&a, None);
+    w.append(&la);
+    w.stop_hook(Some("ok"));
+    let t = w.s.agent_text("ok");
+    w.append(&t);
+    let lb = w.s.prompt(&b, None);
+    w.append(&lb);
+    let turns = w.turns();
+    assert_eq!(turns.iter().filter(|t| t.actor == Actor::User).count(), 2);
+    assert_eq!(
+        turns
+            .iter()
+            .find(|t| t.text == a)
+            .unwrap()
+            .entry_uuid
+            .as_deref(),
+        Some(la.uuid.as_str())
+    );
+    assert_eq!(
+        turns
+            .iter()
+            .find(|t| t.text == b)
+            .unwrap()
+            .entry_uuid
+            .as_deref(),
+        Some(lb.uuid.as_str())
+    );
+}
+
+#[test]
+fn ac_1_2_turn_stored_before_a_restart_is_claimed_not_duplicated() {
+    let mut w = World::new();
+    w.prompt_hook("refactor the parser");
+    w.restart();
+    let l = w.s.prompt("refactor the parser", None);
+    w.append(&l);
+    let turns = w.turns();
+    assert_eq!(turns.len(), 1);
+    assert_eq!(turns[0].source, TurnSource::Hook);
+    assert_eq!(turns[0].entry_uuid.as_deref(), Some(l.uuid.as_str()));
+    assert_eq!(turns[0].timestamp_source, TimestampSource::Jsonl);
+}
+
+#[test]
+fn ac_1_3_different_entry_sharing_a_prefix_creates_a_new_turn() {
+    let mut w = World::new();
+    let base = "y".repeat(250);
+    w.prompt_hook(&format!("{base} one"));
+    let l = w.s.prompt(&format!("{base} two"), None);
+    w.append(&l);
+    // The hook's turn stays provisional; the entry made its own.
+    assert_eq!(w.turns().len(), 2);
+    assert_eq!(
+        w.turns().iter().filter(|t| t.entry_uuid.is_some()).count(),
+        1
+    );
+}
+
+// ----- AC 2.x: the state machine absorbs what happens ----------------------------------------
+
+#[test]
+fn ac_2_1_idle_plus_agent_progress_is_processing() {
+    // A transcript read from the middle of a conversation: agent output with no command.
+    let mut w = World::new();
+    let l = w.s.agent_text("Reading the configuration files.");
+    w.append(&l);
+    assert_eq!(w.state(), TaskState::Processing);
+}
+
+#[test]
+fn ac_2_2_idle_plus_agent_question_awaits_input() {
+    let mut w = World::new();
+    let l = w.s.agent_text("Which database should I use?");
+    w.append(&l);
+    assert_eq!(w.state(), TaskState::AwaitingInput);
+}
+
+#[test]
+fn ac_2_3_no_real_combination_is_rejected() {
+    use headspace_core::state::{transition, Outcome};
+    for s in TaskState::ALL {
+        for i in [
+            Intent::Question,
+            Intent::Completion,
+            Intent::Progress,
+            Intent::EndOfTask,
+        ] {
+            assert_ne!(transition(s, Actor::Agent, i), Outcome::Reject);
+        }
+        for i in [Intent::Command, Intent::Answer] {
+            assert_ne!(transition(s, Actor::User, i), Outcome::Reject);
+        }
+    }
+}
+
+// ----- AC 3.x: a turn never depends on its state change ----------------------------------------
+
+#[test]
+fn ac_3_1_agent_583_question_while_awaiting_input_is_kept_and_applied() {
+    let mut w = World::new();
+    w.prompt_hook("set up the database");
+    w.stop_hook(Some("Should I use Postgres or SQLite?"));
+    assert_eq!(w.state(), TaskState::AwaitingInput);
+    // The seed's crash: AWAITING_INPUT + agent QUESTION rolled the turn back.
+    w.stop_hook(Some("Also, which port should it listen on?"));
+    assert_eq!(w.state(), TaskState::AwaitingInput);
+    assert_eq!(w.turns().len(), 3);
+}
+
+#[test]
+fn ac_3_2_turn_write_comes_before_its_state_change() {
+    use headspace_core::{Command, Config, Core, Input, Write};
+    let mut core = Core::new(Config {
+        claude_dir: CLAUDE_DIR.into(),
+    });
+    let s = SessionWriter::new(1, Timestamp(0));
+    core.handle(
+        Timestamp(1),
+        Input::Hook {
+            event: None,
+            body: s.hook("UserPromptSubmit", None, None, json!({"prompt": "go"})),
+        },
+    );
+    core.handle(
+        Timestamp(2),
+        Input::Hook {
+            event: None,
+            body: s.hook(
+                "Stop",
+                None,
+                None,
+                json!({"last_assistant_message": "All tests pass."}),
+            ),
+        },
+    );
+    let mut order = Vec::new();
+    while let Some(c) = core.poll_command() {
+        if let Command::Store(w) = c {
+            order.push(match w {
+                Write::Turn(t) => format!("turn {}", t.intent.as_str()),
+                Write::Task(t) => format!("task {}", t.state.as_str()),
+                _ => continue,
+            });
+        }
+    }
+    let turn = order.iter().position(|o| o == "turn completion").unwrap();
+    let done = order.iter().position(|o| o == "task complete").unwrap();
+    assert!(turn < done, "{order:?}");
+}
+
+#[test]
+fn ac_3_3_user_turn_is_kept_when_tool_hooks_follow_at_once() {
+    // user-turn-data-loss: PostToolUse 0.7 ms after the prompt.
+    let mut w = World::new();
+    w.prompt_hook("run the tests");
+    w.r.step(
+        w.now.add_millis(1),
+        Step::Hook {
+            event: Some("PostToolUse".into()),
+            body: w.s.hook(
+                "PostToolUse",
+                Some("%1"),
+                Some(w.now),
+                json!({"tool_name": "Bash"}),
+            ),
+        },
+    );
+    assert_eq!(w.texts(), vec!["run the tests"]);
+    assert_eq!(w.state(), TaskState::Commanded);
+}
+
+#[test]
+fn ac_3_6_rejection_warning_wording() {
+    assert_eq!(
+        headspace_core::state::preserved_warning("HOOK_RECEIVER", TaskState::Complete, Actor::Agent, Intent::Command, 42),
+        "[HOOK_RECEIVER] state transition failed: from=complete actor=agent intent=command error=invalid transition — turn 42 preserved"
+    );
+}
+
+// ----- AC 5.x: the transcript guarantees completeness -------------------------------------------
+
+#[test]
+fn ac_5_1_unmatched_entry_creates_a_turn() {
+    let mut w = World::new();
+    let l = w.s.prompt("add a README", None);
+    w.append(&l);
+    let t = &w.turns()[0];
+    assert_eq!(
+        (t.actor, t.intent, t.text.as_str()),
+        (Actor::User, Intent::Command, "add a README")
+    );
+    assert_eq!(t.entry_uuid.as_deref(), Some(l.uuid.as_str()));
+    assert_eq!(t.timestamp_source, TimestampSource::Jsonl);
+    assert_eq!(t.source, TurnSource::Transcript);
+}
+
+#[test]
+fn ac_5_2_reading_twice_creates_nothing_twice() {
+    let mut w = World::new();
+    for l in [
+        w.s.prompt("a", None),
+        w.s.agent_text("b"),
+        w.s.prompt("c", None),
+    ] {
+        w.append(&l);
+    }
+    let before = w.turns();
+    // The file is replaced by itself (re-read from 0), reconciled, and the server restarts.
+    w.r.step(w.now, Step::Restart);
+    assert!(matches!(
+        w.reconcile(),
+        Reply::Reconciled { created: 0, .. }
+    ));
+    assert_eq!(w.turns(), before);
+}
+
+#[test]
+fn ac_5_3_entry_long_after_its_hook_is_still_matched_and_one_without_hook_still_created() {
+    let mut w = World::new();
+    w.prompt_hook("first");
+    w.tick(45_000);
+    let l = w.s.prompt("first", None);
+    w.append(&l);
+    w.tick(600_000);
+    let l2 = w.s.prompt("second, hook lost", None);
+    w.append(&l2);
+    assert_eq!(w.turns().len(), 2);
+    assert!(w.turns().iter().all(|t| t.entry_uuid.is_some()));
+}
+
+// ----- AC 6.x: recovered turns drive the lifecycle -----------------------------------------------
+
+#[test]
+fn ac_6_1_recovered_question_awaits_input() {
+    let mut w = World::new();
+    w.prompt_hook("deploy");
+    let p = w.s.prompt("deploy", None);
+    w.append(&p);
+    let (q, _, _) = w.s.question("Which environment?", &["staging", "prod"]);
+    w.append(&q);
+    assert_eq!(w.state(), TaskState::AwaitingInput);
+}
+
+#[test]
+fn ac_6_2_recovered_completion_completes() {
+    let mut w = World::new();
+    let p = w.s.prompt("fix the build", None);
+    w.append(&p);
+    let t = w.s.agent_text("Done. All tests pass.");
+    w.append(&t);
+    assert_eq!(w.state(), TaskState::Complete);
+}
+
+#[test]
+fn ac_6_3_recovered_progress_leaves_processing_unchanged() {
+    let mut w = World::new();
+    let p = w.s.prompt("fix the build", None);
+    w.append(&p);
+    let t = w.s.agent_text("Reading the build script.");
+    w.append(&t);
+    assert_eq!(w.state(), TaskState::Processing);
+    let events = w.r.events();
+    let t = w.s.agent_text("Reading the test config.");
+    w.append(&t);
+    assert_eq!(w.state(), TaskState::Processing);
+    assert_eq!(
+        w.r.events(),
+        events + 1,
+        "only turn_created, no state_changed"
+    );
+}
+
+#[test]
+fn ac_6_4_recovered_transition_broadcasts_card_refresh() {
+    use headspace_core::{Command, Config, Core, Input};
+    let mut core = Core::new(Config {
+        claude_dir: CLAUDE_DIR.into(),
+    });
+    let mut s = SessionWriter::new(1, Timestamp(0));
+    let data = format!(
+        "{}\n{}\n",
+        s.prompt("go", None).json,
+        s.agent_text("Which one?").json
+    )
+    .into_bytes();
+    core.handle(
+        Timestamp(1),
+        Input::Transcript {
+            path: s.path(),
+            offset: 0,
+            data,
+            read: None,
+        },
+    );
+    let names: Vec<&str> = std::iter::from_fn(|| core.poll_command())
+        .filter_map(|c| {
+            if let Command::Publish(e) = c {
+                Some(e.name)
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert!(
+        names.contains(&"state_changed") && names.contains(&"card_refresh"),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn ac_6_5_transcript_turn_is_kept_when_its_transition_is_not_taken() {
+    // A late progress line of a task a Stop already completed does not reopen it, and is kept.
+    let mut w = World::new();
+    w.prompt_hook("go");
+    w.stop_hook(Some("Finished: all tests pass."));
+    assert_eq!(w.state(), TaskState::Complete);
+    let p = w.s.prompt("go", None);
+    w.append(&p);
+    let mid = w.s.agent_text("Running the tests now");
+    w.append(&mid);
+    assert!(w.texts().contains(&"Running the tests now".to_string()));
+    assert_eq!(w.state(), TaskState::Complete);
+}
+
+// ----- recorded incidents and matching rules ------------------------------------------------------
+
+#[test]
+fn hook_after_its_entry_adds_nothing() {
+    let mut w = World::new();
+    let p = w.s.prompt("late hook", None);
+    w.append(&p);
+    w.prompt_hook("late hook");
+    let t = w.s.agent_text("Done, all tests pass.");
+    w.append(&t);
+    w.stop_hook(Some("Done, all tests pass."));
+    assert_eq!(w.turns().len(), 2);
+    assert!(
+        w.turns().iter().all(|t| t.hook_key.is_some()),
+        "both entries remember their hook"
+    );
+}
+
+#[test]
+fn hook_storm_counts_once() {
+    let mut w = World::new();
+    let body = w.s.hook(
+        "UserPromptSubmit",
+        Some("%1"),
+        Some(w.now),
+        json!({"prompt": "storm"}),
+    );
+    for i in 0..300 {
+        w.r.step(
+            w.now.add_millis(i),
+            Step::Hook {
+                event: Some("user-prompt-submit".into()),
+                body: body.clone(),
+            },
+        );
+    }
+    let p = w.s.prompt("storm", None);
+    w.append(&p);
+    assert_eq!(w.turns().len(), 1);
+}
+
+#[test]
+fn identical_short_replies_are_two_turns() {
+    let mut w = World::new();
+    w.prompt_hook("start");
+    w.stop_hook(Some("Proceed with option A?"));
+    w.prompt_hook("yes");
+    w.stop_hook(Some("Proceed with option B?"));
+    w.prompt_hook("yes");
+    for l in [
+        w.s.prompt("start", None),
+        w.s.agent_text("Proceed with option A?"),
+        w.s.prompt("yes", None),
+        w.s.agent_text("Proceed with option B?"),
+        w.s.prompt("yes", None),
+    ] {
+        w.append(&l);
+    }
+    let yes: Vec<_> = w.turns().into_iter().filter(|t| t.text == "yes").collect();
+    assert_eq!(yes.len(), 2);
+    assert!(yes.iter().all(|t| t.entry_uuid.is_some()));
+    assert_eq!(w.turns().len(), 5);
+}
+
+#[test]
+fn prompt_ids_decide_over_text() {
+    let mut w = World::new();
+    w.hook(
+        "UserPromptSubmit",
+        json!({"prompt": "<ide_selection>x</ide_selection> go", "prompt_id": "p-1"}),
+    );
+    let l = w.s.prompt("go now", Some("p-1"));
+    w.append(&l);
+    assert_eq!(w.turns().len(), 1);
+}
+
+#[test]
+fn stop_before_transcript_uses_last_assistant_message() {
+    let mut w = World::new();
+    w.prompt_hook("summarise");
+    w.stop_hook(Some("Here is the summary: it works."));
+    assert_eq!(w.turns().len(), 2);
+    assert_eq!(w.state(), TaskState::Complete);
+    for l in [
+        w.s.prompt("summarise", None),
+        w.s.agent_text("Here is the summary: it works."),
+    ] {
+        w.append(&l);
+    }
+    assert_eq!(w.turns().len(), 2);
+    assert!(w
+        .turns()
+        .iter()
+        .all(|t| t.timestamp_source == TimestampSource::Jsonl));
+    assert_eq!(w.state(), TaskState::Complete);
+}
+
+#[test]
+fn sm232_late_stop_does_not_end_the_newer_task() {
+    let mut w = World::new();
+    w.prompt_hook("first task");
+    let stop_emitted = w.now.add_millis(1);
+    w.tick(2_000);
+    w.prompt_hook("second task");
+    // The first task's Stop, emitted before the second prompt, arrives after it.
+    w.hook_stamped("Stop", Some(stop_emitted), json!({}));
+    assert_eq!(w.state(), TaskState::Commanded);
+}
+
+#[test]
+fn sm240_lost_stop_is_made_up_by_the_transcript() {
+    let mut w = World::new();
+    w.prompt_hook("quick job");
+    for l in [
+        w.s.prompt("quick job", None),
+        w.s.agent_text("Here is the output you asked for."),
+        w.s.turn_duration(),
+    ] {
+        w.append(&l);
+    }
+    assert_eq!(w.state(), TaskState::Complete);
+}
+
+#[test]
+fn interrupt_ends_the_turn() {
+    let mut w = World::new();
+    for l in [
+        w.s.prompt("long job", None),
+        w.s.agent_text("Working on it"),
+        w.s.interrupt(),
+    ] {
+        w.append(&l);
+    }
+    assert_eq!(w.state(), TaskState::Complete);
+}
+
+#[test]
+fn answer_to_ask_user_question_resumes_work() {
+    let mut w = World::new();
+    let p = w.s.prompt("pick a dir", None);
+    w.append(&p);
+    let (q, id, input) = w.s.question("Where?", &["a/", "b/"]);
+    w.hook(
+        "PreToolUse",
+        json!({"tool_name": "AskUserQuestion", "tool_use_id": id, "tool_input": input}),
+    );
+    assert_eq!(w.state(), TaskState::AwaitingInput);
+    w.append(&q);
+    let a = w.s.answer(&id, "Where?", "b/");
+    w.append(&a);
+    assert_eq!(w.state(), TaskState::Processing);
+    let turns = w.turns();
+    assert_eq!(turns.len(), 3);
+    assert_eq!(turns[2].text, "b/");
+    assert_eq!(turns[2].intent, Intent::Answer);
+}
+
+#[test]
+fn clear_gives_a_new_session_in_the_same_agent() {
+    let mut w = World::new();
+    w.prompt_hook("before clear");
+    let old = w.s.clone();
+    w.s = SessionWriter::new(2, w.now);
+    w.hook("SessionStart", json!({"source": "clear"}));
+    w.prompt_hook("after clear");
+    let agents: Vec<_> = w.r.store().agents().cloned().collect();
+    assert_eq!(agents.len(), 1);
+    assert_eq!(
+        agents[0].sessions,
+        vec![old.session_id.clone(), w.s.session_id.clone()]
+    );
+    // The old session's Stop cannot end the new session's task.
+    let body = old.hook("Stop", Some("%1"), Some(w.now), json!({}));
+    w.r.step(w.now.add_millis(1), Step::Hook { event: None, body });
+    assert_eq!(w.state(), TaskState::Commanded);
+}
+
+#[test]
+fn partial_line_is_completed_by_the_next_append() {
+    let mut w = World::new();
+    let l = w.s.prompt("split me", None);
+    let (a, b) = l.json.split_at(10);
+    w.r.step(
+        w.now,
+        Step::Append {
+            path: w.s.path(),
+            data: a.as_bytes().to_vec(),
+        },
+    );
+    assert!(w.turns().is_empty());
+    w.r.step(
+        w.now,
+        Step::Append {
+            path: w.s.path(),
+            data: format!("{b}\n").into_bytes(),
+        },
+    );
+    assert_eq!(w.texts(), vec!["split me"]);
+    assert_eq!(
+        w.r.store().offset(&w.s.path()),
+        Some(l.json.len() as u64 + 1)
+    );
+}
+
+#[test]
+fn garbage_line_is_skipped_and_neighbours_kept() {
+    let mut w = World::new();
+    let a = w.s.prompt("before", None);
+    let b = w.s.prompt("after", None);
+    let data = format!("{}\n\u{0}\u{1}not json at all\n{}\n", a.json, b.json);
+    w.r.step(
+        w.now,
+        Step::Append {
+            path: w.s.path(),
+            data: data.into_bytes(),
+        },
+    );
+    assert_eq!(w.texts(), vec!["before", "after"]);
+}
+
+#[test]
+fn transcript_path_outside_the_claude_dir_is_refused() {
+    let mut w = World::new();
+    let body = serde_json::to_vec(
+        &json!({"session_id": "s", "transcript_path": "/etc/passwd", "prompt": "x"}),
+    )
+    .unwrap();
+    w.r.step(
+        w.now,
+        Step::Hook {
+            event: Some("UserPromptSubmit".into()),
+            body,
+        },
+    );
+    assert_eq!(w.r.store().offset("etc/passwd"), None);
+    assert!(w.r.store().agents().all(|a| a.transcript_path.is_none()));
+}
+
+#[test]
+fn reconcile_reports_recovered_turns_and_refuses_a_second_at_once() {
+    use headspace_core::{Command, Config, Core, Input};
+    let mut core = Core::new(Config {
+        claude_dir: CLAUDE_DIR.into(),
+    });
+    let mut s = SessionWriter::new(1, Timestamp(0));
+    // The hook names the transcript; the core asks to read it (that read is lost here).
+    core.handle(
+        Timestamp(1),
+        Input::Hook {
+            event: None,
+            body: s.hook("SessionStart", Some("%7"), None, json!({})),
+        },
+    );
+    while core.poll_command().is_some() {}
+    core.handle(
+        Timestamp(2),
+        Input::Reconcile {
+            agent: "%7".into(),
+            request: 1,
+        },
+    );
+    core.handle(
+        Timestamp(3),
+        Input::Reconcile {
+            agent: "%7".into(),
+            request: 2,
+        },
+    );
+    let mut read = None;
+    let mut replies = Vec::new();
+    while let Some(c) = core.poll_command() {
+        match c {
+            Command::ReadTranscript {
+                path,
+                from,
+                read: r,
+            } => read = Some((path, from, r)),
+            Command::Reply { request, reply } => replies.push((request, reply)),
+            _ => {}
+        }
+    }
+    assert_eq!(replies, vec![(2, Reply::ReconcileBusy)]);
+    let (path, from, r) = read.expect("a read");
+    assert_eq!(from, 0);
+    let data = format!(
+        "{}\n{}\n{}\n",
+        s.prompt("a", None).json,
+        s.thinking("hm").json,
+        s.agent_text("b").json
+    );
+    core.handle(
+        Timestamp(4),
+        Input::Transcript {
+            path,
+            offset: 0,
+            data: data.into_bytes(),
+            read: Some(r),
+        },
+    );
+    let replies: Vec<_> = std::iter::from_fn(|| core.poll_command())
+        .filter_map(|c| {
+            if let Command::Reply { request, reply } = c {
+                Some((request, reply))
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert_eq!(
+        replies,
+        vec![(
+            1,
+            Reply::Reconciled {
+                agent_id: 1,
+                created: 2
+            }
+        )]
+    );
+    core.handle(
+        Timestamp(5),
+        Input::Reconcile {
+            agent: "nobody".into(),
+            request: 3,
+        },
+    );
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::Reply {
+            request: 3,
+            reply: Reply::UnknownAgent
+        })
+    );
+}
