@@ -15,6 +15,7 @@ pub struct MemStore {
     turns: BTreeMap<TurnId, TurnRow>,
     entries: BTreeSet<(AgentId, String)>,
     offsets: BTreeMap<String, OffsetRow>,
+    violations: Vec<String>,
 }
 
 impl MemStore {
@@ -39,6 +40,8 @@ impl MemStore {
                 if let Some(u) = &t.entry_uuid {
                     // One turn per transcript entry, enforced like a unique index.
                     if !self.entries.insert((t.agent_id, u.clone())) {
+                        self.violations
+                            .push(format!("turn {} repeats entry {u}", t.id));
                         return;
                     }
                 }
@@ -75,6 +78,12 @@ impl MemStore {
                 self.offsets.insert(o.path.clone(), o.clone());
             }
         }
+    }
+
+    /// Writes the store refused because they would break one-turn-per-entry (S1). The
+    /// store stays correct either way; a non-empty list means the core has a bug.
+    pub fn violations(&self) -> &[String] {
+        &self.violations
     }
 
     /// Everything held, for [`crate::Input::Restore`].
