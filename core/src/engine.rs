@@ -56,6 +56,14 @@ struct Reconcile {
     recovered_before: u64,
 }
 
+/// One item of hook news a task's shown state applies on top of its transcript state.
+struct Preview {
+    stamp: Timestamp,
+    turn: TurnId,
+    /// A provisional turn's actor and intent; `None` for a Stop's turn end.
+    turn_of: Option<(Actor, Intent)>,
+}
+
 /// The sans-IO engine. See the crate documentation for how to drive it.
 #[derive(Debug)]
 pub struct Core {
@@ -1092,20 +1100,29 @@ impl Core {
         let shown = if agent.latest != Some(task_id) {
             TaskState::Complete
         } else {
-            let mut preview: Vec<(Timestamp, TurnId, Option<(Actor, Intent)>)> = agent
+            // Unconfirmed hook news in stamp order: provisional turns, then a turn end.
+            let mut preview: Vec<Preview> = agent
                 .index
                 .provisional()
                 .iter()
                 .filter(|s| s.task_id == task_id)
-                .map(|s| (s.stamp, s.turn_id, Some((s.actor, s.intent))))
+                .map(|s| Preview {
+                    stamp: s.stamp,
+                    turn: s.turn_id,
+                    turn_of: Some((s.actor, s.intent)),
+                })
                 .collect();
             if let Some(end) = task.hook_turn_end_at {
-                preview.push((end, TurnId::MAX, None));
+                preview.push(Preview {
+                    stamp: end,
+                    turn: TurnId::MAX,
+                    turn_of: None,
+                });
             }
-            preview.sort_by_key(|p| (p.0, p.1));
+            preview.sort_by_key(|p| (p.stamp, p.turn));
             preview
                 .iter()
-                .fold(task.transcript_state, |s, item| match item.2 {
+                .fold(task.transcript_state, |s, item| match item.turn_of {
                     Some((actor, intent)) => match transition(s, actor, intent) {
                         Outcome::To(to) => to,
                         _ => s,
