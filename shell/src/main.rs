@@ -1,6 +1,15 @@
 //! `headspace`: the server, the replay tool and the commands around them.
 
+mod driver;
+mod embedded_pg;
+mod http;
+mod metrics;
 mod migrate;
+mod pgstore;
+mod record;
+mod serve;
+mod sse;
+mod watcher;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -28,7 +37,7 @@ enum Cmd {
         database_url: String,
     },
     /// Start the server (hooks, API, SSE, dashboard).
-    Serve,
+    Serve(serve::ServeArgs),
     /// Install, remove or show Headspace's Claude Code hooks.
     Hooks,
     /// One line per agent: id, project, state, pane.
@@ -78,8 +87,20 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Cmd::Serve
-        | Cmd::Hooks
+        Cmd::Serve(args) => {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            match rt.block_on(serve::run(args)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("headspace serve: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Cmd::Hooks
         | Cmd::Agents
         | Cmd::Reconcile { .. }
         | Cmd::Wait { .. }

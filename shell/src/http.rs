@@ -1,0 +1,382 @@
+//! HTTP: hook routes, the JSON API, SSE, health, metrics and the static dashboard.
+
+use crate::driver::{Health, Msg};
+use crate::metrics::Metrics;
+use crate::pgstore::PgStore;
+use crate::sse::Hub;
+use bytes::Bytes;
+use headspace_core::activity::{agent_activity, agent_state};
+use headspace_core::hook::Hook;
+use headspace_core::model::{AgentRow, TaskRow};
+use headspace_core::Reply;
+use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited};
+use hyper::body::{Frame, Incoming};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{json, Value};
+use std::convert::Infallible;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tracing::{debug, warn};
+
+/// Everything a request handler needs.
+pub struct App {
+    /// Messages to the core.
+    pub core: mpsc::UnboundedSender<Msg>,
+    /// The store, for reads.
+    pub store: PgStore,
+    /// SSE.
+    pub hub: Arc<Hub>,
+    /// Counters.
+    pub metrics: Arc<Metrics>,
+    /// Store health.
+    pub health: Arc<Health>,
+    /// Largest accepted request body.
+    pub max_body: usize,
+    /// Bearer token required on every route but /healthz, when set.
+    pub token: Option<String>,
+    /// The dashboard's files.
+    pub static_dir: PathBuf,
+    /// How long a reconcile may take before it answers `partial`.
+    pub reconcile_budget: Duration,
+}
+
+type Body = BoxBody<Bytes, Infallible>;
+
+fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).boxed()
+}
+
+fn json_response(status: StatusCode, v: &Value) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .header("cache-control", "no-store")
+        .body(full(v.to_string()))
+        .expect("response")
+}
+
+fn error(status: StatusCode, message: impl std::fmt::Display) -> Response<Body> {
+    json_response(status, &json!({"error": message.to_string()}))
+}
+
+/// Handles one request.
+pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+    let path = req.uri().path().to_string();
+    let method = req.method().clone();
+    if let Some(token) = &app.token {
+        if path != "/healthz" {
+            let ok = req
+                .headers()
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.strip_prefix("Bearer ").is_some_and(|t| t == token));
+            if !ok {
+                return Ok(error(
+                    StatusCode::UNAUTHORIZED,
+                    "missing or wrong bearer token",
+                ));
+            }
+        }
+    }
+    let decoded: Vec<String> = path
+        .trim_matches('/')
+        .split('/')
+        .map(percent_decode)
+        .collect();
+    let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
+    let resp = match (&method, segments.as_slice()) {
+        (&Method::POST, ["hook", event]) => {
+            let event = event.to_string();
+            hook(&app, Some(event), req).await
+        }
+        (&Method::POST, ["hooks", "claude"]) => hook(&app, None, req).await,
+        (&Method::GET, ["healthz"]) => healthz(&app).await,
+        (&Method::GET, ["metrics"]) => Response::builder()
+            .header("content-type", "text/plain; version=0.0.4")
+            .body(full(app.metrics.render(
+                app.hub.clients.load(Relaxed),
+                app.health.healthy.load(Relaxed),
+            )))
+            .expect("response"),
+        (&Method::GET, ["api", "agents"]) => match app.store.agents().await {
+            Ok(rows) => json_response(
+                StatusCode::OK,
+                &Value::Array(rows.iter().map(agent_json).collect()),
+            ),
+            Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+        },
+        (&Method::GET, ["api", "agents", id]) => {
+            with_agent(&app, id, |row| {
+                json_response(StatusCode::OK, &agent_json(row))
+            })
+            .await
+        }
+        (&Method::GET, ["api", "agents", id, "turns"]) => turns(&app, id, req.uri().query()).await,
+        (&Method::POST, ["api", "agents", id, "reconcile"]) => reconcile(&app, id).await,
+        (&Method::GET, ["api", "events"]) => events(&app, &req),
+        (&Method::GET, _) => static_file(&app, &path).await,
+        _ => error(
+            StatusCode::NOT_FOUND,
+            format!("no route for {method} {path}"),
+        ),
+    };
+    Ok(resp)
+}
+
+async fn read_body(app: &App, req: Request<Incoming>) -> Result<Bytes, Response<Body>> {
+    match Limited::new(req.into_body(), app.max_body).collect().await {
+        Ok(b) => Ok(b.to_bytes()),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            Err(error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("body larger than {} bytes", app.max_body),
+            ))
+        }
+        Err(e) => Err(error(
+            StatusCode::BAD_REQUEST,
+            format!("cannot read body: {e}"),
+        )),
+    }
+}
+
+/// Answers at once; the core does the work behind. A malformed body is refused with what was
+/// wrong, and nothing else is affected.
+async fn hook(app: &App, event: Option<String>, req: Request<Incoming>) -> Response<Body> {
+    let body = match read_body(app, req).await {
+        Ok(b) => b,
+        Err(resp) => {
+            app.metrics.hooks_rejected.fetch_add(1, Relaxed);
+            return resp;
+        }
+    };
+    match Hook::parse(event.as_deref(), &body) {
+        Ok(h) => {
+            app.metrics.hook(h.event.name());
+            let _ = app.core.send(Msg::Hook {
+                event,
+                body: body.to_vec(),
+            });
+            json_response(StatusCode::OK, &json!({}))
+        }
+        Err(e) => {
+            app.metrics.hooks_rejected.fetch_add(1, Relaxed);
+            warn!("[HOOK_RECEIVER] refused a hook: {e}");
+            error(StatusCode::BAD_REQUEST, e)
+        }
+    }
+}
+
+async fn healthz(app: &App) -> Response<Body> {
+    let ping = tokio::time::timeout(Duration::from_secs(2), app.store.ping()).await;
+    let backlog = app.health.backlog.load(Relaxed);
+    match ping {
+        Ok(Ok(())) if app.health.healthy.load(Relaxed) || backlog == 0 => {
+            json_response(StatusCode::OK, &json!({"status": "ok", "backlog": backlog}))
+        }
+        Ok(Ok(())) => json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({"status": "catching up", "backlog": backlog}),
+        ),
+        Ok(Err(e)) => json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({"status": "database unreachable", "error": e.to_string(), "backlog": backlog}),
+        ),
+        Err(_) => json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({"status": "database timed out", "backlog": backlog}),
+        ),
+    }
+}
+
+/// The JSON of an agent as the API shows it.
+pub fn agent_json((a, task, turns): &(AgentRow, Option<TaskRow>, i64)) -> Value {
+    json!({
+        "id": a.id,
+        "session_id": a.session_id,
+        "sessions": a.sessions,
+        "project": a.project,
+        "cwd": a.cwd,
+        "transcript_path": a.transcript_path,
+        "tmux_pane": a.tmux_pane,
+        "state": agent_state(task.as_ref()).as_str(),
+        "activity": agent_activity(a, task.as_ref()).as_str(),
+        "task_id": task.as_ref().map(|t| t.id),
+        "last_seen_at": a.last_seen_at,
+        "turn_count": turns,
+    })
+}
+
+async fn resolve(app: &App, reference: &str) -> Result<u64, Response<Body>> {
+    match app.store.resolve(reference).await {
+        Ok(Some(id)) => Ok(id),
+        Ok(None) => Err(error(
+            StatusCode::NOT_FOUND,
+            format!("no agent {reference}"),
+        )),
+        Err(e) => Err(error(StatusCode::SERVICE_UNAVAILABLE, e)),
+    }
+}
+
+async fn with_agent(
+    app: &App,
+    reference: &str,
+    f: impl FnOnce(&(AgentRow, Option<TaskRow>, i64)) -> Response<Body>,
+) -> Response<Body> {
+    let id = match resolve(app, reference).await {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
+    match app.store.agent(id).await {
+        Ok(Some(row)) => f(&row),
+        Ok(None) => error(StatusCode::NOT_FOUND, format!("no agent {reference}")),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
+}
+
+/// Decodes `%XX` escapes in a path segment (pane ids like `%3` arrive as `%253`).
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn query_param<'a>(query: Option<&'a str>, key: &str) -> Option<&'a str> {
+    query?
+        .split('&')
+        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+}
+
+async fn turns(app: &App, reference: &str, query: Option<&str>) -> Response<Body> {
+    let id = match resolve(app, reference).await {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
+    let after = match query_param(query, "after").map(str::parse::<u64>) {
+        None => None,
+        Some(Ok(a)) => Some(a),
+        Some(Err(_)) => return error(StatusCode::BAD_REQUEST, "after must be a turn id"),
+    };
+    let limit = match query_param(query, "limit").map(str::parse::<i64>) {
+        None => 100_000,
+        Some(Ok(l)) if (1..=100_000).contains(&l) => l,
+        Some(_) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "limit must be between 1 and 100000",
+            )
+        }
+    };
+    match app.store.turns(id, after, limit).await {
+        Ok(rows) => json_response(
+            StatusCode::OK,
+            &Value::Array(rows.iter().map(headspace_core::engine::turn_json).collect()),
+        ),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
+}
+
+async fn reconcile(app: &App, reference: &str) -> Response<Body> {
+    let id = match resolve(app, reference).await {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
+    let (tx, rx) = oneshot::channel();
+    let _ = app.core.send(Msg::Reconcile {
+        agent: id.to_string(),
+        reply: tx,
+    });
+    match tokio::time::timeout(app.reconcile_budget, rx).await {
+        Ok(Ok(Reply::Reconciled { created, .. })) => {
+            json_response(StatusCode::OK, &json!({"status": "ok", "created": created}))
+        }
+        Ok(Ok(Reply::ReconcileBusy)) => json_response(
+            StatusCode::OK,
+            &json!({"status": "ok", "created": 0, "message": "Reconciliation already in progress"}),
+        ),
+        Ok(Ok(Reply::UnknownAgent)) => {
+            error(StatusCode::NOT_FOUND, format!("no agent {reference}"))
+        }
+        Ok(Err(_)) => error(StatusCode::SERVICE_UNAVAILABLE, "the core stopped"),
+        // Still running (a huge transcript, or the database is down): it goes on behind.
+        Err(_) => json_response(
+            StatusCode::OK,
+            &json!({"status": "partial", "created": 0, "remaining": 1}),
+        ),
+    }
+}
+
+fn events(app: &App, req: &Request<Incoming>) -> Response<Body> {
+    let last = req
+        .headers()
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .or_else(|| query_param(req.uri().query(), "last_event_id").and_then(|v| v.parse().ok()));
+    let rx = app.hub.connect(last, Duration::from_secs(15));
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|b| (Ok::<_, Infallible>(Frame::data(b)), rx))
+    });
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-store")
+        .header("x-accel-buffering", "no")
+        .body(BodyExt::boxed(http_body_util::StreamBody::new(stream)))
+        .expect("response")
+}
+
+async fn static_file(app: &App, path: &str) -> Response<Body> {
+    let rel = if path == "/" {
+        "index.html"
+    } else {
+        path.trim_start_matches('/')
+    };
+    if rel.split('/').any(|c| c == ".." || c.starts_with('.')) {
+        return error(StatusCode::NOT_FOUND, "not found");
+    }
+    let file = app.static_dir.join(rel);
+    match tokio::fs::read(&file).await {
+        Ok(bytes) => {
+            let ct = match file.extension().and_then(|e| e.to_str()) {
+                Some("html") => "text/html; charset=utf-8",
+                Some("css") => "text/css; charset=utf-8",
+                Some("js") => "text/javascript; charset=utf-8",
+                Some("svg") => "image/svg+xml",
+                Some("png") => "image/png",
+                Some("json") => "application/json",
+                _ => "application/octet-stream",
+            };
+            Response::builder()
+                .header("content-type", ct)
+                .header(
+                    "content-security-policy",
+                    "default-src 'self'; style-src 'self' 'unsafe-inline'",
+                )
+                .body(full(bytes))
+                .expect("response")
+        }
+        Err(_) => {
+            debug!("static file not found: {rel}");
+            error(StatusCode::NOT_FOUND, format!("not found: {path}"))
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! `serve --record FILE`: every core input written as a trace that `headspace replay` runs
+//! again. Transcript bytes are written once, as appends, whatever re-reads the core asked for.
+
+use headspace_core::{Input, Timestamp};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::io::Write as _;
+
+/// Appends trace lines to a file.
+pub struct Recorder {
+    out: std::io::BufWriter<std::fs::File>,
+    epoch: Timestamp,
+    recorded: HashMap<String, u64>,
+}
+
+impl Recorder {
+    /// Opens `path`: a new trace gets a header; an existing one gets a `restart` step.
+    pub fn open(
+        path: &std::path::Path,
+        claude_dir: &str,
+        now: Timestamp,
+    ) -> std::io::Result<Recorder> {
+        let existing = std::fs::read_to_string(path)
+            .ok()
+            .filter(|s| !s.trim().is_empty());
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        let mut r = Recorder {
+            out: std::io::BufWriter::new(file),
+            epoch: now,
+            recorded: HashMap::new(),
+        };
+        match existing {
+            Some(text) => {
+                // Continue the old trace's clock and file lengths.
+                let trace = headspace_core::trace::Trace::parse(&text)
+                    .map_err(|e| std::io::Error::other(e.to_string()))?;
+                r.epoch = trace.epoch;
+                for (_, step) in &trace.steps {
+                    if let headspace_core::trace::Step::Append { path, data } = step {
+                        *r.recorded.entry(path.clone()).or_default() += data.len() as u64;
+                    }
+                }
+                r.line(now, json!({"restart": {}}));
+            }
+            None => {
+                let header =
+                    json!({"trace": 1, "epoch": now.to_string(), "claude_dir": claude_dir});
+                writeln!(r.out, "{header}")?;
+            }
+        }
+        r.out.flush()?;
+        Ok(r)
+    }
+
+    fn line(&mut self, now: Timestamp, mut v: Value) {
+        v["at_ms"] = json!((now.millis() - self.epoch.millis()).max(0));
+        let _ = writeln!(self.out, "{v}");
+        let _ = self.out.flush();
+    }
+
+    /// Records an input.
+    pub fn record(&mut self, now: Timestamp, input: &Input) {
+        match input {
+            Input::Hook { event, body } => {
+                let body: Value = serde_json::from_slice(body)
+                    .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()));
+                self.line(now, json!({"hook": {"event": event, "body": body}}));
+            }
+            Input::Transcript {
+                path, offset, data, ..
+            } => {
+                let have = self.recorded.get(path).copied().unwrap_or(0);
+                let end = offset + data.len() as u64;
+                if end <= have || *offset > have {
+                    return;
+                }
+                let new = &data[(have - offset) as usize..];
+                self.recorded.insert(path.clone(), end);
+                self.line(
+                    now,
+                    json!({"append": {"path": path, "data": String::from_utf8_lossy(new)}}),
+                );
+            }
+            Input::Reconcile { agent, .. } => {
+                self.line(now, json!({"reconcile": {"agent": agent}}))
+            }
+            Input::Pane { pane, text } => {
+                self.line(now, json!({"pane": {"pane": pane, "text": text}}))
+            }
+            Input::Tick => self.line(now, json!({"tick": {}})),
+            Input::TranscriptReset { .. } | Input::Restore(_) => {}
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! `headspace serve`: the server around the core.
+
+use crate::driver::{self, Health};
+use crate::embedded_pg::EmbeddedPg;
+use crate::http::{self, App};
+use crate::metrics::Metrics;
+use crate::pgstore::PgStore;
+use crate::record::Recorder;
+use crate::sse::Hub;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tracing::{info, warn};
+
+/// Options of `headspace serve` (flags win over environment over defaults).
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free one).
+    #[arg(long, env = "HEADSPACE_ADDR", default_value = "127.0.0.1:5055")]
+    pub addr: SocketAddr,
+    /// PostgreSQL connection string; without it, the embedded database under --home is used.
+    #[arg(long, env = "DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// The Claude directory (transcripts under projects/).
+    #[arg(long, env = "HEADSPACE_CLAUDE_DIR")]
+    pub claude_dir: Option<PathBuf>,
+    /// Headspace's own folder (embedded database, state).
+    #[arg(long, env = "HEADSPACE_HOME")]
+    pub home: Option<PathBuf>,
+    /// Also write every core input to this trace file.
+    #[arg(long)]
+    pub record: Option<PathBuf>,
+    /// Largest request body accepted, in bytes.
+    #[arg(long, env = "HEADSPACE_MAX_BODY", default_value_t = 1 << 20)]
+    pub max_body: usize,
+    /// Bearer token required on every route but /healthz (required off loopback).
+    #[arg(long, env = "HEADSPACE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// The dashboard's files.
+    #[arg(long, env = "HEADSPACE_STATIC_DIR")]
+    pub static_dir: Option<PathBuf>,
+    /// Seconds between transcript sweeps (catches events the OS dropped).
+    #[arg(long, default_value_t = 2.0)]
+    pub sweep_seconds: f64,
+}
+
+fn home_dir() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp"))
+}
+
+fn default_static() -> PathBuf {
+    let exe = std::env::current_exe().ok();
+    let candidates = [
+        exe.as_ref()
+            .and_then(|e| e.parent())
+            .map(|d| d.join("../../static")),
+        Some(PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../static"
+        ))),
+        Some(PathBuf::from("static")),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|p| p.join("index.html").exists())
+        .unwrap_or_else(|| PathBuf::from("static"))
+}
+
+/// Runs the server until SIGINT or SIGTERM.
+pub async fn run(args: ServeArgs) -> Result<(), String> {
+    let claude_dir = args
+        .claude_dir
+        .clone()
+        .unwrap_or_else(|| home_dir().join(".claude"));
+    let claude_dir = std::fs::canonicalize(&claude_dir).unwrap_or(claude_dir);
+    let home = args
+        .home
+        .clone()
+        .unwrap_or_else(|| home_dir().join(".local/share/headspace"));
+    if !args.addr.ip().is_loopback() && args.token.is_none() {
+        return Err(format!(
+            "listening on {} (not loopback) needs a token: set HEADSPACE_TOKEN or --token",
+            args.addr
+        ));
+    }
+    let mut embedded = None;
+    let url = match &args.database_url {
+        Some(u) => u.clone(),
+        None => {
+            let home = home.clone();
+            let pg = tokio::task::spawn_blocking(move || EmbeddedPg::start(&home))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
+            let url = pg.url.clone();
+            embedded = Some(pg);
+            url
+        }
+    };
+    let result = serve(args, claude_dir, url).await;
+    if let Some(pg) = embedded {
+        info!("stopping the embedded database");
+        let _ = tokio::task::spawn_blocking(move || pg.stop()).await;
+    }
+    result
+}
+
+async fn serve(args: ServeArgs, claude_dir: PathBuf, url: String) -> Result<(), String> {
+    let mut delay = Duration::from_millis(200);
+    let applied = loop {
+        match crate::migrate::run(&url).await {
+            Ok(a) => break a,
+            Err(e) if delay < Duration::from_secs(10) => {
+                warn!("database not ready ({e}); retrying");
+                tokio::time::sleep(delay).await;
+                delay *= 2;
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    };
+    if !applied.is_empty() {
+        info!("applied migrations: {}", applied.join(", "));
+    }
+    let store = PgStore::new(&url, 8).map_err(|e| e.to_string())?;
+    let snapshot = store
+        .snapshot()
+        .await
+        .map_err(|e| format!("cannot load state: {e}"))?;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis() as u64;
+    // Event ids keep increasing across restarts: they start from the clock.
+    let hub = Arc::new(Hub::new(now_ms * 1000, 10_000));
+    let metrics = Arc::new(Metrics::default());
+    let health = Arc::new(Health::default());
+    health
+        .healthy
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let recorder = match &args.record {
+        Some(p) => Some(
+            Recorder::open(
+                p,
+                &claude_dir.display().to_string(),
+                headspace_core::Timestamp(now_ms as i64),
+            )
+            .map_err(|e| format!("cannot record to {}: {e}", p.display()))?,
+        ),
+        None => None,
+    };
+    let core = driver::start(
+        claude_dir.clone(),
+        store.clone(),
+        snapshot,
+        hub.clone(),
+        metrics.clone(),
+        health.clone(),
+        recorder,
+    );
+    crate::watcher::start(
+        claude_dir.clone(),
+        core.clone(),
+        Duration::from_secs_f64(args.sweep_seconds.max(0.05)),
+    );
+    let app = Arc::new(App {
+        core,
+        store,
+        hub,
+        metrics,
+        health,
+        max_body: args.max_body,
+        token: args.token.clone(),
+        static_dir: args.static_dir.clone().unwrap_or_else(default_static),
+        reconcile_budget: Duration::from_secs(5),
+    });
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    eprintln!(
+        "headspace: listening on http://{local}/ (claude dir {})",
+        claude_dir.display()
+    );
+    eprintln!("headspace: dashboard at http://{local}/ ; install the hooks with: headspace hooks install --url http://{local}");
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| e.to_string())?;
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let app = app.clone();
+                tokio::spawn(async move {
+                    let svc = service_fn(move |req| http::handle(app.clone(), req));
+                    let _ = http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), svc).await;
+                });
+            }
+            _ = tokio::signal::ctrl_c() => break,
+            _ = term.recv() => break,
+        }
+    }
+    eprintln!("headspace: shutting down");
+    // Give the writer a moment to commit what it holds.
+    for _ in 0..50 {
+        if app
+            .health
+            .backlog
+            .load(std::sync::atomic::Ordering::Relaxed)
+            == 0
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
