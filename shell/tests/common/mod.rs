@@ -1,0 +1,261 @@
+//! Helpers for tests that run the real server binary against the throwaway PostgreSQL.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The cluster's URL, or `None` (test skipped) outside `make test`.
+pub fn cluster_url() -> Option<String> {
+    match std::env::var("DATABASE_URL") {
+        Ok(u) => Some(u),
+        Err(_) if std::env::var_os("CI").is_some() => {
+            panic!("DATABASE_URL must be set on CI (make test sets it)")
+        }
+        Err(_) => {
+            eprintln!("skipped: DATABASE_URL is not set; run `make test`");
+            None
+        }
+    }
+}
+
+pub fn psql(url: &str, sql: &str) -> String {
+    let pg_bin = std::env::var("PG_BIN").unwrap_or_default();
+    let psql = if pg_bin.is_empty() {
+        "psql".to_string()
+    } else {
+        format!("{pg_bin}/psql")
+    };
+    let out = Command::new(psql)
+        .args([
+            "-X",
+            "-q",
+            "-t",
+            "-A",
+            "-v",
+            "ON_ERROR_STOP=1",
+            url,
+            "-c",
+            sql,
+        ])
+        .output()
+        .expect("psql runs");
+    assert!(
+        out.status.success(),
+        "psql {sql}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A new, empty database for one test.
+pub fn fresh_db(name: &str) -> Option<String> {
+    let url = cluster_url()?;
+    let db = format!("{name}_{}", std::process::id());
+    psql(&url, &format!("DROP DATABASE IF EXISTS {db}"));
+    psql(&url, &format!("CREATE DATABASE {db}"));
+    Some(url.replace("dbname=postgres", &format!("dbname={db}")))
+}
+
+pub fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("headspace-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(d.join("projects")).unwrap();
+    d
+}
+
+pub struct Server {
+    pub child: Child,
+    pub addr: String,
+    pub log: Arc<Mutex<String>>,
+}
+
+impl Server {
+    /// Starts `headspace serve` on a free port and waits until it listens.
+    pub fn start(db: &str, claude_dir: &Path, extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_headspace"))
+            .args([
+                "serve",
+                "--addr",
+                "127.0.0.1:0",
+                "--database-url",
+                db,
+                "--sweep-seconds",
+                "0.2",
+            ])
+            .arg("--claude-dir")
+            .arg(claude_dir)
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("server starts");
+        let stderr = child.stderr.take().unwrap();
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(rest) = line.split("listening on http://").nth(1) {
+                    let _ = tx.send(rest.split('/').next().unwrap_or("").to_string());
+                }
+                let mut l = sink.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("server did not start:\n{}", log.lock().unwrap()));
+        Server { child, addr, log }
+    }
+
+    /// SIGKILL: no cleanup at all.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM and wait.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        self.child.wait().unwrap()
+    }
+
+    pub fn get(&self, path: &str) -> (u16, String) {
+        request(&self.addr, "GET", path, b"").expect("server answers")
+    }
+
+    pub fn post(&self, path: &str, body: &[u8]) -> (u16, String) {
+        request(&self.addr, "POST", path, body).expect("server answers")
+    }
+
+    pub fn json(&self, path: &str) -> serde_json::Value {
+        let (status, body) = self.get(path);
+        assert_eq!(status, 200, "{path}: {body}");
+        serde_json::from_str(&body).unwrap()
+    }
+
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A minimal HTTP/1.1 request (Connection: close); `None` if the server is not there.
+pub fn request(addr: &str, method: &str, path: &str, body: &[u8]) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect_timeout(&addr.parse().ok()?, Duration::from_millis(500)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    let head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+    s.write_all(head.as_bytes()).ok()?;
+    s.write_all(body).ok()?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).ok()?;
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let status = text.split_whitespace().nth(1)?.parse().ok()?;
+    let (headers, rest) = text.split_once("\r\n\r\n")?;
+    let body = if headers
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(rest)
+    } else {
+        rest.to_string()
+    };
+    Some((status, body))
+}
+
+fn dechunk(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || after.len() < n {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = after[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// Polls `f` until it returns `Some` or the time runs out.
+pub fn wait_for<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let end = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if Instant::now() > end {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Appends text to a transcript file.
+pub fn append(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+}
+
+/// A hook body for a synthetic session whose transcript lives under `claude_dir`.
+pub fn hook(
+    s: &headspace_core::synth::SessionWriter,
+    claude_dir: &Path,
+    pane: &str,
+    event: &str,
+    extra: serde_json::Value,
+) -> Vec<u8> {
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&s.hook(event, Some(pane), None, extra)).unwrap();
+    v["transcript_path"] = serde_json::json!(claude_dir.join(s.path()).display().to_string());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    v["emitted_at"] = serde_json::json!(headspace_core::Timestamp(now).to_string());
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// Collects the raw SSE stream of a server in the background.
+pub fn sse(addr: &str, last_event_id: Option<u64>) -> Arc<Mutex<String>> {
+    let out = Arc::new(Mutex::new(String::new()));
+    let sink = out.clone();
+    let mut s = TcpStream::connect(addr).unwrap();
+    let extra = last_event_id
+        .map(|id| format!("Last-Event-ID: {id}\r\n"))
+        .unwrap_or_default();
+    s.write_all(format!("GET /api/events HTTP/1.1\r\nHost: {addr}\r\n{extra}\r\n").as_bytes())
+        .unwrap();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    out
+}

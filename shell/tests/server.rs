@@ -1,0 +1,221 @@
+//! The real server binary, real PostgreSQL, real files: hooks and transcript appends give
+//! the right turns through the API and SSE, and hostile input breaks nothing.
+
+mod common;
+use common::*;
+use headspace_core::synth::SessionWriter;
+use headspace_core::Timestamp;
+use serde_json::json;
+use std::time::Duration;
+
+fn turns(server: &Server, agent: &str) -> Vec<serde_json::Value> {
+    server
+        .json(&format!("/api/agents/{agent}/turns"))
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn hooks_and_transcript_give_the_right_turns_through_api_and_sse() {
+    let Some(db) = fresh_db("server_api") else {
+        return;
+    };
+    let claude = temp_dir("server-api");
+    let server = Server::start(&db, &claude, &[]);
+    let events = sse(&server.addr, None);
+    let mut s = SessionWriter::new(1, Timestamp::parse_rfc3339("2026-11-22T05:00:00Z").unwrap());
+    let file = claude.join(s.path());
+
+    // A hook-only turn is shown at once, provisional.
+    let (status, body) = server.post(
+        "/hook/UserPromptSubmit",
+        &hook(
+            &s,
+            &claude,
+            "%4",
+            "UserPromptSubmit",
+            json!({"prompt": "fix the build"}),
+        ),
+    );
+    assert_eq!((status, body.as_str()), (200, "{}"));
+    let agent = wait_for(Duration::from_secs(5), || {
+        let t = server.json("/api/agents/%254/turns");
+        (t.as_array()?.len() == 1).then_some(t)
+    })
+    .expect("hook turn appears");
+    assert!(agent[0]["entry_uuid"].is_null());
+    assert_eq!(agent[0]["timestamp_source"], "server");
+
+    // Its transcript line claims it: same turn, transcript time.
+    let p = s.prompt("fix the build", None);
+    append(&file, &format!("{}\n", p.json));
+    let claimed = wait_for(Duration::from_secs(5), || {
+        let t = turns(&server, "%254");
+        (t[0]["entry_uuid"] == p.uuid.as_str()).then_some(t)
+    })
+    .expect("claimed");
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0]["timestamp_source"], "jsonl");
+
+    // A transcript-only turn appears without any hook.
+    let a = s.agent_text("Done. All tests pass.");
+    append(&file, &format!("{}\n", a.json));
+    let all = wait_for(Duration::from_secs(5), || {
+        let t = turns(&server, &s.session_id);
+        (t.len() == 2).then_some(t)
+    })
+    .expect("transcript turn appears");
+    assert_eq!(all[1]["text"], "Done. All tests pass.");
+    let agents = server.json("/api/agents");
+    assert_eq!(agents[0]["state"], "complete");
+    assert_eq!(agents[0]["activity"], "idle");
+    assert_eq!(agents[0]["turn_count"], 2);
+    assert_eq!(agents[0]["tmux_pane"], "%4");
+
+    // SSE saw it all, with increasing ids.
+    let stream = wait_for(Duration::from_secs(5), || {
+        let e = events.lock().unwrap().clone();
+        (e.matches("event: turn_created").count() >= 2 && e.contains("event: turn_updated"))
+            .then_some(e)
+    })
+    .unwrap_or_else(|| panic!("events: {}", events.lock().unwrap()));
+    let ids: Vec<u64> = stream
+        .lines()
+        .filter_map(|l| l.strip_prefix("id: ")?.parse().ok())
+        .collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    assert!(stream.contains("\"update_type\":\"timestamp_correction\""));
+
+    // A client that reconnects with Last-Event-ID gets exactly what it missed.
+    let replay = sse(&server.addr, Some(ids[0]));
+    let again = wait_for(Duration::from_secs(5), || {
+        let e = replay.lock().unwrap().clone();
+        let got: Vec<u64> = e
+            .lines()
+            .filter_map(|l| l.strip_prefix("id: ")?.parse().ok())
+            .collect();
+        (got.len() >= ids.len() - 1).then_some(got)
+    })
+    .expect("replayed");
+    assert_eq!(again[..ids.len() - 1], ids[1..]);
+    // Ids no longer held: a gap event.
+    let gapped = sse(&server.addr, Some(1));
+    assert!(wait_for(Duration::from_secs(5), || gapped
+        .lock()
+        .unwrap()
+        .contains("event: gap")
+        .then_some(()))
+    .is_some());
+
+    // Reconcile: nothing missing; unknown agents are 404.
+    let (status, body) = server.post(&format!("/api/agents/{}/reconcile", s.session_id), b"");
+    assert_eq!(status, 200);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&body).unwrap(),
+        json!({"status": "ok", "created": 0})
+    );
+    assert_eq!(server.post("/api/agents/nobody/reconcile", b"").0, 404);
+    assert_eq!(server.get("/api/agents/999").0, 404);
+    let metrics = server.get("/metrics").1;
+    assert!(
+        metrics.contains("headspace_hooks_total{event=\"UserPromptSubmit\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("headspace_turns_created_total{source=\"transcript\"} 1"));
+    server.stop();
+}
+
+#[test]
+fn hostile_input_gets_the_right_status_and_breaks_nothing() {
+    let Some(db) = fresh_db("server_hostile") else {
+        return;
+    };
+    let claude = temp_dir("server-hostile");
+    let server = Server::start(&db, &claude, &["--max-body", "4096"]);
+    let mut s = SessionWriter::new(2, Timestamp::parse_rfc3339("2026-11-22T05:00:00Z").unwrap());
+    let file = claude.join(s.path());
+
+    let cases: Vec<(&str, Vec<u8>, u16)> = vec![
+        ("/hook/stop", b"{not json".to_vec(), 400),
+        ("/hook/stop", b"[1,2,3]".to_vec(), 400),
+        ("/hook/stop", br#"{"session_id": 12}"#.to_vec(), 400),
+        (
+            "/hook/stop",
+            br#"{"emitted_at": "yesterday", "session_id": "x"}"#.to_vec(),
+            400,
+        ),
+        ("/hooks/claude", br#"{"session_id": "x"}"#.to_vec(), 400),
+        ("/hook/stop", vec![0xff, 0xfe, 0x00, 0x01], 400),
+        ("/hook/stop", vec![b' '; 10_000], 413),
+        (
+            "/hook/brand-new-event",
+            br#"{"session_id": "x", "whatever": [1]}"#.to_vec(),
+            200,
+        ),
+        (
+            "/hook/UserPromptSubmit",
+            br#"{"session_id": "evil", "prompt": "x", "transcript_path": "/etc/passwd"}"#.to_vec(),
+            200,
+        ),
+        (
+            "/hook/UserPromptSubmit",
+            br#"{"session_id": "evil2", "prompt": "y", "transcript_path": "../../etc/shadow"}"#
+                .to_vec(),
+            200,
+        ),
+    ];
+    for (path, body, want) in &cases {
+        let (status, text) = server.post(path, body);
+        assert_eq!(
+            status,
+            *want,
+            "{path} {:?}: {text}",
+            String::from_utf8_lossy(&body[..body.len().min(40)])
+        );
+        if *want >= 400 {
+            assert!(
+                serde_json::from_str::<serde_json::Value>(&text).unwrap()["error"].is_string(),
+                "{text}"
+            );
+        }
+    }
+    assert!(wait_for(Duration::from_secs(5), || server
+        .log()
+        .contains("transcript_path outside the claude dir refused")
+        .then_some(()))
+    .is_some());
+
+    // Garbage in a transcript: non-UTF-8, binary, a broken line; the turns around it are kept.
+    let a = s.prompt("before the garbage", None);
+    let b = s.prompt("after the garbage", None);
+    let mut bytes = format!("{}\n", a.json).into_bytes();
+    bytes.extend_from_slice(&[0xff, 0xfe, 0x00, b'{', b'\n']);
+    bytes.extend_from_slice(b"{\"type\":\"user\",\"message\":\n");
+    bytes.extend_from_slice(format!("{}\n", b.json).as_bytes());
+    std::fs::write(&file, &bytes).unwrap();
+    let got = wait_for(Duration::from_secs(5), || {
+        let t = server.json(&format!("/api/agents/{}/turns", s.session_id));
+        (t.as_array()?.len() == 2).then_some(t)
+    })
+    .unwrap_or_else(|| panic!("log:\n{}", server.log()));
+    assert_eq!(got[0]["text"], "before the garbage");
+    assert_eq!(got[1]["text"], "after the garbage");
+
+    // A truncated (replaced) file is read again; nothing is doubled.
+    std::fs::write(&file, format!("{}\n", a.json)).unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    let c = s.prompt("after the truncation", None);
+    append(&file, &format!("{}\n", c.json));
+    let got = wait_for(Duration::from_secs(5), || {
+        let t = server.json(&format!("/api/agents/{}/turns", s.session_id));
+        (t.as_array()?.len() == 3).then_some(t)
+    })
+    .unwrap_or_else(|| panic!("log:\n{}", server.log()));
+    assert_eq!(got[2]["text"], "after the truncation");
+
+    assert_eq!(server.get("/healthz").0, 200);
+    assert_eq!(server.get("/api/agents/1/turns?limit=abc").0, 400);
+    assert_eq!(server.get("/nope/../../etc/passwd").0, 404);
+    server.stop();
+}
