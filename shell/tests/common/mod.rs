@@ -143,6 +143,14 @@ impl Server {
         serde_json::from_str(&body).unwrap()
     }
 
+    /// The JSON of a 200 answer, or `None` (for polling until something exists).
+    pub fn try_json(&self, path: &str) -> Option<serde_json::Value> {
+        let (status, body) = request(&self.addr, "GET", path, b"")?;
+        (status == 200)
+            .then(|| serde_json::from_str(&body).ok())
+            .flatten()
+    }
+
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
     }
