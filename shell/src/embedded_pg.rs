@@ -140,6 +140,9 @@ impl EmbeddedPg {
             step: "create pg folder",
             detail: e.to_string(),
         })?;
+        // Work on the real folder: the postgres user may not be able to pass through `home`.
+        let shown = dir.clone();
+        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
         let run_as = root.then_some("postgres");
         if root {
             step(
@@ -195,7 +198,7 @@ impl EmbeddedPg {
         if running {
             eprintln!("headspace: reusing the embedded database that is already running");
         } else {
-            let sock = std::fs::canonicalize(&dir).unwrap_or(dir.clone());
+            let sock = &dir;
             step(
                 "start the embedded database",
                 pg.command("pg_ctl")
