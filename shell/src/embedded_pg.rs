@@ -176,7 +176,7 @@ impl EmbeddedPg {
         if !pg.data.join("PG_VERSION").exists() {
             eprintln!(
                 "headspace: creating the embedded database in {}",
-                dir.display()
+                shown.display()
             );
             step(
                 "initdb",
