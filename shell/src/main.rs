@@ -1,15 +1,6 @@
 //! `headspace`: the server, the replay tool and the commands around them.
 
-mod driver;
-mod embedded_pg;
-mod http;
-mod metrics;
-mod migrate;
-mod pgstore;
-mod record;
-mod serve;
-mod sse;
-mod watcher;
+use headspace::{migrate, serve};
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;

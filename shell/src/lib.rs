@@ -1,0 +1,15 @@
+//! The `headspace` server and tools: the tokio shell around `headspace-core`.
+//!
+//! Every module turns the world into core inputs or carries out core commands; decisions
+//! live in the core.
+
+pub mod driver;
+pub mod embedded_pg;
+pub mod http;
+pub mod metrics;
+pub mod migrate;
+pub mod pgstore;
+pub mod record;
+pub mod serve;
+pub mod sse;
+pub mod watcher;
