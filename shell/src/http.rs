@@ -299,28 +299,32 @@ async fn reconcile(app: &App, reference: &str) -> Response<Body> {
         Ok(id) => id,
         Err(r) => return r,
     };
-    let (tx, rx) = oneshot::channel();
-    let _ = app.core.send(Msg::Reconcile {
-        agent: id.to_string(),
-        reply: tx,
-    });
-    match tokio::time::timeout(app.reconcile_budget, rx).await {
-        Ok(Ok(Reply::Reconciled { created, .. })) => {
+    let run = async {
+        let (tx, rx) = oneshot::channel();
+        let _ = app.core.send(Msg::Reconcile {
+            agent: id.to_string(),
+            reply: tx,
+        });
+        tokio::time::timeout(app.reconcile_budget, rx).await
+    };
+    let waited = app.store.with_reconcile_lock(id, run).await;
+    let busy =
+        json!({"status": "ok", "created": 0, "message": "Reconciliation already in progress"});
+    match waited {
+        Ok(None) | Ok(Some(Ok(Ok(Reply::ReconcileBusy)))) => json_response(StatusCode::OK, &busy),
+        Ok(Some(Ok(Ok(Reply::Reconciled { created, .. })))) => {
             json_response(StatusCode::OK, &json!({"status": "ok", "created": created}))
         }
-        Ok(Ok(Reply::ReconcileBusy)) => json_response(
-            StatusCode::OK,
-            &json!({"status": "ok", "created": 0, "message": "Reconciliation already in progress"}),
-        ),
-        Ok(Ok(Reply::UnknownAgent)) => {
+        Ok(Some(Ok(Ok(Reply::UnknownAgent)))) => {
             error(StatusCode::NOT_FOUND, format!("no agent {reference}"))
         }
-        Ok(Err(_)) => error(StatusCode::SERVICE_UNAVAILABLE, "the core stopped"),
+        Ok(Some(Ok(Err(_)))) => error(StatusCode::SERVICE_UNAVAILABLE, "the core stopped"),
         // Still running (a huge transcript, or the database is down): it goes on behind.
-        Err(_) => json_response(
+        Ok(Some(Err(_))) => json_response(
             StatusCode::OK,
             &json!({"status": "partial", "created": 0, "remaining": 1}),
         ),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
     }
 }
 

@@ -3,6 +3,7 @@
 //! Every module turns the world into core inputs or carries out core commands; decisions
 //! live in the core.
 
+pub mod client;
 pub mod driver;
 pub mod embedded_pg;
 pub mod http;

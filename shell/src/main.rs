@@ -14,6 +14,21 @@ struct Cli {
     command: Cmd,
 }
 
+/// Where the running server is.
+#[derive(clap::Args)]
+struct ServerArg {
+    /// The server's address.
+    #[arg(
+        long = "addr",
+        env = "HEADSPACE_ADDR",
+        default_value = "127.0.0.1:5055"
+    )]
+    addr: String,
+    /// Bearer token, when the server requires one.
+    #[arg(long, env = "HEADSPACE_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Run a recorded trace through the core and an in-memory store; print the final state.
@@ -32,11 +47,16 @@ enum Cmd {
     /// Install, remove or show Headspace's Claude Code hooks.
     Hooks,
     /// One line per agent: id, project, state, pane.
-    Agents,
-    /// Reconcile an agent's transcript now.
+    Agents {
+        #[command(flatten)]
+        server: ServerArg,
+    },
+    /// Reconcile an agent's transcript now (as the dashboard's Reconcile does).
     Reconcile {
         /// Agent id, Claude session id or pane id.
         agent: String,
+        #[command(flatten)]
+        server: ServerArg,
     },
     /// Wait until an agent is idle.
     Wait {
@@ -91,14 +111,86 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Cmd::Hooks
-        | Cmd::Agents
-        | Cmd::Reconcile { .. }
-        | Cmd::Wait { .. }
-        | Cmd::Send { .. }
-        | Cmd::Clear { .. } => {
+        Cmd::Agents { server } => agents(&server),
+        Cmd::Reconcile { agent, server } => reconcile(&agent, &server),
+        Cmd::Hooks | Cmd::Wait { .. } | Cmd::Send { .. } | Cmd::Clear { .. } => {
             eprintln!("headspace: this command is not available in this build yet; see README.md");
             ExitCode::from(2)
+        }
+    }
+}
+
+fn call(server: &ServerArg, method: &str, path: &str) -> Result<(u16, serde_json::Value), String> {
+    let (status, body) = headspace::client::request(
+        &server.addr,
+        method,
+        path,
+        b"",
+        server.token.as_deref(),
+        std::time::Duration::from_secs(30),
+    )?;
+    let v =
+        serde_json::from_str(&body).map_err(|_| format!("unexpected answer ({status}): {body}"))?;
+    Ok((status, v))
+}
+
+fn agents(server: &ServerArg) -> ExitCode {
+    match call(server, "GET", "/api/agents") {
+        Ok((200, serde_json::Value::Array(rows))) => {
+            println!(
+                "{:<5} {:<24} {:<15} {:<8} {:<6} SESSION",
+                "ID", "PROJECT", "STATE", "ACTIVITY", "PANE"
+            );
+            for a in rows {
+                let s = |k: &str| a[k].as_str().unwrap_or("-").to_string();
+                println!(
+                    "{:<5} {:<24} {:<15} {:<8} {:<6} {}",
+                    a["id"],
+                    s("project"),
+                    s("state"),
+                    s("activity"),
+                    s("tmux_pane"),
+                    s("session_id")
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Ok((status, v)) => {
+            eprintln!(
+                "headspace agents: server answered {status}: {}",
+                v["error"].as_str().unwrap_or(&v.to_string())
+            );
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("headspace agents: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn reconcile(agent: &str, server: &ServerArg) -> ExitCode {
+    let path = format!(
+        "/api/agents/{}/reconcile",
+        headspace::client::encode_segment(agent)
+    );
+    match call(server, "POST", &path) {
+        Ok((200, v)) => {
+            println!("{v}");
+            ExitCode::SUCCESS
+        }
+        Ok((status, v)) => {
+            eprintln!(
+                "headspace reconcile: {}",
+                v["error"]
+                    .as_str()
+                    .map_or_else(|| format!("server answered {status}"), str::to_string)
+            );
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("headspace reconcile: {e}");
+            ExitCode::FAILURE
         }
     }
 }

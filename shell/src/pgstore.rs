@@ -359,6 +359,34 @@ impl PgStore {
         Ok(row.map(|r| r.get::<_, i64>(0) as u64))
     }
 
+    /// Runs `f` holding the cluster-wide reconcile lock of an agent, so two replicas never
+    /// reconcile the same agent at once; `None` when another holds it.
+    pub async fn with_reconcile_lock<T>(
+        &self,
+        agent_id: u64,
+        f: impl std::future::Future<Output = T>,
+    ) -> Result<Option<T>, StoreError> {
+        let c = self.pool.get().await?;
+        let key = id(agent_id);
+        let got: bool = c
+            .query_one(
+                "SELECT pg_try_advisory_lock(726854002, $1::int)",
+                &[&(key as i32)],
+            )
+            .await?
+            .get(0);
+        if !got {
+            return Ok(None);
+        }
+        let out = f.await;
+        c.execute(
+            "SELECT pg_advisory_unlock(726854002, $1::int)",
+            &[&(key as i32)],
+        )
+        .await?;
+        Ok(Some(out))
+    }
+
     /// An agent's turns ordered by (timestamp, id), after the turn `after` in that order.
     pub async fn turns(
         &self,

@@ -219,3 +219,67 @@ fn hostile_input_gets_the_right_status_and_breaks_nothing() {
     assert_eq!(server.get("/nope/../../etc/passwd").0, 404);
     server.stop();
 }
+
+#[test]
+fn agents_and_reconcile_commands_talk_to_the_server() {
+    let Some(db) = fresh_db("server_cli") else {
+        return;
+    };
+    let claude = temp_dir("server-cli");
+    let server = Server::start(&db, &claude, &[]);
+    let s = SessionWriter::new(3, Timestamp::parse_rfc3339("2026-11-22T05:00:00Z").unwrap());
+    server.post(
+        "/hook/UserPromptSubmit",
+        &hook(
+            &s,
+            &claude,
+            "%5",
+            "UserPromptSubmit",
+            json!({"prompt": "hello"}),
+        ),
+    );
+    assert!(
+        wait_for(Duration::from_secs(5), || (turns(&server, "%255").len()
+            == 1)
+            .then_some(()))
+        .is_some()
+    );
+    let bin = env!("CARGO_BIN_EXE_headspace");
+    let out = std::process::Command::new(bin)
+        .args(["agents", "--addr", &server.addr])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(
+        text.lines()
+            .nth(1)
+            .is_some_and(|l| l.contains("commanded") && l.contains("%5") && l.contains("project3")),
+        "{text}"
+    );
+    let out = std::process::Command::new(bin)
+        .args(["reconcile", "%5", "--addr", &server.addr])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap(),
+        json!({"status": "ok", "created": 0})
+    );
+    let out = std::process::Command::new(bin)
+        .args(["reconcile", "ghost", "--addr", &server.addr])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no agent ghost"));
+    let out = std::process::Command::new(bin)
+        .args(["agents", "--addr", "127.0.0.1:1"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is `headspace serve` running?"));
+    server.stop();
+}

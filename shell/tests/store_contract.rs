@@ -14,13 +14,19 @@ use serde_json::json;
 /// A conversation with hooks before and after their lines, a question, a late Stop, a
 /// restart in the middle, and identical replies: all the kinds of write.
 fn writes() -> Vec<Write> {
-    let mut core = Core::new(Config { claude_dir: CLAUDE_DIR.into() });
+    let mut core = Core::new(Config {
+        claude_dir: CLAUDE_DIR.into(),
+    });
     let mut mem = MemStore::new();
     let t0 = Timestamp::parse_rfc3339("2026-11-22T08:00:00Z").unwrap();
     let mut s = SessionWriter::new(1, t0);
     let mut out = Vec::new();
     let mut t = t0;
-    let feed = |core: &mut Core, mem: &mut MemStore, input: Input, out: &mut Vec<Write>, t: &mut Timestamp| {
+    let feed = |core: &mut Core,
+                mem: &mut MemStore,
+                input: Input,
+                out: &mut Vec<Write>,
+                t: &mut Timestamp| {
         *t = t.add_millis(100);
         core.handle(*t, input);
         while let Some(c) = core.poll_command() {
@@ -30,34 +36,117 @@ fn writes() -> Vec<Write> {
             }
         }
     };
-    let hook = |s: &SessionWriter, e: &str, extra: serde_json::Value, at: Timestamp| Input::Hook { event: Some(e.into()), body: s.hook(e, Some("%2"), Some(at), extra) };
+    let hook = |s: &SessionWriter, e: &str, extra: serde_json::Value, at: Timestamp| Input::Hook {
+        event: Some(e.into()),
+        body: s.hook(e, Some("%2"), Some(at), extra),
+    };
     let append = |s: &SessionWriter, lines: &[&str], offset: &mut u64| {
-        let data = lines.iter().map(|l| format!("{l}\n")).collect::<String>().into_bytes();
-        let input = Input::Transcript { path: s.path(), offset: *offset, data: data.clone(), read: None };
+        let data = lines
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+            .into_bytes();
+        let input = Input::Transcript {
+            path: s.path(),
+            offset: *offset,
+            data: data.clone(),
+            read: None,
+        };
         *offset += data.len() as u64;
         input
     };
     let mut offset = 0u64;
-    feed(&mut core, &mut mem, hook(&s, "UserPromptSubmit", json!({"prompt": "yes", "prompt_id": "p1"}), t), &mut out, &mut t);
+    feed(
+        &mut core,
+        &mut mem,
+        hook(
+            &s,
+            "UserPromptSubmit",
+            json!({"prompt": "yes", "prompt_id": "p1"}),
+            t,
+        ),
+        &mut out,
+        &mut t,
+    );
     let p1 = s.prompt("yes", Some("p1"));
     let a1 = s.agent_text("Which table?");
-    feed(&mut core, &mut mem, append(&s, &[&p1.json, &a1.json], &mut offset), &mut out, &mut t);
-    feed(&mut core, &mut mem, hook(&s, "Stop", json!({"last_assistant_message": "Which table?"}), t), &mut out, &mut t);
+    feed(
+        &mut core,
+        &mut mem,
+        append(&s, &[&p1.json, &a1.json], &mut offset),
+        &mut out,
+        &mut t,
+    );
+    feed(
+        &mut core,
+        &mut mem,
+        hook(
+            &s,
+            "Stop",
+            json!({"last_assistant_message": "Which table?"}),
+            t,
+        ),
+        &mut out,
+        &mut t,
+    );
     let (q, id, input) = s.question("Pick one", &["a", "b"]);
-    feed(&mut core, &mut mem, hook(&s, "PreToolUse", json!({"tool_name": "AskUserQuestion", "tool_use_id": id, "tool_input": input}), t), &mut out, &mut t);
+    feed(
+        &mut core,
+        &mut mem,
+        hook(
+            &s,
+            "PreToolUse",
+            json!({"tool_name": "AskUserQuestion", "tool_use_id": id, "tool_input": input}),
+            t,
+        ),
+        &mut out,
+        &mut t,
+    );
     let ans = s.answer(&id, "Pick one", "a");
-    feed(&mut core, &mut mem, append(&s, &[&q.json, &ans.json], &mut offset), &mut out, &mut t);
-    core = Core::new(Config { claude_dir: CLAUDE_DIR.into() });
+    feed(
+        &mut core,
+        &mut mem,
+        append(&s, &[&q.json, &ans.json], &mut offset),
+        &mut out,
+        &mut t,
+    );
+    core = Core::new(Config {
+        claude_dir: CLAUDE_DIR.into(),
+    });
     let snap = mem.snapshot();
     feed(&mut core, &mut mem, Input::Restore(snap), &mut out, &mut t);
     let early = t;
-    feed(&mut core, &mut mem, hook(&s, "UserPromptSubmit", json!({"prompt": "yes"}), t), &mut out, &mut t);
-    feed(&mut core, &mut mem, hook(&s, "Stop", json!({}), early), &mut out, &mut t);
+    feed(
+        &mut core,
+        &mut mem,
+        hook(&s, "UserPromptSubmit", json!({"prompt": "yes"}), t),
+        &mut out,
+        &mut t,
+    );
+    feed(
+        &mut core,
+        &mut mem,
+        hook(&s, "Stop", json!({}), early),
+        &mut out,
+        &mut t,
+    );
     let p2 = s.prompt("yes", None);
     let d = s.agent_text("Done. All tests pass.");
     let dur = s.turn_duration();
-    feed(&mut core, &mut mem, append(&s, &[&p2.json, &d.json, &dur.json], &mut offset), &mut out, &mut t);
-    feed(&mut core, &mut mem, hook(&s, "SessionEnd", json!({"reason": "logout"}), t), &mut out, &mut t);
+    feed(
+        &mut core,
+        &mut mem,
+        append(&s, &[&p2.json, &d.json, &dur.json], &mut offset),
+        &mut out,
+        &mut t,
+    );
+    feed(
+        &mut core,
+        &mut mem,
+        hook(&s, "SessionEnd", json!({"reason": "logout"}), t),
+        &mut out,
+        &mut t,
+    );
     assert!(mem.violations().is_empty());
     out
 }
@@ -74,14 +163,21 @@ fn normalise(mut s: Snapshot) -> Snapshot {
 fn postgres_and_memory_stores_agree_under_retries_and_any_batching() {
     let writes = writes();
     assert!(writes.iter().any(|w| matches!(w, Write::Claim { .. })));
-    assert!(writes.iter().any(|w| matches!(w, Write::HookMatched { .. })));
+    assert!(writes
+        .iter()
+        .any(|w| matches!(w, Write::HookMatched { .. })));
     let mut mem = MemStore::new();
     for w in &writes {
         mem.apply(w);
     }
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     for (i, batch) in [1usize, 3, 7, writes.len()].into_iter().enumerate() {
-        let Some(db) = fresh_db(&format!("contract{i}")) else { return };
+        let Some(db) = fresh_db(&format!("contract{i}")) else {
+            return;
+        };
         rt.block_on(async {
             headspace::migrate::run(&db).await.unwrap();
             let pg = PgStore::new(&db, 2).unwrap();
@@ -96,7 +192,12 @@ fn postgres_and_memory_stores_agree_under_retries_and_any_batching() {
             assert_eq!(got.turns, want.turns, "turns, batch {batch}");
             assert_eq!(got.offsets, want.offsets, "offsets, batch {batch}");
             // Postgres refuses a second turn for an entry exactly as the memory store does.
-            let mut dup = want.turns.iter().find(|t| t.entry_uuid.is_some()).unwrap().clone();
+            let mut dup = want
+                .turns
+                .iter()
+                .find(|t| t.entry_uuid.is_some())
+                .unwrap()
+                .clone();
             dup.id = 9_999;
             pg.apply(&[Write::Turn(dup)]).await.unwrap();
             assert_eq!(pg.snapshot().await.unwrap().turns.len(), want.turns.len());

@@ -163,41 +163,9 @@ impl Drop for Server {
     }
 }
 
-/// A minimal HTTP/1.1 request (Connection: close); `None` if the server is not there.
+/// A request to the server; `None` if the server is not there.
 pub fn request(addr: &str, method: &str, path: &str, body: &[u8]) -> Option<(u16, String)> {
-    let mut s = TcpStream::connect_timeout(&addr.parse().ok()?, Duration::from_millis(500)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    let head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
-    s.write_all(head.as_bytes()).ok()?;
-    s.write_all(body).ok()?;
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).ok()?;
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    let status = text.split_whitespace().nth(1)?.parse().ok()?;
-    let (headers, rest) = text.split_once("\r\n\r\n")?;
-    let body = if headers
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        dechunk(rest)
-    } else {
-        rest.to_string()
-    };
-    Some((status, body))
-}
-
-fn dechunk(s: &str) -> String {
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if n == 0 || after.len() < n {
-            break;
-        }
-        out.push_str(&after[..n]);
-        rest = after[n..].trim_start_matches("\r\n");
-    }
-    out
+    headspace::client::request(addr, method, path, body, None, Duration::from_secs(10)).ok()
 }
 
 /// Polls `f` until it returns `Some` or the time runs out.

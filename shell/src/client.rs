@@ -1,0 +1,83 @@
+//! A minimal HTTP/1.1 client for the CLI commands that talk to a running server.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+/// Sends one request (`Connection: close`) and returns the status and body.
+pub fn request(
+    base: &str,
+    method: &str,
+    path: &str,
+    body: &[u8],
+    token: Option<&str>,
+    timeout: Duration,
+) -> Result<(u16, String), String> {
+    let hostport = base.trim_start_matches("http://").trim_end_matches('/');
+    let addr = hostport
+        .to_socket_addrs()
+        .map_err(|e| format!("bad server address {base}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("bad server address {base}"))?;
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).map_err(|e| {
+        format!("cannot reach the headspace server at {base}: {e} (is `headspace serve` running?)")
+    })?;
+    s.set_read_timeout(Some(timeout))
+        .map_err(|e| e.to_string())?;
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {hostport}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes())
+        .and_then(|_| s.write_all(body))
+        .map_err(|e| e.to_string())?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf)
+        .map_err(|e| format!("no answer from {base}: {e}"))?;
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or("malformed answer")?;
+    let (headers, rest) = text.split_once("\r\n\r\n").ok_or("malformed answer")?;
+    let body = if headers
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(rest)
+    } else {
+        rest.to_string()
+    };
+    Ok((status, body))
+}
+
+fn dechunk(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || after.len() < n {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = after[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// Percent-encodes a path segment (pane ids such as `%3`).
+pub fn encode_segment(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
