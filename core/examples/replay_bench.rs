@@ -120,9 +120,7 @@ fn main() {
 
     // The core: the same bytes as transcript appends; commands drained and dropped, as the
     // shell hands them to the database.
-    let mut core = Core::new(Config {
-        claude_dir: CLAUDE_DIR.into(),
-    });
+    let mut core = Core::new(Config::new(CLAUDE_DIR));
     let mut g = Generator::new(total);
     let path = g.s.path();
     let (mut offset, mut turns, mut rss_quarter) = (0u64, 0u64, 0u64);

@@ -20,6 +20,19 @@ pub struct Config {
     /// The Claude directory as hooks name it (absolute, e.g. `/home/u/.claude`); transcript
     /// paths are taken relative to it and refused outside it.
     pub claude_dir: String,
+    /// How long new pane output may go without a new turn before the transcript is read
+    /// (the watchdog's gap threshold; seed default 5 s).
+    pub gap_threshold_ms: i64,
+}
+
+impl Config {
+    /// The defaults for a claude dir.
+    pub fn new(claude_dir: impl Into<String>) -> Config {
+        Config {
+            claude_dir: claude_dir.into(),
+            gap_threshold_ms: 5_000,
+        }
+    }
 }
 
 /// One transcript file being read.
@@ -47,6 +60,11 @@ struct AgentState {
     /// Turns created from transcript entries no hook announced.
     recovered: u64,
     reconciling: Option<RequestId>,
+    /// The watchdog: the last pane screen seen (hash), when new output appeared that no turn
+    /// has followed yet, and when a turn last arrived.
+    pane_hash: Option<u128>,
+    pane_change_at: Option<Timestamp>,
+    last_turn_at: Timestamp,
 }
 
 #[derive(Debug)]
@@ -119,7 +137,8 @@ impl Core {
                 read,
             } => self.on_transcript(&path, offset, &data, read),
             Input::TranscriptReset { path } => self.on_reset(&path),
-            Input::Pane { .. } | Input::Tick => {}
+            Input::Pane { pane, text } => self.on_pane(&pane, &text),
+            Input::Tick => self.check_gaps(),
             Input::Reconcile { agent, request } => self.on_reconcile(&agent, request),
             Input::Restore(snapshot) => self.restore(snapshot),
         }
@@ -131,9 +150,14 @@ impl Core {
         self.out.pop_front()
     }
 
-    /// When the core wants a [`Input::Tick`] next, if ever.
+    /// When the core wants a [`Input::Tick`] next, if ever: the earliest moment a pane's
+    /// new output becomes a gap.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
-        None
+        self.agents
+            .values()
+            .filter_map(|a| a.pane_change_at)
+            .min()
+            .map(|t| t.add_millis(self.config.gap_threshold_ms))
     }
 
     /// The latest time the core has been given.
@@ -596,6 +620,68 @@ impl Core {
         self.recompute(agent_id, task_id);
     }
 
+    // ----- the pane watchdog ----------------------------------------------------------------
+
+    /// A pane capture: new output starts the gap clock unless a turn follows it in time.
+    fn on_pane(&mut self, pane: &str, text: &str) {
+        let Some(&agent_id) = self.by_pane.get(pane) else {
+            debug!("[TMUX_WATCHDOG] pane {pane} belongs to no agent; ignored");
+            return;
+        };
+        let hash = hash128(text.trim_end().as_bytes());
+        let now = self.now;
+        let agent = self.agent_mut(agent_id);
+        match agent.pane_hash.replace(hash) {
+            None => {} // the first look sets the baseline
+            Some(old) if old == hash => {
+                debug!("[TMUX_WATCHDOG] Agent {agent_id} pane content unchanged")
+            }
+            Some(_) => {
+                if agent.pane_change_at.is_none() {
+                    agent.pane_change_at = Some(now);
+                }
+            }
+        }
+        self.check_gaps();
+    }
+
+    /// New pane output that no turn has followed within the threshold is a gap: the
+    /// transcript is read at once instead of waiting for the watcher.
+    fn check_gaps(&mut self) {
+        let now = self.now;
+        let threshold = self.config.gap_threshold_ms;
+        let mut gaps = Vec::new();
+        for (id, agent) in self.agents.iter_mut() {
+            let Some(since) = agent.pane_change_at else {
+                continue;
+            };
+            if agent.last_turn_at >= since {
+                agent.pane_change_at = None;
+            } else if now >= since.add_millis(threshold) {
+                agent.pane_change_at = None;
+                gaps.push((*id, agent.row.tmux_pane.clone().unwrap_or_default()));
+            }
+        }
+        for (agent_id, pane) in gaps {
+            info!(
+                "[TMUX_WATCHDOG] Gap detected for agent {agent_id} — new output in pane {pane} with no matching turn after {}s, triggering reconciliation",
+                threshold as f64 / 1000.0
+            );
+            self.out.push_back(Command::GapDetected { agent_id });
+            let paths: Vec<(String, u64)> = self
+                .files
+                .iter()
+                .filter(|(_, f)| f.agent_id == agent_id)
+                .map(|(p, f)| (p.clone(), f.framer.expected_offset()))
+                .collect();
+            for (path, from) in paths {
+                let read = self.new_read(None);
+                self.out
+                    .push_back(Command::ReadTranscript { path, from, read });
+            }
+        }
+    }
+
     // ----- transcripts -------------------------------------------------------------------
 
     fn on_transcript(&mut self, path: &str, offset: u64, data: &[u8], read: Option<ReadId>) {
@@ -994,6 +1080,8 @@ impl Core {
                 slot.turn_id, slot.stamp, ts
             );
         }
+        let now = self.now;
+        self.agent_mut(agent_id).last_turn_at = now;
         self.out.push_back(Command::Store(Write::Claim {
             turn_id: slot.turn_id,
             entry_uuid: uuid.clone(),
@@ -1191,6 +1279,8 @@ impl Core {
     fn persist_turn(&mut self, row: TurnRow) {
         let data = turn_json(&row);
         let agent_id = row.agent_id;
+        let now = self.now;
+        self.agent_mut(agent_id).last_turn_at = now;
         self.out.push_back(Command::Store(Write::Turn(row)));
         self.publish(agent_id, "turn_created", data);
     }
@@ -1418,6 +1508,9 @@ impl AgentState {
             latest: None,
             recovered: 0,
             reconciling: None,
+            pane_hash: None,
+            pane_change_at: None,
+            last_turn_at: Timestamp(i64::MIN),
         }
     }
 }

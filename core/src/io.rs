@@ -107,6 +107,12 @@ pub enum Command {
         /// Echo this in the input.
         read: ReadId,
     },
+    /// The watchdog found pane output no turn followed (the core already asked to read the
+    /// agent's transcripts); for metrics.
+    GapDetected {
+        /// The agent.
+        agent_id: AgentId,
+    },
     /// Answer a request.
     Reply {
         /// The request.

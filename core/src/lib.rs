@@ -27,13 +27,14 @@
 //! | `Store(Write::Offset)` | save how far a file is read (emitted after the writes of its lines) | — |
 //! | `Publish(Event)` | send an SSE event (`turn_created`, `turn_updated`, `state_changed`, …) | — |
 //! | `ReadTranscript { path, from, read }` | read the file from `from` to its end | `Input::Transcript { read: Some(read), .. }` |
+//! | `GapDetected { agent_id }` | count it (the watchdog saw output no turn followed; a read was asked) | — |
 //! | `Reply { request, reply }` | answer the request | — |
 //!
 //! ## How to drive it
 //!
 //! ```
 //! use headspace_core::{Command, Config, Core, Input, Timestamp};
-//! let mut core = Core::new(Config { claude_dir: "/home/u/.claude".into() });
+//! let mut core = Core::new(Config::new("/home/u/.claude"));
 //! let now = Timestamp::parse_rfc3339("2026-02-18T10:00:00Z").unwrap();
 //! core.handle(now, Input::Hook {
 //!     event: Some("UserPromptSubmit".into()),
@@ -52,7 +53,8 @@
 //!    retry after an unknown outcome is safe. Publish an event only after the writes before
 //!    it are committed.
 //! 3. Feed the result of a `ReadTranscript` back as an input, then drain again.
-//! 4. Call `handle(now, Input::Tick)` when [`Core::poll_timeout`] says so (never, today).
+//! 4. Call `handle(now, Input::Tick)` once [`Core::poll_timeout`]'s time has come (today:
+//!    when new pane output becomes a gap, `Config::gap_threshold_ms` after it appeared).
 //!
 //! Time only moves forward: an input stamped earlier than one already seen is taken as
 //! happening at the latest time seen.

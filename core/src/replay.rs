@@ -19,14 +19,13 @@ pub struct Replayer {
     next_request: RequestId,
     replies: Vec<(RequestId, Reply)>,
     events: u64,
+    gaps: u64,
 }
 
 impl Replayer {
     /// A fresh world.
     pub fn new(claude_dir: &str) -> Replayer {
-        let config = Config {
-            claude_dir: claude_dir.to_string(),
-        };
+        let config = Config::new(claude_dir.to_string());
         Replayer {
             core: Core::new(config.clone()),
             config,
@@ -35,6 +34,7 @@ impl Replayer {
             next_request: 1,
             replies: Vec::new(),
             events: 0,
+            gaps: 0,
         }
     }
 
@@ -94,6 +94,7 @@ impl Replayer {
                     );
                 }
                 Command::Reply { request, reply } => self.replies.push((request, reply)),
+                Command::GapDetected { .. } => self.gaps += 1,
             }
         }
     }
@@ -111,6 +112,11 @@ impl Replayer {
     /// Replies given so far, in order.
     pub fn replies(&self) -> &[(RequestId, Reply)] {
         &self.replies
+    }
+
+    /// Gaps the watchdog detected so far.
+    pub fn gaps(&self) -> u64 {
+        self.gaps
     }
 
     /// Number of events published so far.

@@ -206,9 +206,7 @@ fn ac_3_1_agent_583_question_while_awaiting_input_is_kept_and_applied() {
 #[test]
 fn ac_3_2_turn_write_comes_before_its_state_change() {
     use headspace_core::{Command, Config, Core, Input, Write};
-    let mut core = Core::new(Config {
-        claude_dir: CLAUDE_DIR.into(),
-    });
+    let mut core = Core::new(Config::new(CLAUDE_DIR));
     let s = SessionWriter::new(1, Timestamp(0));
     core.handle(
         Timestamp(1),
@@ -369,9 +367,7 @@ fn ac_6_3_recovered_progress_leaves_processing_unchanged() {
 #[test]
 fn ac_6_4_recovered_transition_broadcasts_card_refresh() {
     use headspace_core::{Command, Config, Core, Input};
-    let mut core = Core::new(Config {
-        claude_dir: CLAUDE_DIR.into(),
-    });
+    let mut core = Core::new(Config::new(CLAUDE_DIR));
     let mut s = SessionWriter::new(1, Timestamp(0));
     let data = format!(
         "{}\n{}\n",
@@ -659,9 +655,7 @@ fn transcript_path_outside_the_claude_dir_is_refused() {
 #[test]
 fn reconcile_reports_recovered_turns_and_refuses_a_second_at_once() {
     use headspace_core::{Command, Config, Core, Input};
-    let mut core = Core::new(Config {
-        claude_dir: CLAUDE_DIR.into(),
-    });
+    let mut core = Core::new(Config::new(CLAUDE_DIR));
     let mut s = SessionWriter::new(1, Timestamp(0));
     // The hook names the transcript; the core asks to read it (that read is lost here).
     core.handle(
@@ -750,4 +744,115 @@ fn reconcile_reports_recovered_turns_and_refuses_a_second_at_once() {
             reply: Reply::UnknownAgent
         })
     );
+}
+
+// ----- the pane watchdog (seed Task 8) -------------------------------------------------------
+
+fn watchdog_core() -> (headspace_core::Core, SessionWriter) {
+    use headspace_core::{Config, Core, Input};
+    let mut core = Core::new(Config::new(CLAUDE_DIR));
+    let s = SessionWriter::new(1, Timestamp(0));
+    core.handle(
+        Timestamp(1_000),
+        Input::Hook {
+            event: None,
+            body: s.hook(
+                "UserPromptSubmit",
+                Some("%4"),
+                None,
+                json!({"prompt": "go"}),
+            ),
+        },
+    );
+    core.handle(
+        Timestamp(1_100),
+        Input::Pane {
+            pane: "%4".into(),
+            text: "❯ go\n✳ Working…".into(),
+        },
+    );
+    while core.poll_command().is_some() {}
+    (core, s)
+}
+
+fn gaps(core: &mut headspace_core::Core) -> (usize, usize) {
+    use headspace_core::Command;
+    let cmds: Vec<Command> = std::iter::from_fn(|| core.poll_command()).collect();
+    (
+        cmds.iter()
+            .filter(|c| matches!(c, Command::GapDetected { .. }))
+            .count(),
+        cmds.iter()
+            .filter(|c| matches!(c, Command::ReadTranscript { .. }))
+            .count(),
+    )
+}
+
+#[test]
+fn ac_8_1_new_pane_output_without_a_turn_triggers_a_transcript_read() {
+    use headspace_core::Input;
+    let (mut core, _) = watchdog_core();
+    core.handle(
+        Timestamp(2_000),
+        Input::Pane {
+            pane: "%4".into(),
+            text: "⏺ Here is the answer".into(),
+        },
+    );
+    assert_eq!(core.poll_timeout(), Some(Timestamp(7_000)));
+    core.handle(Timestamp(6_999), Input::Tick);
+    assert_eq!(gaps(&mut core), (0, 0));
+    core.handle(Timestamp(7_000), Input::Tick);
+    assert_eq!(gaps(&mut core), (1, 1));
+    assert_eq!(core.poll_timeout(), None);
+}
+
+#[test]
+fn pane_output_followed_by_a_turn_is_no_gap() {
+    use headspace_core::Input;
+    let (mut core, s) = watchdog_core();
+    core.handle(
+        Timestamp(2_000),
+        Input::Pane {
+            pane: "%4".into(),
+            text: "⏺ Done".into(),
+        },
+    );
+    core.handle(
+        Timestamp(3_000),
+        Input::Hook {
+            event: None,
+            body: s.hook(
+                "Stop",
+                Some("%4"),
+                None,
+                json!({"last_assistant_message": "Done"}),
+            ),
+        },
+    );
+    core.handle(Timestamp(8_000), Input::Tick);
+    assert_eq!(gaps(&mut core).0, 0);
+}
+
+#[test]
+fn ac_8_2_unchanged_or_unknown_panes_are_no_gap() {
+    use headspace_core::Input;
+    let (mut core, _) = watchdog_core();
+    core.handle(
+        Timestamp(2_000),
+        Input::Pane {
+            pane: "%4".into(),
+            text: "❯ go\n✳ Working…\n\n".into(),
+        },
+    );
+    core.handle(
+        Timestamp(2_000),
+        Input::Pane {
+            pane: "%99".into(),
+            text: "anything".into(),
+        },
+    );
+    core.handle(Timestamp(60_000), Input::Tick);
+    assert_eq!(gaps(&mut core).0, 0);
+    assert_eq!(core.poll_timeout(), None);
 }

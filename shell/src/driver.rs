@@ -8,7 +8,7 @@ use crate::pgstore::PgStore;
 use crate::record::Recorder;
 use crate::sse::Hub;
 use headspace_core::io::{RequestId, Write};
-use headspace_core::{Command, Config, Core, Input, Reply, Timestamp};
+use headspace_core::{Command, Core, Input, Reply, Timestamp};
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
@@ -29,6 +29,15 @@ pub enum Msg {
     },
     /// A transcript file (relative to the claude dir) may have grown, shrunk or been replaced.
     FileChanged(String),
+    /// A pane capture from the watchdog.
+    Pane {
+        /// The pane id.
+        pane: String,
+        /// The screen.
+        text: String,
+    },
+    /// Time passed: the core's timers run if due.
+    Tick,
     /// Reconcile an agent; the reply comes after the recovered turns are committed.
     Reconcile {
         /// Agent id, session id or pane.
@@ -136,6 +145,7 @@ impl Reader {
 
 /// Starts the driver thread and the writer task; returns the sender of messages.
 pub fn start(
+    config: headspace_core::Config,
     claude_dir: PathBuf,
     store: PgStore,
     snapshot: headspace_core::model::Snapshot,
@@ -155,11 +165,10 @@ pub fn start(
         health.clone(),
         replies.clone(),
     ));
-    let claude = claude_dir.display().to_string();
     std::thread::Builder::new()
         .name("headspace-core".into())
         .spawn(move || {
-            let mut core = Core::new(Config { claude_dir: claude });
+            let mut core = Core::new(config);
             let mut reader = Reader {
                 claude_dir,
                 fed: HashMap::new(),
@@ -211,6 +220,17 @@ pub fn start(
                     Msg::FileChanged(rel) => {
                         for input in reader.changed(&rel) {
                             feed(&mut core, input, &mut reader, &mut recorder);
+                        }
+                    }
+                    Msg::Pane { pane, text } => feed(
+                        &mut core,
+                        Input::Pane { pane, text },
+                        &mut reader,
+                        &mut recorder,
+                    ),
+                    Msg::Tick => {
+                        if core.poll_timeout().is_some_and(|t| t <= now()) {
+                            feed(&mut core, Input::Tick, &mut reader, &mut recorder);
                         }
                     }
                     Msg::Reconcile { agent, reply } => {
@@ -300,6 +320,9 @@ async fn writer(
             match cmd {
                 Command::Publish(e) => {
                     hub.publish(e.name, &e.data);
+                }
+                Command::GapDetected { .. } => {
+                    metrics.gaps.fetch_add(1, Relaxed);
                 }
                 Command::Reply { request, reply } => {
                     if let Some(tx) = replies.lock().expect("replies").remove(&request) {

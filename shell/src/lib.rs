@@ -13,4 +13,5 @@ pub mod pgstore;
 pub mod record;
 pub mod serve;
 pub mod sse;
+pub mod watchdog;
 pub mod watcher;

@@ -346,6 +346,13 @@ impl PgStore {
         Ok(out)
     }
 
+    /// The panes of agents still running, for the watchdog.
+    pub async fn panes(&self) -> Result<Vec<String>, StoreError> {
+        let c = self.pool.get().await?;
+        let rows = c.query("SELECT DISTINCT tmux_pane FROM agents WHERE tmux_pane IS NOT NULL AND NOT ended ORDER BY 1", &[]).await?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
     /// Finds an agent by id, Claude session id (current or past) or tmux pane.
     pub async fn resolve(&self, reference: &str) -> Result<Option<u64>, StoreError> {
         let c = self.pool.get().await?;

@@ -46,6 +46,18 @@ pub struct ServeArgs {
     /// Seconds between transcript sweeps (catches events the OS dropped).
     #[arg(long, default_value_t = 2.0)]
     pub sweep_seconds: f64,
+    /// Seconds between captures of each agent's pane.
+    #[arg(long, env = "HEADSPACE_PANE_POLL_SECONDS", default_value_t = 3.0)]
+    pub pane_poll_seconds: f64,
+    /// Seconds new pane output may go without a turn before the transcript is read.
+    #[arg(long, env = "HEADSPACE_GAP_SECONDS", default_value_t = 5.0)]
+    pub gap_seconds: f64,
+    /// Lines of each pane captured.
+    #[arg(long, env = "HEADSPACE_PANE_LINES", default_value_t = 20)]
+    pub pane_lines: u32,
+    /// tmux socket name (`tmux -L NAME`); the default server when unset.
+    #[arg(long, env = "HEADSPACE_TMUX_SOCKET")]
+    pub tmux_socket: Option<String>,
 }
 
 fn home_dir() -> PathBuf {
@@ -155,7 +167,10 @@ async fn serve(args: ServeArgs, claude_dir: PathBuf, url: String) -> Result<(), 
         ),
         None => None,
     };
+    let mut config = headspace_core::Config::new(claude_dir.display().to_string());
+    config.gap_threshold_ms = (args.gap_seconds * 1000.0) as i64;
     let core = driver::start(
+        config,
         claude_dir.clone(),
         store.clone(),
         snapshot,
@@ -168,6 +183,15 @@ async fn serve(args: ServeArgs, claude_dir: PathBuf, url: String) -> Result<(), 
         claude_dir.clone(),
         core.clone(),
         Duration::from_secs_f64(args.sweep_seconds.max(0.05)),
+    );
+    crate::watchdog::start(
+        store.clone(),
+        core.clone(),
+        crate::watchdog::PaneSettings {
+            interval: Duration::from_secs_f64(args.pane_poll_seconds.max(0.05)),
+            lines: args.pane_lines,
+            socket: args.tmux_socket.clone(),
+        },
     );
     let app = Arc::new(App {
         core,

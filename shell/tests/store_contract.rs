@@ -14,9 +14,7 @@ use serde_json::json;
 /// A conversation with hooks before and after their lines, a question, a late Stop, a
 /// restart in the middle, and identical replies: all the kinds of write.
 fn writes() -> Vec<Write> {
-    let mut core = Core::new(Config {
-        claude_dir: CLAUDE_DIR.into(),
-    });
+    let mut core = Core::new(Config::new(CLAUDE_DIR));
     let mut mem = MemStore::new();
     let t0 = Timestamp::parse_rfc3339("2026-11-22T08:00:00Z").unwrap();
     let mut s = SessionWriter::new(1, t0);
@@ -110,9 +108,7 @@ fn writes() -> Vec<Write> {
         &mut out,
         &mut t,
     );
-    core = Core::new(Config {
-        claude_dir: CLAUDE_DIR.into(),
-    });
+    core = Core::new(Config::new(CLAUDE_DIR));
     let snap = mem.snapshot();
     feed(&mut core, &mut mem, Input::Restore(snap), &mut out, &mut t);
     let early = t;
