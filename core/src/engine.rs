@@ -1,6 +1,6 @@
 //! The engine: inputs in, commands out. See the crate docs for the calling contract.
 
-use crate::activity::{agent_activity, current_task};
+use crate::activity::agent_activity;
 use crate::entry::{self, Entry, Signal};
 use crate::framing::{LineFramer, Push};
 use crate::hook::{Hook, HookEvent};
@@ -56,6 +56,8 @@ struct AgentState {
     hook_keys: HashSet<u128>,
     question_ids: HashSet<u128>,
     tasks: BTreeMap<TaskId, TaskRow>,
+    /// Tasks by (start, id): the order "which task came last" is asked in.
+    task_order: BTreeSet<(Timestamp, TaskId)>,
     latest: Option<TaskId>,
     /// Turns created from transcript entries no hook announced.
     recovered: u64,
@@ -421,11 +423,11 @@ impl Core {
     ) -> Option<TaskId> {
         let agent = &self.agents[&agent_id];
         agent
-            .tasks
-            .values()
-            .filter(|t| session.is_none() || t.session_id.as_deref() == session)
-            .filter(|t| t.started_at <= stamp)
-            .max_by_key(|t| (t.started_at, t.id))
+            .task_order
+            .range(..=(stamp, TaskId::MAX))
+            .rev()
+            .map(|(_, id)| &agent.tasks[id])
+            .find(|t| session.is_none() || t.session_id.as_deref() == session)
             .map(|t| t.id)
     }
 
@@ -1169,9 +1171,10 @@ impl Core {
         };
         self.out.push_back(Command::Store(Write::Task(row.clone())));
         let agent = self.agent_mut(agent_id);
+        agent.task_order.insert((row.started_at, id));
         agent.tasks.insert(id, row);
         let previous = agent.latest;
-        agent.latest = current_task(agent.tasks.values()).map(|t| t.id);
+        agent.latest = agent.task_order.last().map(|(_, t)| *t);
         if let Some(p) = previous.filter(|&p| Some(p) != self.agents[&agent_id].latest) {
             debug!("[LIFECYCLE] task {p} superseded by task {id}");
             self.recompute(agent_id, p);
@@ -1191,9 +1194,7 @@ impl Core {
             // Unconfirmed hook news in stamp order: provisional turns, then a turn end.
             let mut preview: Vec<Preview> = agent
                 .index
-                .provisional()
-                .iter()
-                .filter(|s| s.task_id == task_id)
+                .provisional_of(task_id)
                 .map(|s| Preview {
                     stamp: s.stamp,
                     turn: s.turn_id,
@@ -1422,6 +1423,7 @@ impl Core {
         for row in snap.tasks {
             self.next_task = self.next_task.max(row.id + 1);
             if let Some(agent) = self.agents.get_mut(&row.agent_id) {
+                agent.task_order.insert((row.started_at, row.id));
                 agent.tasks.insert(row.id, row);
             }
         }
@@ -1464,7 +1466,7 @@ impl Core {
             }
         }
         for agent in self.agents.values_mut() {
-            agent.latest = current_task(agent.tasks.values()).map(|t| t.id);
+            agent.latest = agent.task_order.last().map(|(_, t)| *t);
         }
         let mut reads = Vec::new();
         for off in snap.offsets {
@@ -1505,6 +1507,7 @@ impl AgentState {
             hook_keys: HashSet::new(),
             question_ids: HashSet::new(),
             tasks: BTreeMap::new(),
+            task_order: BTreeSet::new(),
             latest: None,
             recovered: 0,
             reconciling: None,

@@ -13,9 +13,10 @@
 use crate::intent::{Actor, Intent};
 use crate::model::{TaskId, TurnId, TurnRow};
 use crate::time::Timestamp;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 /// The kinds of turn a hook can announce.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
     /// A typed user prompt (UserPromptSubmit).
     Prompt,
@@ -70,10 +71,6 @@ impl Key {
         Some(Key::new(kind, &turn.text, id))
     }
 
-    fn same_id(&self, other: &Key) -> bool {
-        self.kind == other.kind && self.id.is_some() && self.id == other.id
-    }
-
     fn same_text(&self, other: &Key) -> bool {
         // When both carry an id the ids decide; text decides only when one lacks it.
         self.kind == other.kind
@@ -99,58 +96,120 @@ pub struct Slot {
     pub stamp: Timestamp,
 }
 
-/// One agent's unmatched turns on both sides.
+/// One side of the index: slots in creation order, found by key in O(1).
+#[derive(Clone, Debug, Default)]
+struct Side {
+    /// Slots by turn id (creation order).
+    slots: BTreeMap<TurnId, Slot>,
+    /// Turns by (kind, text hash), oldest first.
+    by_text: HashMap<(Kind, u128), VecDeque<TurnId>>,
+    /// Turns by (kind, structural id hash), oldest first.
+    by_id: HashMap<(Kind, u128), VecDeque<TurnId>>,
+    /// (task, turn) pairs, for a task's slots in order.
+    by_task: BTreeSet<(TaskId, TurnId)>,
+}
+
+impl Side {
+    fn add(&mut self, slot: Slot) {
+        self.by_text
+            .entry((slot.key.kind, slot.key.text))
+            .or_default()
+            .push_back(slot.turn_id);
+        if let Some(id) = slot.key.id {
+            self.by_id
+                .entry((slot.key.kind, id))
+                .or_default()
+                .push_back(slot.turn_id);
+        }
+        self.by_task.insert((slot.task_id, slot.turn_id));
+        self.slots.insert(slot.turn_id, slot);
+    }
+
+    /// The oldest slot with the same structural id; else the oldest with the same text whose
+    /// ids do not contradict (when both carry one, the ids decide).
+    fn take(&mut self, key: &Key) -> Option<Slot> {
+        let by_id = key
+            .id
+            .and_then(|id| self.by_id.get(&(key.kind, id))?.front().copied());
+        let turn = by_id.or_else(|| {
+            let queue = self.by_text.get(&(key.kind, key.text))?;
+            queue
+                .iter()
+                .copied()
+                .find(|t| self.slots.get(t).is_some_and(|s| s.key.same_text(key)))
+        })?;
+        let slot = self.slots.remove(&turn)?;
+        remove_from(&mut self.by_text, (slot.key.kind, slot.key.text), turn);
+        if let Some(id) = slot.key.id {
+            remove_from(&mut self.by_id, (slot.key.kind, id), turn);
+        }
+        self.by_task.remove(&(slot.task_id, turn));
+        Some(slot)
+    }
+
+    fn of_task(&self, task: TaskId) -> impl Iterator<Item = &Slot> {
+        self.by_task
+            .range((task, 0)..=(task, TurnId::MAX))
+            .filter_map(|(_, t)| self.slots.get(t))
+    }
+}
+
+fn remove_from(map: &mut HashMap<(Kind, u128), VecDeque<TurnId>>, key: (Kind, u128), turn: TurnId) {
+    if let Some(q) = map.get_mut(&key) {
+        if let Some(pos) = q.iter().position(|t| *t == turn) {
+            q.remove(pos);
+        }
+        if q.is_empty() {
+            map.remove(&key);
+        }
+    }
+}
+
+/// One agent's unmatched turns on both sides. Lookups are by key (hash maps used for
+/// lookup only, never iterated, so no order leaks out); a side's order is its turn ids'.
 #[derive(Clone, Debug, Default)]
 pub struct MatchIndex {
-    /// Hook-made turns no entry has claimed, oldest first.
-    provisional: Vec<Slot>,
-    /// Entry-made turns no hook has matched, oldest first.
-    unhooked: Vec<Slot>,
+    /// Hook-made turns no entry has claimed.
+    provisional: Side,
+    /// Entry-made turns no hook has matched.
+    unhooked: Side,
 }
 
 impl MatchIndex {
     /// Adds a hook-made turn that found no entry.
     pub fn add_provisional(&mut self, slot: Slot) {
-        self.provisional.push(slot);
+        self.provisional.add(slot);
     }
 
     /// Adds an entry-made turn that claimed no hook-made turn.
     pub fn add_unhooked(&mut self, slot: Slot) {
-        self.unhooked.push(slot);
+        self.unhooked.add(slot);
     }
 
     /// An entry arrived: takes the provisional turn it claims, if any.
     pub fn claim(&mut self, key: &Key) -> Option<Slot> {
-        take_match(&mut self.provisional, key)
+        self.provisional.take(key)
     }
 
     /// A hook arrived: takes the unhooked entry-made turn it announces, if any.
     pub fn match_hook(&mut self, key: &Key) -> Option<Slot> {
-        take_match(&mut self.unhooked, key)
+        self.unhooked.take(key)
     }
 
-    /// Unclaimed hook-made turns, oldest first.
-    pub fn provisional(&self) -> &[Slot] {
-        &self.provisional
+    /// A task's unclaimed hook-made turns, oldest first.
+    pub fn provisional_of(&self, task: TaskId) -> impl Iterator<Item = &Slot> {
+        self.provisional.of_task(task)
     }
 
     /// Number of slots held (for memory accounting in benchmarks).
     pub fn len(&self) -> usize {
-        self.provisional.len() + self.unhooked.len()
+        self.provisional.slots.len() + self.unhooked.slots.len()
     }
 
     /// True when nothing is held.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-}
-
-fn take_match(slots: &mut Vec<Slot>, key: &Key) -> Option<Slot> {
-    let pos = slots
-        .iter()
-        .position(|s| s.key.same_id(key))
-        .or_else(|| slots.iter().position(|s| s.key.same_text(key)))?;
-    Some(slots.remove(pos))
 }
 
 /// Normalises text for matching: context blocks the transcript leaves out of prompts are left

@@ -9,6 +9,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row};
+use tracing::{error, warn};
 
 /// A store error, with the server's own message.
 #[derive(Debug, thiserror::Error)]
@@ -33,11 +34,29 @@ pub struct PgStore {
     pool: Pool,
 }
 
-/// Epoch milliseconds to `timestamptz`, exactly.
-const TS: &str = "(timestamptz 'epoch' + $N::bigint * interval '1 millisecond')";
+/// Epoch milliseconds (a column or parameter) to `timestamptz`, exactly.
+fn at(ms: &str) -> String {
+    format!("(timestamptz 'epoch' + {ms} * interval '1 millisecond')")
+}
 
-fn ts(n: usize) -> String {
-    TS.replace("$N", &format!("${n}"))
+/// Why a batch failed: the connection (retry it) or its data (split it).
+enum Failure {
+    Connection(StoreError),
+    Data(StoreError),
+}
+
+impl Failure {
+    fn of(e: tokio_postgres::Error) -> Failure {
+        // Classes 22 (data exception) and 23 (integrity constraint) are about the rows.
+        let data = e
+            .code()
+            .is_some_and(|c| c.code().starts_with("22") || c.code().starts_with("23"));
+        if data {
+            Failure::Data(e.into())
+        } else {
+            Failure::Connection(e.into())
+        }
+    }
 }
 
 fn ms(col: &str) -> String {
@@ -87,176 +106,220 @@ impl PgStore {
         Ok(())
     }
 
-    /// Applies writes in one transaction, in order. Agent and task rows are full-row upserts,
-    /// so within a batch only the last version of each is written, at the place of the first
-    /// (rows must exist before the turns that name them). Safe to retry after any failure.
+    /// Applies writes in one transaction. Each kind of write becomes one multi-row statement,
+    /// in foreign-key order (agents, tasks, turns, claims, hook matches, offsets); agent, task
+    /// and offset rows are full-row upserts, so only the last version of each is written.
+    /// Safe to retry after any failure. A batch that fails on its data (not the connection) is
+    /// applied write by write, and a write the database refuses is logged and dropped so one
+    /// bad row can never stall the server.
     pub async fn apply(&self, writes: &[Write]) -> Result<(), StoreError> {
         if writes.is_empty() {
             return Ok(());
         }
-        let mut last_agent = BTreeMap::new();
-        let mut last_task = BTreeMap::new();
-        for (i, w) in writes.iter().enumerate() {
+        match self.apply_batch(writes).await {
+            Err(Failure::Data(e)) => {
+                warn!(
+                    "[STORE] batch refused ({e}); applying its {} writes one by one",
+                    writes.len()
+                );
+                for w in writes {
+                    match self.apply_batch(std::slice::from_ref(w)).await {
+                        Ok(()) => {}
+                        Err(Failure::Data(e)) => {
+                            error!("[STORE] write dropped, the database refuses it: {e}: {w:?}")
+                        }
+                        Err(Failure::Connection(e)) => return Err(e),
+                    }
+                }
+                Ok(())
+            }
+            Err(Failure::Connection(e)) => Err(e),
+            Ok(()) => Ok(()),
+        }
+    }
+
+    async fn apply_batch(&self, writes: &[Write]) -> Result<(), Failure> {
+        let mut agents: BTreeMap<u64, &AgentRow> = BTreeMap::new();
+        let mut tasks: BTreeMap<u64, &TaskRow> = BTreeMap::new();
+        let mut offsets: BTreeMap<&str, &OffsetRow> = BTreeMap::new();
+        let mut turns: Vec<&TurnRow> = Vec::new();
+        let mut claims: Vec<(i64, &str, Option<i64>, i64)> = Vec::new();
+        let mut claimed = std::collections::BTreeSet::new();
+        let mut matched: BTreeMap<i64, &str> = BTreeMap::new();
+        for w in writes {
             match w {
                 Write::Agent(a) => {
-                    last_agent.insert(a.id, i);
+                    agents.insert(a.id, a);
                 }
                 Write::Task(t) => {
-                    last_task.insert(t.id, i);
+                    tasks.insert(t.id, t);
                 }
-                _ => {}
-            }
-        }
-        let mut client = self.pool.get().await?;
-        let tx = client.transaction().await?;
-        let up_agent = tx
-            .prepare_cached(&format!(
-                "INSERT INTO agents (id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, last_seen_at)
-                 VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,{})
-                 ON CONFLICT (id) DO UPDATE SET session_id=EXCLUDED.session_id, sessions=EXCLUDED.sessions, project=EXCLUDED.project,
-                   cwd=EXCLUDED.cwd, transcript_path=EXCLUDED.transcript_path, tmux_pane=EXCLUDED.tmux_pane, ended=EXCLUDED.ended,
-                   waiting_permission=EXCLUDED.waiting_permission, last_seen_at=EXCLUDED.last_seen_at",
-                ts(10)
-            ))
-            .await?;
-        let up_task = tx
-            .prepare_cached(&format!(
-                "INSERT INTO tasks (id, agent_id, session_id, state, transcript_state, started_at, hook_turn_end_at)
-                 VALUES ($1,$2,$3,$4,$5,{},CASE WHEN $7::bigint IS NULL THEN NULL ELSE {} END)
-                 ON CONFLICT (id) DO UPDATE SET state=EXCLUDED.state, transcript_state=EXCLUDED.transcript_state,
-                   started_at=EXCLUDED.started_at, hook_turn_end_at=EXCLUDED.hook_turn_end_at, session_id=EXCLUDED.session_id",
-                ts(6),
-                ts(7)
-            ))
-            .await?;
-        let ins_turn = tx
-            .prepare_cached(&format!(
-                "INSERT INTO turns (id, agent_id, task_id, actor, intent, text, \"timestamp\", timestamp_source, entry_uuid, source, hook_key, prompt_id, tool_use_id, question, session_id)
-                 VALUES ($1,$2,$3,$4,$5,$6,{},$8,$9,$10,$11,$12,$13,$14,$15) ON CONFLICT DO NOTHING",
-                ts(7)
-            ))
-            .await?;
-        let claim = tx
-            .prepare_cached(&format!(
-                "UPDATE turns t SET entry_uuid=$2, task_id=$4,
-                   \"timestamp\" = CASE WHEN $3::bigint IS NULL THEN t.\"timestamp\" ELSE {} END,
-                   timestamp_source = CASE WHEN $3::bigint IS NULL THEN t.timestamp_source ELSE 'jsonl' END
-                 WHERE t.id=$1 AND t.entry_uuid IS NULL
-                   AND NOT EXISTS (SELECT 1 FROM turns o WHERE o.agent_id = t.agent_id AND o.entry_uuid = $2)",
-                ts(3)
-            ))
-            .await?;
-        let matched = tx
-            .prepare_cached("UPDATE turns SET hook_key = COALESCE(hook_key, $2) WHERE id=$1")
-            .await?;
-        let offset = tx
-            .prepare_cached(
-                "INSERT INTO transcript_offsets (path, session_id, \"offset\", task_id) VALUES ($1,$2,$3,$4)
-                 ON CONFLICT (path) DO UPDATE SET session_id=EXCLUDED.session_id, \"offset\"=EXCLUDED.\"offset\", task_id=EXCLUDED.task_id",
-            )
-            .await?;
-        // Pipelined: every statement is sent at once, in order, and awaited together.
-        let mut futures = Vec::with_capacity(writes.len());
-        let mut written_agents = std::collections::BTreeSet::new();
-        let mut written_tasks = std::collections::BTreeSet::new();
-        for w in writes {
-            let params: Vec<Box<dyn ToSql + Sync + Send>> = match w {
-                Write::Agent(a) => {
-                    if !written_agents.insert(a.id) {
-                        continue;
-                    }
-                    let Write::Agent(a) = &writes[last_agent[&a.id]] else {
-                        unreachable!()
-                    };
-                    vec![
-                        Box::new(id(a.id)),
-                        Box::new(a.session_id.clone()),
-                        Box::new(a.sessions.clone()),
-                        Box::new(a.project.clone()),
-                        Box::new(a.cwd.clone()),
-                        Box::new(a.transcript_path.clone()),
-                        Box::new(a.tmux_pane.clone()),
-                        Box::new(a.ended),
-                        Box::new(a.waiting_permission),
-                        Box::new(a.last_seen_at.millis()),
-                    ]
-                }
-                Write::Task(t) => {
-                    if !written_tasks.insert(t.id) {
-                        continue;
-                    }
-                    let Write::Task(t) = &writes[last_task[&t.id]] else {
-                        unreachable!()
-                    };
-                    vec![
-                        Box::new(id(t.id)),
-                        Box::new(id(t.agent_id)),
-                        Box::new(t.session_id.clone()),
-                        Box::new(t.state.as_str().to_string()),
-                        Box::new(t.transcript_state.as_str().to_string()),
-                        Box::new(t.started_at.millis()),
-                        Box::new(t.hook_turn_end_at.map(|x| x.millis())),
-                    ]
-                }
-                Write::Turn(t) => vec![
-                    Box::new(id(t.id)),
-                    Box::new(id(t.agent_id)),
-                    Box::new(id(t.task_id)),
-                    Box::new(name(&t.actor)),
-                    Box::new(name(&t.intent)),
-                    Box::new(t.text.clone()),
-                    Box::new(t.timestamp.millis()),
-                    Box::new(name(&t.timestamp_source)),
-                    Box::new(t.entry_uuid.clone()),
-                    Box::new(name(&t.source)),
-                    Box::new(t.hook_key.clone()),
-                    Box::new(t.prompt_id.clone()),
-                    Box::new(t.tool_use_id.clone()),
-                    Box::new(t.question.clone()),
-                    Box::new(t.session_id.clone()),
-                ],
+                Write::Turn(t) => turns.push(t),
                 Write::Claim {
                     turn_id,
                     entry_uuid,
                     timestamp,
                     task_id,
-                } => vec![
-                    Box::new(id(*turn_id)),
-                    Box::new(entry_uuid.clone()),
-                    Box::new(timestamp.map(|t| t.millis())),
-                    Box::new(id(*task_id)),
-                ],
-                Write::HookMatched { turn_id, hook_key } => {
-                    vec![Box::new(id(*turn_id)), Box::new(hook_key.clone())]
+                } => {
+                    if claimed.insert(entry_uuid.as_str()) {
+                        claims.push((
+                            id(*turn_id),
+                            entry_uuid,
+                            timestamp.map(|t| t.millis()),
+                            id(*task_id),
+                        ));
+                    }
                 }
-                Write::Offset(o) => vec![
-                    Box::new(o.path.clone()),
-                    Box::new(o.session_id.clone()),
-                    Box::new(o.offset as i64),
-                    Box::new(o.task_id.map(id)),
+                Write::HookMatched { turn_id, hook_key } => {
+                    matched.entry(id(*turn_id)).or_insert(hook_key);
+                }
+                Write::Offset(o) => {
+                    offsets.insert(&o.path, o);
+                }
+            }
+        }
+        let mut client = self
+            .pool
+            .get()
+            .await
+            .map_err(|e| Failure::Connection(e.into()))?;
+        let tx = client.transaction().await.map_err(Failure::of)?;
+        if !agents.is_empty() {
+            let a: Vec<&AgentRow> = agents.into_values().collect();
+            tx.execute(
+                &format!(
+                    "INSERT INTO agents (id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, last_seen_at)
+                     SELECT u.id, u.session_id, ARRAY(SELECT jsonb_array_elements_text(u.sessions::jsonb)), u.project, u.cwd, u.transcript_path,
+                            u.tmux_pane, u.ended, u.waiting, {}
+                     FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bool[], $9::bool[], $10::bigint[])
+                          AS u(id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting, ms)
+                     ON CONFLICT (id) DO UPDATE SET session_id=EXCLUDED.session_id, sessions=EXCLUDED.sessions, project=EXCLUDED.project,
+                       cwd=EXCLUDED.cwd, transcript_path=EXCLUDED.transcript_path, tmux_pane=EXCLUDED.tmux_pane, ended=EXCLUDED.ended,
+                       waiting_permission=EXCLUDED.waiting_permission, last_seen_at=EXCLUDED.last_seen_at",
+                    at("u.ms")
+                ),
+                &[
+                    &a.iter().map(|r| id(r.id)).collect::<Vec<_>>(),
+                    &a.iter().map(|r| r.session_id.clone()).collect::<Vec<_>>(),
+                    &a.iter().map(|r| serde_json::to_string(&r.sessions).unwrap_or_default()).collect::<Vec<_>>(),
+                    &a.iter().map(|r| r.project.clone()).collect::<Vec<_>>(),
+                    &a.iter().map(|r| r.cwd.clone()).collect::<Vec<_>>(),
+                    &a.iter().map(|r| r.transcript_path.clone()).collect::<Vec<_>>(),
+                    &a.iter().map(|r| r.tmux_pane.clone()).collect::<Vec<_>>(),
+                    &a.iter().map(|r| r.ended).collect::<Vec<_>>(),
+                    &a.iter().map(|r| r.waiting_permission).collect::<Vec<_>>(),
+                    &a.iter().map(|r| r.last_seen_at.millis()).collect::<Vec<_>>(),
                 ],
-            };
-            let stmt = match w {
-                Write::Agent(_) => &up_agent,
-                Write::Task(_) => &up_task,
-                Write::Turn(_) => &ins_turn,
-                Write::Claim { .. } => &claim,
-                Write::HookMatched { .. } => &matched,
-                Write::Offset(_) => &offset,
-            };
-            let tx = &tx;
-            futures.push(async move {
-                let refs: Vec<&(dyn ToSql + Sync)> = params
-                    .iter()
-                    .map(|p| p.as_ref() as &(dyn ToSql + Sync))
-                    .collect();
-                tx.execute(stmt, &refs).await
-            });
+            )
+            .await
+            .map_err(Failure::of)?;
         }
-        for r in futures_util::future::join_all(futures).await {
-            r?;
+        if !tasks.is_empty() {
+            let t: Vec<&TaskRow> = tasks.into_values().collect();
+            tx.execute(
+                &format!(
+                    "INSERT INTO tasks (id, agent_id, session_id, state, transcript_state, started_at, hook_turn_end_at)
+                     SELECT u.id, u.agent_id, u.session_id, u.state, u.tx, {}, CASE WHEN u.end_ms IS NULL THEN NULL ELSE {} END
+                     FROM UNNEST($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[])
+                          AS u(id, agent_id, session_id, state, tx, ms, end_ms)
+                     ON CONFLICT (id) DO UPDATE SET state=EXCLUDED.state, transcript_state=EXCLUDED.transcript_state,
+                       started_at=EXCLUDED.started_at, hook_turn_end_at=EXCLUDED.hook_turn_end_at, session_id=EXCLUDED.session_id",
+                    at("u.ms"),
+                    at("u.end_ms")
+                ),
+                &[
+                    &t.iter().map(|r| id(r.id)).collect::<Vec<_>>(),
+                    &t.iter().map(|r| id(r.agent_id)).collect::<Vec<_>>(),
+                    &t.iter().map(|r| r.session_id.clone()).collect::<Vec<_>>(),
+                    &t.iter().map(|r| r.state.as_str()).collect::<Vec<_>>(),
+                    &t.iter().map(|r| r.transcript_state.as_str()).collect::<Vec<_>>(),
+                    &t.iter().map(|r| r.started_at.millis()).collect::<Vec<_>>(),
+                    &t.iter().map(|r| r.hook_turn_end_at.map(|x| x.millis())).collect::<Vec<_>>(),
+                ],
+            )
+            .await
+            .map_err(Failure::of)?;
         }
-        tx.commit().await?;
+        if !turns.is_empty() {
+            tx.execute(
+                &format!(
+                    "INSERT INTO turns (id, agent_id, task_id, actor, intent, text, \"timestamp\", timestamp_source, entry_uuid, source, hook_key, prompt_id, tool_use_id, question, session_id)
+                     SELECT u.id, u.agent_id, u.task_id, u.actor, u.intent, u.text, {}, u.ts_source, u.entry_uuid, u.source, u.hook_key, u.prompt_id,
+                            u.tool_use_id, u.question, u.session_id
+                     FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[],
+                                 $10::text[], $11::text[], $12::text[], $13::text[], $14::jsonb[], $15::text[])
+                          AS u(id, agent_id, task_id, actor, intent, text, ms, ts_source, entry_uuid, source, hook_key, prompt_id, tool_use_id, question, session_id)
+                     ON CONFLICT DO NOTHING",
+                    at("u.ms")
+                ),
+                &[
+                    &turns.iter().map(|r| id(r.id)).collect::<Vec<_>>(),
+                    &turns.iter().map(|r| id(r.agent_id)).collect::<Vec<_>>(),
+                    &turns.iter().map(|r| id(r.task_id)).collect::<Vec<_>>(),
+                    &turns.iter().map(|r| name(&r.actor)).collect::<Vec<_>>(),
+                    &turns.iter().map(|r| name(&r.intent)).collect::<Vec<_>>(),
+                    &turns.iter().map(|r| r.text.clone()).collect::<Vec<_>>(),
+                    &turns.iter().map(|r| r.timestamp.millis()).collect::<Vec<_>>(),
+                    &turns.iter().map(|r| name(&r.timestamp_source)).collect::<Vec<_>>(),
+                    &turns.iter().map(|r| r.entry_uuid.clone()).collect::<Vec<_>>(),
+                    &turns.iter().map(|r| name(&r.source)).collect::<Vec<_>>(),
+                    &turns.iter().map(|r| r.hook_key.clone()).collect::<Vec<_>>(),
+                    &turns.iter().map(|r| r.prompt_id.clone()).collect::<Vec<_>>(),
+                    &turns.iter().map(|r| r.tool_use_id.clone()).collect::<Vec<_>>(),
+                    &turns.iter().map(|r| r.question.clone()).collect::<Vec<_>>(),
+                    &turns.iter().map(|r| r.session_id.clone()).collect::<Vec<_>>(),
+                ],
+            )
+            .await
+            .map_err(Failure::of)?;
+        }
+        if !claims.is_empty() {
+            tx.execute(
+                &format!(
+                    "UPDATE turns t SET entry_uuid = c.entry_uuid, task_id = c.task_id,
+                       \"timestamp\" = CASE WHEN c.ms IS NULL THEN t.\"timestamp\" ELSE {} END,
+                       timestamp_source = CASE WHEN c.ms IS NULL THEN t.timestamp_source ELSE 'jsonl' END
+                     FROM UNNEST($1::bigint[], $2::text[], $3::bigint[], $4::bigint[]) AS c(turn_id, entry_uuid, ms, task_id)
+                     WHERE t.id = c.turn_id AND t.entry_uuid IS NULL
+                       AND NOT EXISTS (SELECT 1 FROM turns o WHERE o.agent_id = t.agent_id AND o.entry_uuid = c.entry_uuid)",
+                    at("c.ms")
+                ),
+                &[
+                    &claims.iter().map(|c| c.0).collect::<Vec<_>>(),
+                    &claims.iter().map(|c| c.1).collect::<Vec<_>>(),
+                    &claims.iter().map(|c| c.2).collect::<Vec<_>>(),
+                    &claims.iter().map(|c| c.3).collect::<Vec<_>>(),
+                ],
+            )
+            .await
+            .map_err(Failure::of)?;
+        }
+        if !matched.is_empty() {
+            let (ids, keys): (Vec<i64>, Vec<&str>) = matched.into_iter().unzip();
+            tx.execute(
+                "UPDATE turns t SET hook_key = COALESCE(t.hook_key, m.key) FROM UNNEST($1::bigint[], $2::text[]) AS m(id, key) WHERE t.id = m.id",
+                &[&ids, &keys],
+            )
+            .await
+            .map_err(Failure::of)?;
+        }
+        if !offsets.is_empty() {
+            let o: Vec<&OffsetRow> = offsets.into_values().collect();
+            tx.execute(
+                "INSERT INTO transcript_offsets (path, session_id, \"offset\", task_id)
+                 SELECT * FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::bigint[])
+                 ON CONFLICT (path) DO UPDATE SET session_id=EXCLUDED.session_id, \"offset\"=EXCLUDED.\"offset\", task_id=EXCLUDED.task_id",
+                &[
+                    &o.iter().map(|r| r.path.clone()).collect::<Vec<_>>(),
+                    &o.iter().map(|r| r.session_id.clone()).collect::<Vec<_>>(),
+                    &o.iter().map(|r| r.offset as i64).collect::<Vec<_>>(),
+                    &o.iter().map(|r| r.task_id.map(id)).collect::<Vec<_>>(),
+                ],
+            )
+            .await
+            .map_err(Failure::of)?;
+        }
+        tx.commit().await.map_err(Failure::of)?;
         Ok(())
     }
 

@@ -219,6 +219,8 @@ async fn serve(args: ServeArgs, claude_dir: PathBuf, url: String) -> Result<(), 
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
+                // Events are small and must not wait for Nagle's algorithm.
+                let _ = stream.set_nodelay(true);
                 let app = app.clone();
                 tokio::spawn(async move {
                     let svc = service_fn(move |req| http::handle(app.clone(), req));

@@ -1,0 +1,370 @@
+//! `make bench` (server part): the release server as a real process on the throwaway
+//! PostgreSQL, measured end to end through its SSE stream.
+//!
+//! - hook received → turn committed → SSE event delivered, p50/p99 at 100 and 1,000 hooks/s;
+//! - the highest sustained hook rate;
+//! - transcript line appended (no hook) → SSE `turn_created`, p50/p99;
+//! - a 100 MB transcript appended at once → all its turns committed and published;
+//! - the server's insert rate next to a plain batched INSERT of the same rows.
+//!
+//! Needs DATABASE_URL (run through scripts/with-test-postgres.sh, as `make bench` does).
+
+use headspace_core::synth::SessionWriter;
+use headspace_core::Timestamp;
+use serde_json::json;
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+type Seen = Arc<Mutex<HashMap<String, Instant>>>;
+
+fn psql(url: &str, sql: &str) -> String {
+    let bin = std::env::var("PG_BIN")
+        .map(|b| format!("{b}/psql"))
+        .unwrap_or_else(|_| "psql".into());
+    let out = Command::new(bin)
+        .args([
+            "-X",
+            "-q",
+            "-t",
+            "-A",
+            "-v",
+            "ON_ERROR_STOP=1",
+            url,
+            "-c",
+            sql,
+        ])
+        .output()
+        .expect("psql");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn start_server(db: &str, claude: &Path) -> (Child, String) {
+    let exe = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("headspace");
+    let mut child = Command::new(exe)
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--database-url",
+            db,
+            "--sweep-seconds",
+            "1",
+        ])
+        .arg("--claude-dir")
+        .arg(claude)
+        .env("RUST_LOG", "warn")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("release server built (cargo build --release)");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let l = lines.next().expect("server output").unwrap();
+        if let Some(rest) = l.split("listening on http://").nth(1) {
+            break rest.split('/').next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (child, addr)
+}
+
+/// Reads the SSE stream, noting when each `turn_created` text arrives.
+fn sse(addr: &str, seen: Seen) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(format!("GET /api/events HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .unwrap();
+    std::thread::spawn(move || {
+        let mut created = false;
+        for line in BufReader::new(s).lines() {
+            let Ok(line) = line else { break };
+            if line.starts_with("event: ") {
+                created = line == "event: turn_created";
+            } else if let Some(data) = line.strip_prefix("data: ") {
+                if created {
+                    if let Ok(v) = serde_json::from_str::<serde_json::Value>(data) {
+                        if let Some(t) = v["text"].as_str() {
+                            seen.lock().unwrap().insert(t.to_string(), Instant::now());
+                        }
+                    }
+                }
+            }
+        }
+    });
+}
+
+fn post(addr: &str, path: &str, body: &[u8]) -> bool {
+    headspace::client::request(addr, "POST", path, body, None, Duration::from_secs(10))
+        .map(|r| r.0 == 200)
+        .unwrap_or(false)
+}
+
+fn hook_body(s: &SessionWriter, claude: &Path, prompt: &str) -> Vec<u8> {
+    let mut v: serde_json::Value = serde_json::from_slice(&s.hook(
+        "UserPromptSubmit",
+        Some("%1"),
+        None,
+        json!({"prompt": prompt}),
+    ))
+    .unwrap();
+    v["transcript_path"] = json!(claude.join(s.path()).display().to_string());
+    serde_json::to_vec(&v).unwrap()
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn latencies(sent: &HashMap<String, Instant>, seen: &Seen, wait: Duration) -> (Vec<f64>, usize) {
+    let end = Instant::now() + wait;
+    loop {
+        let got = seen.lock().unwrap();
+        if sent.keys().all(|k| got.contains_key(k)) || Instant::now() > end {
+            let mut l: Vec<f64> = sent
+                .iter()
+                .filter_map(|(k, t0)| {
+                    got.get(k)
+                        .map(|t| t.duration_since(*t0).as_secs_f64() * 1000.0)
+                })
+                .collect();
+            l.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            let missing = sent.len() - l.len();
+            return (l, missing);
+        }
+        drop(got);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Sends `rate` hooks per second for `secs` seconds from a few workers; returns send times.
+fn hooks_at_rate(
+    addr: &str,
+    claude: &Path,
+    sessions: &[SessionWriter],
+    tag: &str,
+    rate: u64,
+    secs: u64,
+) -> HashMap<String, Instant> {
+    let (tx, rx) = mpsc::channel::<(String, Vec<u8>)>();
+    let rx = Arc::new(Mutex::new(rx));
+    let sent: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let workers: Vec<_> = (0..8)
+        .map(|_| {
+            let (rx, sent, addr) = (rx.clone(), sent.clone(), addr.to_string());
+            std::thread::spawn(move || loop {
+                let job = rx.lock().unwrap().recv();
+                let Ok((text, body)) = job else { break };
+                let t0 = Instant::now();
+                sent.lock().unwrap().insert(text, t0);
+                post(&addr, "/hook/UserPromptSubmit", &body);
+            })
+        })
+        .collect();
+    let start = Instant::now();
+    let total = rate * secs;
+    for n in 0..total {
+        let due = start + Duration::from_secs_f64(n as f64 / rate as f64);
+        if let Some(d) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(d);
+        }
+        let text = format!("{tag} hook {n}");
+        let s = &sessions[n as usize % sessions.len()];
+        tx.send((text.clone(), hook_body(s, claude, &text)))
+            .unwrap();
+    }
+    drop(tx);
+    for w in workers {
+        w.join().unwrap();
+    }
+    Arc::try_unwrap(sent).unwrap().into_inner().unwrap()
+}
+
+fn main() {
+    let cluster = std::env::var("DATABASE_URL")
+        .expect("DATABASE_URL: run through scripts/with-test-postgres.sh (make bench)");
+    psql(&cluster, "DROP DATABASE IF EXISTS bench");
+    psql(&cluster, "CREATE DATABASE bench");
+    let db = cluster.replace("dbname=postgres", "dbname=bench");
+    let claude: PathBuf =
+        std::env::temp_dir().join(format!("headspace-bench-{}", std::process::id()));
+    std::fs::create_dir_all(claude.join("projects")).unwrap();
+    let (mut child, addr) = start_server(&db, &claude);
+    let seen: Seen = Arc::default();
+    sse(&addr, seen.clone());
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = Timestamp::parse_rfc3339("2026-11-22T10:00:00Z").unwrap();
+    let sessions: Vec<SessionWriter> = (1..=20).map(|n| SessionWriter::new(n, t0)).collect();
+
+    println!("server bench: release server, PostgreSQL on a Unix socket, 2-core machine; latencies are hook sent → SSE event read");
+    println!(
+        "{:<44} {:>9} {:>9} {:>9} {:>8}",
+        "", "p50 ms", "p99 ms", "max ms", "missing"
+    );
+    for rate in [100u64, 1000] {
+        let sent = hooks_at_rate(&addr, &claude, &sessions, &format!("r{rate}"), rate, 5);
+        let (l, missing) = latencies(&sent, &seen, Duration::from_secs(30));
+        println!(
+            "{:<44} {:>9.2} {:>9.2} {:>9.2} {:>8}",
+            format!("hook → turn → SSE at {rate} hooks/s (5 s)"),
+            percentile(&l, 0.5),
+            percentile(&l, 0.99),
+            percentile(&l, 1.0),
+            missing
+        );
+    }
+
+    // Highest sustained rate: as fast as 8 workers can send for 5 s.
+    let sent = Arc::new(Mutex::new(HashMap::new()));
+    let start = Instant::now();
+    let workers: Vec<_> = (0..8)
+        .map(|w| {
+            let (sent, addr, claude, sessions) =
+                (sent.clone(), addr.clone(), claude.clone(), sessions.clone());
+            std::thread::spawn(move || {
+                let mut n = 0;
+                while start.elapsed() < Duration::from_secs(5) {
+                    let text = format!("max w{w} n{n}");
+                    let body = hook_body(&sessions[(w * 7 + n) % sessions.len()], &claude, &text);
+                    sent.lock().unwrap().insert(text, Instant::now());
+                    post(&addr, "/hook/UserPromptSubmit", &body);
+                    n += 1;
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let sent = Arc::try_unwrap(sent).unwrap().into_inner().unwrap();
+    let (l, missing) = latencies(&sent, &seen, Duration::from_secs(60));
+    let last = sent
+        .keys()
+        .filter_map(|k| seen.lock().unwrap().get(k).copied())
+        .max()
+        .unwrap_or(start);
+    let rate = l.len() as f64 / last.duration_since(start).as_secs_f64();
+    println!(
+        "{:<44} {:>9.2} {:>9.2} {:>9.2} {:>8}",
+        format!("highest sustained: {rate:.0} hooks/s committed"),
+        percentile(&l, 0.5),
+        percentile(&l, 0.99),
+        percentile(&l, 1.0),
+        missing
+    );
+
+    // Transcript appends with no hook, 50 lines/s for 5 s.
+    let mut w = SessionWriter::new(99, t0);
+    let file = claude.join(w.path());
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let mut sent = HashMap::new();
+    for n in 0..250 {
+        let text = format!("append line {n}");
+        let line = w.prompt(&text, None);
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&file)
+            .unwrap();
+        sent.insert(text, Instant::now());
+        f.write_all(format!("{}\n", line.json).as_bytes()).unwrap();
+        drop(f);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (l, missing) = latencies(&sent, &seen, Duration::from_secs(30));
+    println!(
+        "{:<44} {:>9.2} {:>9.2} {:>9.2} {:>8}",
+        "transcript append → SSE turn_created (50/s)",
+        percentile(&l, 0.5),
+        percentile(&l, 0.99),
+        percentile(&l, 1.0),
+        missing
+    );
+
+    // A 100 MB transcript appended at once.
+    let mut big = SessionWriter::new(500, t0);
+    let path = claude.join(big.path());
+    let mut bytes = Vec::with_capacity(110 << 20);
+    let mut texts = 0u64;
+    let mut last_text = String::new();
+    while bytes.len() < 100 << 20 {
+        texts += 1;
+        let mut lines = vec![big.prompt(&format!("big task {texts}"), None)];
+        for _ in 0..3 {
+            lines.push(big.agent_text(&format!(
+                "step of big task {texts}: {}",
+                "reading the sources ".repeat(8)
+            )));
+            let out = "src/lib.rs:42: fn handle(&mut self, input: Input) -> Result<(), Error> {\n"
+                .repeat(60);
+            lines.extend(big.tool("Bash", json!({"command": "grep -rn handle src/"}), &out));
+        }
+        last_text = format!("Done. Big task {texts} is complete.");
+        lines.push(big.agent_text(&last_text));
+        for l in lines {
+            bytes.extend_from_slice(l.json.as_bytes());
+            bytes.push(b'\n');
+        }
+    }
+    let turns_before: i64 = psql(&db, "SELECT count(*) FROM turns").parse().unwrap();
+    let mb = bytes.len() as f64 / (1 << 20) as f64;
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, &bytes).unwrap();
+    let begin = Instant::now();
+    std::fs::rename(&tmp, &path).unwrap();
+    let mut done = None;
+    while begin.elapsed() < Duration::from_secs(120) {
+        if let Some(t) = seen.lock().unwrap().get(&last_text) {
+            done = Some(t.duration_since(begin));
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let turns_after: i64 = psql(&db, "SELECT count(*) FROM turns").parse().unwrap();
+    let created = turns_after - turns_before;
+    let secs = done.map(|d| d.as_secs_f64()).unwrap_or(f64::NAN);
+    println!("{mb:.0} MB transcript appended at once → its {created} turns committed and published: {secs:.2} s");
+
+    // The same rows with a plain batched INSERT into the same database, as the baseline.
+    psql(&db, "CREATE TABLE bench_turns (LIKE turns INCLUDING ALL)");
+    let rows = created.max(1);
+    let sql = format!(
+        "INSERT INTO bench_turns (id, agent_id, task_id, actor, intent, text, \"timestamp\", timestamp_source, entry_uuid, source, session_id)
+         SELECT g, 1, 1, 'agent', 'progress', 'step of big task ' || g || ': ' || repeat('reading the sources ', 8), now(), 'jsonl', 'uuid-' || g, 'transcript', 's'
+         FROM generate_series(1, {rows}) g"
+    );
+    let b0 = Instant::now();
+    psql(&db, &sql);
+    let base = b0.elapsed().as_secs_f64();
+    println!("{:<44} {:>12}", "insert rate", "rows/s");
+    println!(
+        "{:<44} {:>12.0}",
+        "headspace server (100 MB transcript)",
+        created as f64 / secs
+    );
+    println!(
+        "{:<44} {:>12.0}",
+        "plain INSERT … SELECT of the same rows",
+        rows as f64 / base
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&claude);
+}
