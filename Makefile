@@ -28,8 +28,10 @@ run: deps build
 	target/release/headspace serve
 
 ## Benchmarks: figures printed side by side against their baselines.
-bench:
+bench: deps
+	$(CARGO) build --release -p headspace --bins --examples
 	$(CARGO) run --release -p headspace-core --example replay_bench
+	scripts/with-test-postgres.sh target/release/examples/server_bench
 
 fmt:
 	$(CARGO) fmt --all

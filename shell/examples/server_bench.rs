@@ -83,26 +83,48 @@ fn start_server(db: &str, claude: &Path) -> (Child, String) {
     (child, addr)
 }
 
-/// Reads the SSE stream, noting when each `turn_created` text arrives.
+/// Reads the SSE stream, noting when each `turn_created` text arrives; reconnects with
+/// Last-Event-ID when the server drops it, as the dashboard does.
 fn sse(addr: &str, seen: Seen) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.write_all(format!("GET /api/events HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
-        .unwrap();
+    let addr = addr.to_string();
     std::thread::spawn(move || {
-        let mut created = false;
-        for line in BufReader::new(s).lines() {
-            let Ok(line) = line else { break };
-            if line.starts_with("event: ") {
-                created = line == "event: turn_created";
-            } else if let Some(data) = line.strip_prefix("data: ") {
-                if created {
-                    if let Ok(v) = serde_json::from_str::<serde_json::Value>(data) {
-                        if let Some(t) = v["text"].as_str() {
-                            seen.lock().unwrap().insert(t.to_string(), Instant::now());
+        let mut last: Option<String> = None;
+        loop {
+            let Ok(mut s) = TcpStream::connect(&addr) else {
+                return;
+            };
+            let resume = last
+                .as_ref()
+                .map(|l| format!("Last-Event-ID: {l}\r\n"))
+                .unwrap_or_default();
+            if s.write_all(
+                format!("GET /api/events HTTP/1.1\r\nHost: {addr}\r\n{resume}\r\n").as_bytes(),
+            )
+            .is_err()
+            {
+                return;
+            }
+            let mut created = false;
+            for line in BufReader::new(s).lines() {
+                let Ok(line) = line else { break };
+                if let Some(id) = line.strip_prefix("id: ") {
+                    last = Some(id.to_string());
+                } else if line.starts_with("event: ") {
+                    created = line == "event: turn_created";
+                    if line == "event: gap" {
+                        eprintln!("bench: SSE gap (fell behind)");
+                    }
+                } else if let Some(data) = line.strip_prefix("data: ") {
+                    if created {
+                        if let Ok(v) = serde_json::from_str::<serde_json::Value>(data) {
+                            if let Some(t) = v["text"].as_str() {
+                                seen.lock().unwrap().insert(t.to_string(), Instant::now());
+                            }
                         }
                     }
                 }
             }
+            eprintln!("bench: SSE connection closed; reconnecting from {last:?}");
         }
     });
 }
@@ -123,6 +145,20 @@ fn hook_body(s: &SessionWriter, claude: &Path, prompt: &str) -> Vec<u8> {
     .unwrap();
     v["transcript_path"] = json!(claude.join(s.path()).display().to_string());
     serde_json::to_vec(&v).unwrap()
+}
+
+/// Waits until the server has committed everything it holds.
+fn drained(addr: &str) {
+    for _ in 0..600 {
+        if let Ok((_, body)) =
+            headspace::client::request(addr, "GET", "/healthz", b"", None, Duration::from_secs(5))
+        {
+            if body.contains("\"backlog\":0") {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -269,6 +305,7 @@ fn main() {
         missing
     );
 
+    drained(&addr);
     // Transcript appends with no hook, 50 lines/s for 5 s.
     let mut w = SessionWriter::new(99, t0);
     let file = claude.join(w.path());
@@ -297,6 +334,7 @@ fn main() {
         missing
     );
 
+    drained(&addr);
     // A 100 MB transcript appended at once.
     let mut big = SessionWriter::new(500, t0);
     let path = claude.join(big.path());

@@ -269,7 +269,7 @@ async fn writer(
     replies: Replies,
 ) {
     while let Some(mut batch) = rx.recv().await {
-        while batch.len() < 20_000 {
+        while batch.len() < 5_000 {
             match rx.try_recv() {
                 Ok(more) => batch.extend(more),
                 Err(_) => break,

@@ -150,7 +150,7 @@ async fn serve(args: ServeArgs, claude_dir: PathBuf, url: String) -> Result<(), 
         .unwrap_or_default()
         .as_millis() as u64;
     // Event ids keep increasing across restarts: they start from the clock.
-    let hub = Arc::new(Hub::new(now_ms * 1000, 10_000));
+    let hub = Arc::new(Hub::new(now_ms * 1000, 65_536));
     let metrics = Arc::new(Metrics::default());
     let health = Arc::new(Health::default());
     health

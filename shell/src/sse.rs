@@ -40,12 +40,16 @@ pub struct Hub {
     pub clients: std::sync::atomic::AtomicI64,
 }
 
-/// How many events a client may have queued before it is dropped.
+/// Frames queued towards one client's socket.
 const CLIENT_QUEUE: usize = 1024;
+/// How long a client may take to make room before it is dropped (it reconnects with
+/// Last-Event-ID and is served from the ring, or gets a gap).
+const CLIENT_STALL: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Hub {
     /// A hub whose ids start after `first_id` and which keeps the last `capacity` events.
     pub fn new(first_id: u64, capacity: usize) -> Hub {
+        // The live channel holds as much as the ring: a client behind by more gets a gap.
         let (tx, _) = broadcast::channel(capacity.max(16));
         Hub {
             ring: Mutex::new(Ring {
@@ -119,8 +123,10 @@ impl Hub {
                 );
             }
             for ev in replay {
-                if out.try_send(ev.frame()).is_err() {
-                    break;
+                if !send(&out, ev.frame()).await {
+                    hub.clients
+                        .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                    return;
                 }
             }
             let mut beat = tokio::time::interval(heartbeat);
@@ -129,12 +135,12 @@ impl Hub {
                 tokio::select! {
                     r = live.recv() => match r {
                         Ok(ev) => {
-                            if out.try_send(ev.frame()).is_err() {
-                                break; // too slow or gone: dropped, it reconnects with Last-Event-ID
+                            if !send(&out, ev.frame()).await {
+                                break; // stuck or gone: dropped, it reconnects with Last-Event-ID
                             }
                         }
                         Err(broadcast::error::RecvError::Lagged(_)) => {
-                            if out.try_send(hub.gap_frame("client fell behind; refetch")).is_err() {
+                            if !send(&out, hub.gap_frame("client fell behind; refetch")).await {
                                 break;
                             }
                         }
@@ -161,4 +167,13 @@ impl Hub {
             serde_json::json!({"message": message, "last_event_id": id})
         ))
     }
+}
+
+/// Queues a frame for a client, waiting a bounded time for room; false when the client is
+/// gone or stuck.
+async fn send(out: &mpsc::Sender<Bytes>, frame: Bytes) -> bool {
+    matches!(
+        tokio::time::timeout(CLIENT_STALL, out.send(frame)).await,
+        Ok(Ok(()))
+    )
 }

@@ -283,3 +283,37 @@ fn agents_and_reconcile_commands_talk_to_the_server() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("is `headspace serve` running?"));
     server.stop();
 }
+
+#[test]
+fn off_loopback_the_server_needs_a_token_for_everything_but_healthz() {
+    let Some(db) = fresh_db("server_token") else {
+        return;
+    };
+    let claude = temp_dir("server-token");
+    let bin = env!("CARGO_BIN_EXE_headspace");
+    let refused = std::process::Command::new(bin)
+        .args(["serve", "--addr", "0.0.0.0:0", "--database-url", &db])
+        .arg("--claude-dir")
+        .arg(&claude)
+        .env_remove("HEADSPACE_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("needs a token"));
+
+    let server = Server::start(&db, &claude, &["--token", "s3cret"]);
+    assert_eq!(server.get("/healthz").0, 200);
+    assert_eq!(server.get("/api/agents").0, 401);
+    assert_eq!(server.post("/hook/stop", b"{}").0, 401);
+    let (status, _) = headspace::client::request(
+        &server.addr,
+        "GET",
+        "/api/agents",
+        b"",
+        Some("s3cret"),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    assert_eq!(status, 200);
+    server.stop();
+}

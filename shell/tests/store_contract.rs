@@ -200,3 +200,44 @@ fn postgres_and_memory_stores_agree_under_retries_and_any_batching() {
         });
     }
 }
+
+#[test]
+fn a_write_the_database_refuses_is_dropped_and_the_rest_of_its_batch_kept() {
+    let Some(db) = fresh_db("contract_poison") else {
+        return;
+    };
+    let writes = writes();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        headspace::migrate::run(&db).await.unwrap();
+        let pg = PgStore::new(&db, 2).unwrap();
+        // A turn naming a task that does not exist (a foreign-key violation) in the middle.
+        let mut poison = writes
+            .iter()
+            .find_map(|w| {
+                if let Write::Turn(t) = w {
+                    Some(t.clone())
+                } else {
+                    None
+                }
+            })
+            .unwrap();
+        poison.id = 77_777;
+        poison.task_id = 88_888;
+        poison.entry_uuid = Some("poison".into());
+        let mut batch = writes.clone();
+        batch.insert(batch.len() / 2, Write::Turn(poison));
+        pg.apply(&batch).await.expect("the batch goes through");
+        let mut mem = MemStore::new();
+        for w in &writes {
+            mem.apply(w);
+        }
+        assert_eq!(
+            normalise(pg.snapshot().await.unwrap()).turns,
+            normalise(mem.snapshot()).turns
+        );
+    });
+}
