@@ -638,11 +638,8 @@ impl Core {
             Some(old) if old == hash => {
                 debug!("[TMUX_WATCHDOG] Agent {agent_id} pane content unchanged")
             }
-            Some(_) => {
-                if agent.pane_change_at.is_none() {
-                    agent.pane_change_at = Some(now);
-                }
-            }
+            Some(_) if agent.pane_change_at.is_none() => agent.pane_change_at = Some(now),
+            Some(_) => {}
         }
         self.check_gaps();
     }
@@ -670,12 +667,7 @@ impl Core {
                 threshold as f64 / 1000.0
             );
             self.out.push_back(Command::GapDetected { agent_id });
-            let paths: Vec<(String, u64)> = self
-                .files
-                .iter()
-                .filter(|(_, f)| f.agent_id == agent_id)
-                .map(|(p, f)| (p.clone(), f.framer.expected_offset()))
-                .collect();
+            let paths = self.agent_files(agent_id);
             for (path, from) in paths {
                 let read = self.new_read(None);
                 self.out
@@ -1311,12 +1303,7 @@ impl Core {
             });
             return;
         }
-        let paths: Vec<(String, u64)> = self
-            .files
-            .iter()
-            .filter(|(_, f)| f.agent_id == agent_id)
-            .map(|(p, f)| (p.clone(), f.framer.expected_offset()))
-            .collect();
+        let paths = self.agent_files(agent_id);
         let recovered_before = self.agents[&agent_id].recovered;
         let mut rec = Reconcile {
             agent_id,
@@ -1341,6 +1328,15 @@ impl Core {
         }
         self.agent_mut(agent_id).reconciling = Some(request);
         self.reconciles.insert(request, rec);
+    }
+
+    /// An agent's transcript files and the offsets to read them from.
+    fn agent_files(&self, agent_id: AgentId) -> Vec<(String, u64)> {
+        self.files
+            .iter()
+            .filter(|(_, f)| f.agent_id == agent_id)
+            .map(|(p, f)| (p.clone(), f.framer.expected_offset()))
+            .collect()
     }
 
     fn new_read(&mut self, reconcile: Option<RequestId>) -> ReadId {

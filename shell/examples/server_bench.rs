@@ -22,30 +22,28 @@ use std::time::{Duration, Instant};
 
 type Seen = Arc<Mutex<HashMap<String, Instant>>>;
 
-fn psql(url: &str, sql: &str) -> String {
-    let bin = std::env::var("PG_BIN")
-        .map(|b| format!("{b}/psql"))
-        .unwrap_or_else(|_| "psql".into());
-    let out = Command::new(bin)
-        .args([
-            "-X",
-            "-q",
-            "-t",
-            "-A",
-            "-v",
-            "ON_ERROR_STOP=1",
-            url,
-            "-c",
-            sql,
-        ])
-        .output()
-        .expect("psql");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+/// Runs one SQL statement and returns the first column of the first row as text.
+fn sql(url: &str, query: &str) -> String {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .expect("database");
+        tokio::spawn(conn);
+        let rows = client
+            .simple_query(query)
+            .await
+            .unwrap_or_else(|e| panic!("{query}: {}", headspace::migrate::describe(&e)));
+        rows.iter()
+            .find_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_string),
+                _ => None,
+            })
+            .unwrap_or_default()
+    })
 }
 
 fn start_server(db: &str, claude: &Path) -> (Child, String) {
@@ -235,8 +233,8 @@ fn hooks_at_rate(
 fn main() {
     let cluster = std::env::var("DATABASE_URL")
         .expect("DATABASE_URL: run through scripts/with-test-postgres.sh (make bench)");
-    psql(&cluster, "DROP DATABASE IF EXISTS bench");
-    psql(&cluster, "CREATE DATABASE bench");
+    sql(&cluster, "DROP DATABASE IF EXISTS bench");
+    sql(&cluster, "CREATE DATABASE bench");
     let db = cluster.replace("dbname=postgres", "dbname=bench");
     let claude: PathBuf =
         std::env::temp_dir().join(format!("headspace-bench-{}", std::process::id()));
@@ -360,7 +358,7 @@ fn main() {
             bytes.push(b'\n');
         }
     }
-    let turns_before: i64 = psql(&db, "SELECT count(*) FROM turns").parse().unwrap();
+    let turns_before: i64 = sql(&db, "SELECT count(*) FROM turns").parse().unwrap();
     let mb = bytes.len() as f64 / (1 << 20) as f64;
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let tmp = path.with_extension("tmp");
@@ -375,21 +373,21 @@ fn main() {
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    let turns_after: i64 = psql(&db, "SELECT count(*) FROM turns").parse().unwrap();
+    let turns_after: i64 = sql(&db, "SELECT count(*) FROM turns").parse().unwrap();
     let created = turns_after - turns_before;
     let secs = done.map(|d| d.as_secs_f64()).unwrap_or(f64::NAN);
     println!("{mb:.0} MB transcript appended at once → its {created} turns committed and published: {secs:.2} s");
 
     // The same rows with a plain batched INSERT into the same database, as the baseline.
-    psql(&db, "CREATE TABLE bench_turns (LIKE turns INCLUDING ALL)");
+    sql(&db, "CREATE TABLE bench_turns (LIKE turns INCLUDING ALL)");
     let rows = created.max(1);
-    let sql = format!(
+    let insert = format!(
         "INSERT INTO bench_turns (id, agent_id, task_id, actor, intent, text, \"timestamp\", timestamp_source, entry_uuid, source, session_id)
          SELECT g, 1, 1, 'agent', 'progress', 'step of big task ' || g || ': ' || repeat('reading the sources ', 8), now(), 'jsonl', 'uuid-' || g, 'transcript', 's'
          FROM generate_series(1, {rows}) g"
     );
     let b0 = Instant::now();
-    psql(&db, &sql);
+    sql(&db, &insert);
     let base = b0.elapsed().as_secs_f64();
     println!("{:<44} {:>12}", "insert rate", "rows/s");
     println!(

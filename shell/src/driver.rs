@@ -58,6 +58,18 @@ pub struct Health {
     pub last_error: Mutex<Option<String>>,
 }
 
+/// What the driver shares with the rest of the server.
+pub struct Shared {
+    /// The store the writer commits to.
+    pub store: PgStore,
+    /// Where committed events go.
+    pub hub: Arc<Hub>,
+    /// Counters.
+    pub metrics: Arc<Metrics>,
+    /// Store health.
+    pub health: Arc<Health>,
+}
+
 /// Pending reconcile answers, by request id.
 type Replies = Arc<Mutex<HashMap<RequestId, oneshot::Sender<Reply>>>>;
 
@@ -147,13 +159,16 @@ impl Reader {
 pub fn start(
     config: headspace_core::Config,
     claude_dir: PathBuf,
-    store: PgStore,
     snapshot: headspace_core::model::Snapshot,
-    hub: Arc<Hub>,
-    metrics: Arc<Metrics>,
-    health: Arc<Health>,
+    shared: Shared,
     recorder: Option<Recorder>,
 ) -> mpsc::UnboundedSender<Msg> {
+    let Shared {
+        store,
+        hub,
+        metrics,
+        health,
+    } = shared;
     let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
     let (wtx, wrx) = mpsc::unbounded_channel::<Vec<Command>>();
     let replies: Replies = Arc::default();

@@ -169,16 +169,13 @@ async fn serve(args: ServeArgs, claude_dir: PathBuf, url: String) -> Result<(), 
     };
     let mut config = headspace_core::Config::new(claude_dir.display().to_string());
     config.gap_threshold_ms = (args.gap_seconds * 1000.0) as i64;
-    let core = driver::start(
-        config,
-        claude_dir.clone(),
-        store.clone(),
-        snapshot,
-        hub.clone(),
-        metrics.clone(),
-        health.clone(),
-        recorder,
-    );
+    let shared = driver::Shared {
+        store: store.clone(),
+        hub: hub.clone(),
+        metrics: metrics.clone(),
+        health: health.clone(),
+    };
+    let core = driver::start(config, claude_dir.clone(), snapshot, shared, recorder);
     crate::watcher::start(
         claude_dir.clone(),
         core.clone(),

@@ -84,10 +84,9 @@ pub fn start(claude_dir: PathBuf, core: mpsc::UnboundedSender<Msg>, sweep_every:
                 .await
                 .unwrap_or_default();
             for (rel, stat) in &now {
-                if known.get(rel) != Some(stat) {
-                    if core.send(Msg::FileChanged(rel.clone())).is_err() {
-                        return;
-                    }
+                if known.get(rel) != Some(stat) && core.send(Msg::FileChanged(rel.clone())).is_err()
+                {
+                    return;
                 }
             }
             known = now;

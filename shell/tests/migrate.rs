@@ -1,46 +1,12 @@
 //! Migrations against a real PostgreSQL (the throwaway cluster `make test` starts).
 
+mod common;
+use common::{cluster_url, psql_output as psql};
 use std::process::Command;
-
-fn database_url() -> Option<String> {
-    match std::env::var("DATABASE_URL") {
-        Ok(u) => Some(u),
-        Err(_) if std::env::var_os("CI").is_some() => {
-            panic!("DATABASE_URL must be set on CI (make test sets it)")
-        }
-        Err(_) => {
-            eprintln!("skipped: DATABASE_URL is not set; run `make test`");
-            None
-        }
-    }
-}
-
-fn psql(url: &str, sql: &str) -> std::process::Output {
-    let pg_bin = std::env::var("PG_BIN").unwrap_or_default();
-    let psql = if pg_bin.is_empty() {
-        "psql".to_string()
-    } else {
-        format!("{pg_bin}/psql")
-    };
-    Command::new(psql)
-        .args([
-            "-X",
-            "-q",
-            "-t",
-            "-A",
-            "-v",
-            "ON_ERROR_STOP=1",
-            url,
-            "-c",
-            sql,
-        ])
-        .output()
-        .expect("psql runs")
-}
 
 #[test]
 fn migrations_apply_once_and_enforce_one_turn_per_entry() {
-    let Some(url) = database_url() else { return };
+    let Some(url) = cluster_url() else { return };
     let db = format!("migrate_{}", std::process::id());
     assert!(psql(&url, &format!("CREATE DATABASE {db}"))
         .status

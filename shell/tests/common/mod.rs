@@ -22,14 +22,15 @@ pub fn cluster_url() -> Option<String> {
     }
 }
 
-pub fn psql(url: &str, sql: &str) -> String {
+/// Runs SQL with psql; the raw output, whether it succeeded or not.
+pub fn psql_output(url: &str, sql: &str) -> std::process::Output {
     let pg_bin = std::env::var("PG_BIN").unwrap_or_default();
     let psql = if pg_bin.is_empty() {
         "psql".to_string()
     } else {
         format!("{pg_bin}/psql")
     };
-    let out = Command::new(psql)
+    Command::new(psql)
         .args([
             "-X",
             "-q",
@@ -42,7 +43,12 @@ pub fn psql(url: &str, sql: &str) -> String {
             sql,
         ])
         .output()
-        .expect("psql runs");
+        .expect("psql runs")
+}
+
+/// Runs SQL with psql and returns its output; panics when it fails.
+pub fn psql(url: &str, sql: &str) -> String {
+    let out = psql_output(url, sql);
     assert!(
         out.status.success(),
         "psql {sql}: {}",
