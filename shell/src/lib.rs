@@ -6,6 +6,8 @@
 pub mod client;
 pub mod driver;
 pub mod embedded_pg;
+pub mod forward;
+pub mod hooks_install;
 pub mod http;
 pub mod metrics;
 pub mod migrate;

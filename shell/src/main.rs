@@ -14,6 +14,37 @@ struct Cli {
     command: Cmd,
 }
 
+/// What `headspace hooks` does.
+#[derive(Subcommand)]
+enum HooksAction {
+    /// Merge Headspace's hooks into settings.json (idempotent, after a backup).
+    Install {
+        #[command(flatten)]
+        target: HooksTarget,
+    },
+    /// Remove exactly Headspace's hooks.
+    Uninstall {
+        #[command(flatten)]
+        target: HooksTarget,
+    },
+    /// Show the hooks that would be installed.
+    Print {
+        #[command(flatten)]
+        target: HooksTarget,
+    },
+}
+
+/// Which settings file, and which server the hooks post to.
+#[derive(clap::Args)]
+struct HooksTarget {
+    /// The settings file (default: ~/.claude/settings.json).
+    #[arg(long)]
+    settings: Option<PathBuf>,
+    /// The server the hooks post to.
+    #[arg(long, default_value = "http://127.0.0.1:5055")]
+    url: String,
+}
+
 /// Where the running server is.
 #[derive(clap::Args)]
 struct ServerArg {
@@ -45,7 +76,22 @@ enum Cmd {
     /// Start the server (hooks, API, SSE, dashboard).
     Serve(serve::ServeArgs),
     /// Install, remove or show Headspace's Claude Code hooks.
-    Hooks,
+    Hooks {
+        #[command(subcommand)]
+        action: HooksAction,
+    },
+    /// The installed hook command: forwards stdin's payload to the server, detached.
+    #[command(hide = true)]
+    HookForward {
+        /// The hook event.
+        event: Option<String>,
+        /// The server.
+        #[arg(long, default_value = "http://127.0.0.1:5055")]
+        url: String,
+        /// Internal: do the POST (the detached half).
+        #[arg(long)]
+        post: Option<String>,
+    },
     /// One line per agent: id, project, state, pane.
     Agents {
         #[command(flatten)]
@@ -113,9 +159,78 @@ fn main() -> ExitCode {
         }
         Cmd::Agents { server } => agents(&server),
         Cmd::Reconcile { agent, server } => reconcile(&agent, &server),
-        Cmd::Hooks | Cmd::Wait { .. } | Cmd::Send { .. } | Cmd::Clear { .. } => {
+        Cmd::HookForward {
+            post: Some(target), ..
+        } => {
+            headspace::forward::post(&target);
+            ExitCode::SUCCESS
+        }
+        Cmd::HookForward { event, url, .. } => {
+            headspace::forward::forward(event.as_deref().unwrap_or("claude"), &url);
+            ExitCode::SUCCESS
+        }
+        Cmd::Hooks { action } => hooks(action),
+        Cmd::Wait { .. } | Cmd::Send { .. } | Cmd::Clear { .. } => {
             eprintln!("headspace: this command is not available in this build yet; see README.md");
             ExitCode::from(2)
+        }
+    }
+}
+
+fn hooks(action: HooksAction) -> ExitCode {
+    use headspace::hooks_install as hi;
+    let settings_of = |t: &HooksTarget| {
+        t.settings.clone().unwrap_or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_default()
+                .join(".claude/settings.json")
+        })
+    };
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("headspace"));
+    let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
+    let result = match &action {
+        HooksAction::Print { target } => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(
+                    &serde_json::json!({"hooks": hi::our_hooks(&exe, &target.url)})
+                )
+                .unwrap_or_default()
+            );
+            return ExitCode::SUCCESS;
+        }
+        HooksAction::Install { target } => hi::install(&settings_of(target), &exe, &target.url)
+            .map(|backup| {
+                let path = settings_of(target);
+                match backup {
+                    Some(b) => println!(
+                        "installed Headspace's hooks in {} (backup: {})",
+                        path.display(),
+                        b.display()
+                    ),
+                    None => println!("installed Headspace's hooks in {}", path.display()),
+                }
+                println!(
+                    "{} events forwarded to {}; `headspace hooks uninstall` removes them",
+                    hi::EVENTS.len(),
+                    target.url
+                );
+            }),
+        HooksAction::Uninstall { target } => hi::uninstall(&settings_of(target)).map(|changed| {
+            let path = settings_of(target);
+            if changed {
+                println!("removed Headspace's hooks from {}", path.display());
+            } else {
+                println!("no Headspace hooks in {}", path.display());
+            }
+        }),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("headspace hooks: {e}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -1,0 +1,74 @@
+//! `headspace hook-forward EVENT --url URL`: the command `hooks install` puts in
+//! `settings.json`. It reads the payload on stdin, adds `tmux_pane` (from `$TMUX_PANE`) and an
+//! `emitted_at` stamp, hands the POST to a detached copy of itself, prints nothing and exits
+//! 0 at once, whether or not the server is up.
+
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// Largest payload forwarded.
+const MAX_PAYLOAD: u64 = 8 << 20;
+
+/// The payload with the pane and the emission stamp added (kept as is when not an object).
+pub fn stamp(payload: &[u8], pane: Option<&str>, now: headspace_core::Timestamp) -> Vec<u8> {
+    let Ok(serde_json::Value::Object(mut obj)) =
+        serde_json::from_slice::<serde_json::Value>(payload)
+    else {
+        return payload.to_vec();
+    };
+    if let Some(p) = pane.filter(|p| !p.is_empty()) {
+        obj.entry("tmux_pane").or_insert_with(|| p.into());
+    }
+    obj.insert("emitted_at".into(), now.to_string().into());
+    serde_json::to_vec(&obj).unwrap_or_else(|_| payload.to_vec())
+}
+
+/// The hook side: stamp, detach, exit. Never fails loudly: Claude Code must not be disturbed.
+pub fn forward(event: &str, url: &str) {
+    let now = headspace_core::Timestamp(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0),
+    );
+    let mut payload = Vec::new();
+    let _ = std::io::stdin().take(MAX_PAYLOAD).read_to_end(&mut payload);
+    let body = stamp(&payload, std::env::var("TMUX_PANE").ok().as_deref(), now);
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let target = format!("{}/hook/{event}", url.trim_end_matches('/'));
+    let child = Command::new(exe)
+        .args(["hook-forward", "--post", &target])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0) // its own group: not killed with the hook's
+        .spawn();
+    if let Ok(mut child) = child {
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(&body);
+        }
+    }
+}
+
+/// The detached side: POST the body, give up quietly after a few seconds.
+pub fn post(target: &str) {
+    let mut body = Vec::new();
+    let _ = std::io::stdin().take(MAX_PAYLOAD).read_to_end(&mut body);
+    let rest = target.trim_start_matches("http://");
+    let (addr, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/hooks/claude"),
+    };
+    let _ = crate::client::request(
+        addr,
+        "POST",
+        path,
+        &body,
+        std::env::var("HEADSPACE_TOKEN").ok().as_deref(),
+        Duration::from_secs(5),
+    );
+}
