@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: run test deps build bench sim fmt lint clean
+.PHONY: run test deps build bench sim fmt lint clean demo demo-stop
 
 ## Install what is missing (Debian: postgresql, tmux). Needs root or sudo.
 deps:
@@ -32,6 +32,13 @@ bench: deps
 	$(CARGO) build --release -p headspace --bins --examples
 	$(CARGO) run --release -p headspace-core --example replay_bench
 	scripts/with-test-postgres.sh target/release/examples/server_bench
+
+## Three stand-in agents and the server in tmux session headspace-demo.
+demo: deps build
+	scripts/demo.sh start
+
+demo-stop:
+	scripts/demo.sh stop
 
 fmt:
 	$(CARGO) fmt --all

@@ -24,6 +24,8 @@ pub struct SessionWriter {
     pub session_id: String,
     /// The working directory.
     pub cwd: String,
+    /// The folder under `projects/` (Claude Code's encoding of the working directory).
+    pub dir: String,
     seq: u64,
     salt: u64,
     parent: Option<String>,
@@ -37,6 +39,7 @@ impl SessionWriter {
         SessionWriter {
             session_id: format!("5e55{n:04x}-0000-4000-8000-{:012x}", n),
             cwd: format!("/home/u/project{n}"),
+            dir: format!("-home-u-project{n}"),
             seq: 0,
             salt: n,
             parent: None,

@@ -260,7 +260,7 @@ fn agents(server: &ServerArg) -> ExitCode {
                 let s = |k: &str| a[k].as_str().unwrap_or("-").to_string();
                 println!(
                     "{:<5} {:<24} {:<15} {:<8} {:<6} {}",
-                    a["id"],
+                    a["id"].as_u64().unwrap_or(0),
                     s("project"),
                     s("state"),
                     s("activity"),

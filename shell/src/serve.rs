@@ -212,6 +212,9 @@ async fn serve(args: ServeArgs, claude_dir: PathBuf, url: String) -> Result<(), 
     eprintln!("headspace: dashboard at http://{local}/ ; install the hooks with: headspace hooks install --url http://{local}");
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| e.to_string())?;
+    // A closed terminal or tmux session (SIGHUP) also shuts down cleanly.
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .map_err(|e| e.to_string())?;
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -226,6 +229,7 @@ async fn serve(args: ServeArgs, claude_dir: PathBuf, url: String) -> Result<(), 
             }
             _ = tokio::signal::ctrl_c() => break,
             _ = term.recv() => break,
+            _ = hangup.recv() => break,
         }
     }
     eprintln!("headspace: shutting down");

@@ -8,7 +8,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-fn start(home: &std::path::Path, claude: &std::path::Path) -> (Child, Arc<Mutex<String>>, Option<String>) {
+fn start(
+    home: &std::path::Path,
+    claude: &std::path::Path,
+) -> (Child, Arc<Mutex<String>>, Option<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_headspace"))
         .args(["serve", "--addr", "127.0.0.1:0", "--home"])
         .arg(home)
@@ -35,7 +38,10 @@ fn start(home: &std::path::Path, claude: &std::path::Path) -> (Child, Arc<Mutex<
 }
 
 fn stop(mut child: Child) {
-    let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status();
     let _ = child.wait();
 }
 
@@ -48,12 +54,25 @@ fn fresh_home_gives_a_healthy_server_and_the_cluster_is_reused_and_locked() {
     let claude = common::temp_dir("embedded-claude");
     let (first, log, addr) = start(&home, &claude);
     let addr = addr.unwrap_or_else(|| panic!("first start failed:\n{}", log.lock().unwrap()));
-    assert!(log.lock().unwrap().contains("creating the embedded database"));
+    assert!(log
+        .lock()
+        .unwrap()
+        .contains("creating the embedded database"));
     let (status, body) = common::request(&addr, "GET", "/healthz", b"").unwrap();
     assert_eq!(status, 200, "{body}");
-    assert_eq!(common::request(&addr, "GET", "/api/agents", b"").unwrap(), (200, "[]".to_string()), "migrations applied");
-    let url = format!("host={} user=headspace dbname=postgres", std::fs::canonicalize(home.join("pg")).unwrap().display());
-    assert_eq!(common::psql(&url, "SELECT count(*) FROM schema_migrations"), "1");
+    assert_eq!(
+        common::request(&addr, "GET", "/api/agents", b"").unwrap(),
+        (200, "[]".to_string()),
+        "migrations applied"
+    );
+    let url = format!(
+        "host={} user=headspace dbname=postgres",
+        std::fs::canonicalize(home.join("pg")).unwrap().display()
+    );
+    assert_eq!(
+        common::psql(&url, "SELECT count(*) FROM schema_migrations"),
+        "1"
+    );
 
     // Starting a second server on the same home while the first runs: a clear error.
     let (second, log2, addr2) = start(&home, &claude);
@@ -61,14 +80,24 @@ fn fresh_home_gives_a_healthy_server_and_the_cluster_is_reused_and_locked() {
     let mut second = second;
     let status = second.wait().unwrap();
     assert_eq!(status.code(), Some(1));
-    assert!(log2.lock().unwrap().contains("another headspace server"), "{}", log2.lock().unwrap());
+    assert!(
+        log2.lock().unwrap().contains("another headspace server"),
+        "{}",
+        log2.lock().unwrap()
+    );
 
     stop(first);
     // The next start reuses the cluster: no initdb.
     let (again, log3, addr3) = start(&home, &claude);
     let addr3 = addr3.unwrap_or_else(|| panic!("restart failed:\n{}", log3.lock().unwrap()));
-    assert!(!log3.lock().unwrap().contains("creating the embedded database"));
-    assert_eq!(common::request(&addr3, "GET", "/healthz", b"").unwrap().0, 200);
+    assert!(!log3
+        .lock()
+        .unwrap()
+        .contains("creating the embedded database"));
+    assert_eq!(
+        common::request(&addr3, "GET", "/healthz", b"").unwrap().0,
+        200
+    );
     stop(again);
     // The cluster was stopped on exit.
     assert!(common::psql_output(&url, "SELECT 1").status.code() != Some(0));

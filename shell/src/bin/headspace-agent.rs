@@ -1,0 +1,399 @@
+//! `headspace-agent`: a stand-in for Claude Code, for demos and tests.
+//!
+//! It runs in a real tmux pane and draws Claude Code's screens (idle prompt, spinner, replies,
+//! AskUserQuestion, permission dialog). It writes a real-format transcript under the claude
+//! dir and runs the hooks exactly as the `settings.json` that `headspace hooks install` wrote
+//! configures them (each command through `sh -c`, the payload on stdin). It plays a scripted
+//! conversation and can be told to lose or delay hooks.
+
+use clap::Parser;
+use headspace_core::synth::SessionWriter;
+use headspace_core::Timestamp;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// A stand-in for Claude Code that plays a scripted conversation.
+#[derive(Parser)]
+#[command(name = "headspace-agent")]
+struct Args {
+    /// The claude dir: transcripts go under projects/, hooks come from settings.json.
+    #[arg(long)]
+    claude_dir: PathBuf,
+    /// The settings file whose hooks are run (default: CLAUDE_DIR/settings.json).
+    #[arg(long)]
+    settings: Option<PathBuf>,
+    /// The script (JSON: {"turns": [{"prompt", "replies", "question"?, "permission"?}]}).
+    #[arg(long)]
+    script: PathBuf,
+    /// Session id (default: generated from the process id).
+    #[arg(long)]
+    session: Option<String>,
+    /// Play the script's prompts without waiting for typed input.
+    #[arg(long)]
+    auto: bool,
+    /// Lose every Nth hook (2 loses half of them).
+    #[arg(long)]
+    drop_every: Option<u64>,
+    /// Lose every hook of these events (comma separated, e.g. Stop,UserPromptSubmit).
+    #[arg(long, value_delimiter = ',')]
+    drop_events: Vec<String>,
+    /// Delay each hook by this many milliseconds (in the background, like a slow curl).
+    #[arg(long, default_value_t = 0)]
+    delay_hooks_ms: u64,
+    /// Milliseconds the agent "works" between lines.
+    #[arg(long, default_value_t = 300)]
+    think_ms: u64,
+    /// In --auto mode, still wait for a typed answer at questions (for demos).
+    #[arg(long)]
+    wait_on_questions: bool,
+    /// Stay at the idle prompt when the script is done (for demos).
+    #[arg(long)]
+    stay: bool,
+}
+
+#[derive(Deserialize)]
+struct Script {
+    turns: Vec<Turn>,
+}
+
+#[derive(Deserialize)]
+struct Turn {
+    prompt: String,
+    #[serde(default)]
+    replies: Vec<String>,
+    #[serde(default)]
+    question: Option<Question>,
+    /// Show a permission dialog before the final reply.
+    #[serde(default)]
+    permission: bool,
+}
+
+#[derive(Deserialize)]
+struct Question {
+    question: String,
+    options: Vec<String>,
+    answer: String,
+}
+
+struct Agent {
+    args: Args,
+    writer: SessionWriter,
+    hooks: Value,
+    transcript: PathBuf,
+    history: Vec<String>,
+    hook_count: u64,
+}
+
+fn now() -> Timestamp {
+    Timestamp(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0),
+    )
+}
+
+const RULE: &str = "────────────────────────────────────────────────────────────────────────";
+
+impl Agent {
+    fn draw(&self, below: &[String]) {
+        let mut out = String::from("\x1b[2J\x1b[H");
+        out.push_str(" ✻ Welcome to Claude Code (headspace stand-in)\n\n");
+        for line in self
+            .history
+            .iter()
+            .rev()
+            .take(12)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+        {
+            out.push_str(line);
+            out.push('\n');
+        }
+        out.push('\n');
+        for l in below {
+            out.push_str(l);
+            out.push('\n');
+        }
+        print!("{out}");
+        let _ = std::io::stdout().flush();
+    }
+
+    fn draw_idle(&self) {
+        self.draw(&[
+            RULE.into(),
+            "❯\u{a0}".into(),
+            RULE.into(),
+            "  ? for shortcuts".into(),
+        ]);
+    }
+
+    fn draw_busy(&self, what: &str) {
+        self.draw(&[
+            format!("✳ {what}… (3s · esc to interrupt)"),
+            String::new(),
+            RULE.into(),
+            "❯\u{a0}".into(),
+            RULE.into(),
+        ]);
+    }
+
+    fn append(&mut self, json: &str) {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.transcript)
+            .expect("transcript");
+        let _ = f.write_all(format!("{json}\n").as_bytes());
+    }
+
+    fn stamp(&mut self) {
+        self.writer.clock = now();
+    }
+
+    /// Runs the hooks configured for `event`, as Claude Code does, unless told to lose it.
+    fn hook(&mut self, event: &str, extra: Value) {
+        self.hook_count += 1;
+        let lost = self
+            .args
+            .drop_every
+            .is_some_and(|n| n > 0 && self.hook_count % n == 0)
+            || self.args.drop_events.iter().any(|e| e == event);
+        if lost {
+            return;
+        }
+        let mut payload = json!({
+            "session_id": self.writer.session_id,
+            "transcript_path": self.transcript.display().to_string(),
+            "cwd": self.writer.cwd,
+            "hook_event_name": event,
+            "permission_mode": "default",
+        });
+        if let (Some(p), Some(e)) = (payload.as_object_mut(), extra.as_object()) {
+            for (k, v) in e {
+                p.insert(k.clone(), v.clone());
+            }
+        }
+        let body = payload.to_string();
+        let commands: Vec<String> = self.hooks[event]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|g| g["hooks"].as_array().cloned().unwrap_or_default())
+            .filter_map(|h| h["command"].as_str().map(str::to_string))
+            .collect();
+        for cmd in commands {
+            let delay = self.args.delay_hooks_ms;
+            let body = body.clone();
+            let run = move || {
+                if delay > 0 {
+                    std::thread::sleep(Duration::from_millis(delay));
+                }
+                if let Ok(mut child) = Command::new("sh")
+                    .arg("-c")
+                    .arg(&cmd)
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                {
+                    if let Some(mut stdin) = child.stdin.take() {
+                        let _ = stdin.write_all(body.as_bytes());
+                    }
+                    let _ = child.wait();
+                }
+            };
+            if delay > 0 {
+                std::thread::spawn(run);
+            } else {
+                run();
+            }
+        }
+    }
+
+    fn read_line(&self) -> Option<String> {
+        let mut line = String::new();
+        match std::io::stdin().lock().read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line.trim().to_string()),
+        }
+    }
+
+    fn think(&self) {
+        std::thread::sleep(Duration::from_millis(self.args.think_ms));
+    }
+
+    fn play(&mut self, turn: &Turn, typed: Option<String>) {
+        let prompt = typed.unwrap_or_else(|| turn.prompt.clone());
+        self.history.push(format!("> {prompt}"));
+        self.stamp();
+        self.hook("UserPromptSubmit", json!({"prompt": prompt}));
+        let line = self.writer.prompt(&prompt, None);
+        self.append(&line.json);
+        let last = turn
+            .replies
+            .last()
+            .cloned()
+            .unwrap_or_else(|| "Done.".into());
+        let middle = turn.replies.len().saturating_sub(1);
+        for reply in turn.replies.iter().take(middle) {
+            self.draw_busy("Working");
+            self.think();
+            self.stamp();
+            let l = self.writer.agent_text(reply);
+            self.append(&l.json);
+            self.history.push(format!("⏺ {reply}"));
+            self.hook(
+                "PreToolUse",
+                json!({"tool_name": "Bash", "tool_input": {"command": "ls"}}),
+            );
+            let [call, result] =
+                self.writer
+                    .tool("Bash", json!({"command": "ls"}), "Cargo.toml\nsrc");
+            self.append(&call.json);
+            self.append(&result.json);
+            self.hook("PostToolUse", json!({"tool_name": "Bash"}));
+            self.history.push("  ⎿  Cargo.toml src".into());
+        }
+        if let Some(q) = &turn.question {
+            self.draw_busy("Thinking");
+            self.think();
+            self.stamp();
+            let (line, id, input) = self.writer.question(
+                &q.question,
+                &q.options.iter().map(String::as_str).collect::<Vec<_>>(),
+            );
+            self.hook(
+                "PreToolUse",
+                json!({"tool_name": "AskUserQuestion", "tool_use_id": id, "tool_input": input}),
+            );
+            self.append(&line.json);
+            let mut screen = vec![format!("☐ {}", q.question), String::new()];
+            for (i, o) in q.options.iter().enumerate() {
+                screen.push(format!("{} {}. {o}", if i == 0 { "❯" } else { " " }, i + 1));
+            }
+            self.draw(&screen);
+            let answer = if self.args.auto && !self.args.wait_on_questions {
+                self.think();
+                q.answer.clone()
+            } else {
+                self.read_line().unwrap_or_else(|| q.answer.clone())
+            };
+            self.stamp();
+            let a = self.writer.answer(&id, &q.question, &answer);
+            self.append(&a.json);
+            self.hook(
+                "PostToolUse",
+                json!({"tool_name": "AskUserQuestion", "tool_use_id": id}),
+            );
+            self.history.push(format!("⏺ {} → {answer}", q.question));
+        }
+        if turn.permission {
+            self.hook(
+                "PermissionRequest",
+                json!({"tool_name": "Bash", "tool_input": {"command": "rm -rf target"}}),
+            );
+            self.draw(&[
+                "╭────────────────────────────────────────────╮".into(),
+                "│ Bash command                               │".into(),
+                "│   rm -rf target                            │".into(),
+                "│ Do you want to proceed?                    │".into(),
+                "│ ❯ 1. Yes                                   │".into(),
+                "│   2. No, and tell Claude what to do differently (esc) │".into(),
+                "╰────────────────────────────────────────────╯".into(),
+            ]);
+            if self.args.auto {
+                self.think();
+            } else {
+                let _ = self.read_line();
+            }
+        }
+        self.draw_busy("Finishing");
+        self.think();
+        self.stamp();
+        let l = self.writer.agent_text(&last);
+        self.append(&l.json);
+        self.history.push(format!("⏺ {last}"));
+        self.hook(
+            "Stop",
+            json!({"last_assistant_message": last, "stop_hook_active": false}),
+        );
+        let d = self.writer.turn_duration();
+        self.append(&d.json);
+        self.draw_idle();
+    }
+}
+
+fn main() {
+    let args = Args::parse();
+    let script: Script = match std::fs::read(&args.script)
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+    {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!(
+                "headspace-agent: cannot read the script {}: {e}",
+                args.script.display()
+            );
+            std::process::exit(2);
+        }
+    };
+    let settings = args
+        .settings
+        .clone()
+        .unwrap_or_else(|| args.claude_dir.join("settings.json"));
+    let hooks = std::fs::read(&settings)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .map(|v| v["hooks"].clone())
+        .unwrap_or(Value::Null);
+    let mut writer = SessionWriter::new(u64::from(std::process::id()), now());
+    if let Some(s) = &args.session {
+        writer.session_id = s.clone();
+    }
+    writer.cwd = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|_| "/".into());
+    writer.dir = writer.cwd.replace(['/', '.'], "-");
+    let transcript = args.claude_dir.join(writer.path());
+    if let Some(dir) = transcript.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let mut agent = Agent {
+        args,
+        writer,
+        hooks,
+        transcript,
+        history: Vec::new(),
+        hook_count: 0,
+    };
+    agent.hook("SessionStart", json!({"source": "startup"}));
+    agent.draw_idle();
+    for turn in &script.turns {
+        let typed = if agent.args.auto {
+            std::thread::sleep(Duration::from_millis(agent.args.think_ms));
+            None
+        } else {
+            match agent.read_line() {
+                Some(t) if !t.is_empty() => Some(t),
+                Some(_) => None,
+                None => break,
+            }
+        };
+        agent.play(turn, typed);
+    }
+    if agent.args.stay {
+        while agent.read_line().is_some() {
+            agent.draw_idle();
+        }
+    }
+    agent.hook("SessionEnd", json!({"reason": "prompt_input_exit"}));
+    // Let delayed hooks finish before the process goes.
+    std::thread::sleep(Duration::from_millis(agent.args.delay_hooks_ms + 100));
+}
