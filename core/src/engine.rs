@@ -1160,6 +1160,7 @@ impl Core {
             transcript_state: TaskState::Idle,
             started_at,
             hook_turn_end_at: None,
+            state_since: self.now,
         };
         self.out.push_back(Command::Store(Write::Task(row.clone())));
         let agent = self.agent_mut(agent_id);
@@ -1213,11 +1214,14 @@ impl Core {
         };
         if shown != task.state {
             let old = task.state;
-            self.agent_mut(agent_id)
+            let now = self.now;
+            let task = self
+                .agent_mut(agent_id)
                 .tasks
                 .get_mut(&task_id)
-                .expect("task")
-                .state = shown;
+                .expect("task");
+            task.state = shown;
+            task.state_since = now;
             self.dirty_tasks.entry((agent_id, task_id)).or_insert(old);
         }
     }

@@ -80,6 +80,8 @@ pub struct TaskRow {
     pub started_at: Timestamp,
     /// A Stop hook said the turn ended at this time and the transcript has not confirmed it.
     pub hook_turn_end_at: Option<Timestamp>,
+    /// When the shown state last changed (for "time in state").
+    pub state_since: Timestamp,
 }
 
 /// A turn row.

@@ -2,12 +2,12 @@
 
 use crate::driver::{Health, Msg};
 use crate::metrics::Metrics;
+use crate::pgstore::AgentView;
 use crate::pgstore::PgStore;
 use crate::sse::Hub;
 use bytes::Bytes;
 use headspace_core::activity::{agent_activity, agent_state};
 use headspace_core::hook::Hook;
-use headspace_core::model::{AgentRow, TaskRow};
 use headspace_core::Reply;
 use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited};
 use hyper::body::{Frame, Incoming};
@@ -195,7 +195,8 @@ async fn healthz(app: &App) -> Response<Body> {
 }
 
 /// The JSON of an agent as the API shows it.
-pub fn agent_json((a, task, turns): &(AgentRow, Option<TaskRow>, i64)) -> Value {
+pub fn agent_json(v: &AgentView) -> Value {
+    let (a, task) = (&v.agent, v.task.as_ref());
     json!({
         "id": a.id,
         "session_id": a.session_id,
@@ -204,11 +205,15 @@ pub fn agent_json((a, task, turns): &(AgentRow, Option<TaskRow>, i64)) -> Value 
         "cwd": a.cwd,
         "transcript_path": a.transcript_path,
         "tmux_pane": a.tmux_pane,
-        "state": agent_state(task.as_ref()).as_str(),
-        "activity": agent_activity(a, task.as_ref()).as_str(),
-        "task_id": task.as_ref().map(|t| t.id),
+        "state": agent_state(task).as_str(),
+        "activity": agent_activity(a, task).as_str(),
+        "task_id": task.map(|t| t.id),
+        "state_since": task.map(|t| t.state_since),
+        "command": v.command,
+        "last_turn": v.last_turn.as_ref().map(|l| json!({"actor": l.actor, "intent": l.intent, "text": l.text, "timestamp": l.timestamp})),
+        "question": v.question.as_ref().map(|(text, q)| json!({"text": text, "question": q})),
         "last_seen_at": a.last_seen_at,
-        "turn_count": turns,
+        "turn_count": v.turn_count,
     })
 }
 
@@ -226,7 +231,7 @@ async fn resolve(app: &App, reference: &str) -> Result<u64, Response<Body>> {
 async fn with_agent(
     app: &App,
     reference: &str,
-    f: impl FnOnce(&(AgentRow, Option<TaskRow>, i64)) -> Response<Body>,
+    f: impl FnOnce(&AgentView) -> Response<Body>,
 ) -> Response<Body> {
     let id = match resolve(app, reference).await {
         Ok(id) => id,

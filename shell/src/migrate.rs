@@ -4,10 +4,16 @@ use tokio_postgres::NoTls;
 
 /// The migrations, compiled in so the binary carries its schema. A test checks this list
 /// against the folder.
-pub const MIGRATIONS: &[(&str, &str)] = &[(
-    "0001_initial.sql",
-    include_str!("../../migrations/0001_initial.sql"),
-)];
+pub const MIGRATIONS: &[(&str, &str)] = &[
+    (
+        "0001_initial.sql",
+        include_str!("../../migrations/0001_initial.sql"),
+    ),
+    (
+        "0002_task_state_since.sql",
+        include_str!("../../migrations/0002_task_state_since.sql"),
+    ),
+];
 
 /// Why migrating failed.
 #[derive(Debug, thiserror::Error)]

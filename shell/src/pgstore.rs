@@ -11,6 +11,36 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row};
 use tracing::{error, warn};
 
+/// An agent as the API shows it: its row, its current task, and what its card needs.
+#[derive(Clone, Debug)]
+pub struct AgentView {
+    /// The agent.
+    pub agent: AgentRow,
+    /// Its current task.
+    pub task: Option<TaskRow>,
+    /// All its turns.
+    pub turn_count: i64,
+    /// The current task's command (its first user turn).
+    pub command: Option<String>,
+    /// Its latest turn.
+    pub last_turn: Option<LastTurn>,
+    /// The open question (text and structure) while it awaits input.
+    pub question: Option<(String, Option<serde_json::Value>)>,
+}
+
+/// An agent's latest turn, as its card shows it.
+#[derive(Clone, Debug)]
+pub struct LastTurn {
+    /// `user` or `agent`.
+    pub actor: String,
+    /// Its intent.
+    pub intent: String,
+    /// Its text.
+    pub text: String,
+    /// Its time.
+    pub timestamp: headspace_core::Timestamp,
+}
+
 /// A store error, with the server's own message.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -218,14 +248,16 @@ impl PgStore {
             let t: Vec<&TaskRow> = tasks.into_values().collect();
             tx.execute(
                 &format!(
-                    "INSERT INTO tasks (id, agent_id, session_id, state, transcript_state, started_at, hook_turn_end_at)
-                     SELECT u.id, u.agent_id, u.session_id, u.state, u.tx, {}, CASE WHEN u.end_ms IS NULL THEN NULL ELSE {} END
-                     FROM UNNEST($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[])
-                          AS u(id, agent_id, session_id, state, tx, ms, end_ms)
+                    "INSERT INTO tasks (id, agent_id, session_id, state, transcript_state, started_at, hook_turn_end_at, state_since)
+                     SELECT u.id, u.agent_id, u.session_id, u.state, u.tx, {}, CASE WHEN u.end_ms IS NULL THEN NULL ELSE {} END, {}
+                     FROM UNNEST($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[])
+                          AS u(id, agent_id, session_id, state, tx, ms, end_ms, since_ms)
                      ON CONFLICT (id) DO UPDATE SET state=EXCLUDED.state, transcript_state=EXCLUDED.transcript_state,
-                       started_at=EXCLUDED.started_at, hook_turn_end_at=EXCLUDED.hook_turn_end_at, session_id=EXCLUDED.session_id",
+                       started_at=EXCLUDED.started_at, hook_turn_end_at=EXCLUDED.hook_turn_end_at, session_id=EXCLUDED.session_id,
+                       state_since=EXCLUDED.state_since",
                     at("u.ms"),
-                    at("u.end_ms")
+                    at("u.end_ms"),
+                    at("u.since_ms")
                 ),
                 &[
                     &t.iter().map(|r| id(r.id)).collect::<Vec<_>>(),
@@ -235,6 +267,7 @@ impl PgStore {
                     &t.iter().map(|r| r.transcript_state.as_str()).collect::<Vec<_>>(),
                     &t.iter().map(|r| r.started_at.millis()).collect::<Vec<_>>(),
                     &t.iter().map(|r| r.hook_turn_end_at.map(|x| x.millis())).collect::<Vec<_>>(),
+                    &t.iter().map(|r| r.state_since.millis()).collect::<Vec<_>>(),
                 ],
             )
             .await
@@ -333,7 +366,15 @@ impl PgStore {
             .map(agent_row)
             .collect();
         let tasks = c
-            .query(&format!("SELECT id, agent_id, session_id, state, transcript_state, {}, {} FROM tasks ORDER BY id", ms("started_at"), ms("hook_turn_end_at")), &[])
+            .query(
+                &format!(
+                    "SELECT id, agent_id, session_id, state, transcript_state, {}, {}, {} FROM tasks ORDER BY id",
+                    ms("started_at"),
+                    ms("hook_turn_end_at"),
+                    ms("state_since")
+                ),
+                &[],
+            )
             .await?
             .iter()
             .map(task_row)
@@ -363,16 +404,13 @@ impl PgStore {
         })
     }
 
-    /// All agents with their current task and turn count.
-    pub async fn agents(&self) -> Result<Vec<(AgentRow, Option<TaskRow>, i64)>, StoreError> {
+    /// All agents with their current task and what their cards show.
+    pub async fn agents(&self) -> Result<Vec<AgentView>, StoreError> {
         self.agents_where("", &[]).await
     }
 
     /// One agent by id.
-    pub async fn agent(
-        &self,
-        agent_id: u64,
-    ) -> Result<Option<(AgentRow, Option<TaskRow>, i64)>, StoreError> {
+    pub async fn agent(&self, agent_id: u64) -> Result<Option<AgentView>, StoreError> {
         Ok(self
             .agents_where("WHERE a.id = $1", &[&id(agent_id)])
             .await?
@@ -383,28 +421,48 @@ impl PgStore {
         &self,
         filter: &str,
         params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<(AgentRow, Option<TaskRow>, i64)>, StoreError> {
+    ) -> Result<Vec<AgentView>, StoreError> {
         let c = self.pool.get().await?;
         let sql = format!(
             "SELECT a.id, a.session_id, a.sessions, a.project, a.cwd, a.transcript_path, a.tmux_pane, a.ended, a.waiting_permission, {},
-                    t.id, t.agent_id, t.session_id, t.state, t.transcript_state, {}, {},
-                    (SELECT count(*) FROM turns u WHERE u.agent_id = a.id)
+                    t.id, t.agent_id, t.session_id, t.state, t.transcript_state, {}, {}, {},
+                    (SELECT count(*) FROM turns u WHERE u.agent_id = a.id),
+                    (SELECT c.text FROM turns c WHERE c.task_id = t.id AND c.actor = 'user' ORDER BY c.\"timestamp\", c.id LIMIT 1),
+                    l.actor, l.intent, l.text, {},
+                    q.text, q.question
              FROM agents a
              LEFT JOIN LATERAL (SELECT * FROM tasks x WHERE x.agent_id = a.id ORDER BY x.started_at DESC, x.id DESC LIMIT 1) t ON true
+             LEFT JOIN LATERAL (SELECT * FROM turns y WHERE y.agent_id = a.id ORDER BY y.\"timestamp\" DESC, y.id DESC LIMIT 1) l ON true
+             LEFT JOIN LATERAL (SELECT * FROM turns z WHERE z.task_id = t.id AND z.intent = 'question'
+                                ORDER BY z.\"timestamp\" DESC, z.id DESC LIMIT 1) q ON t.state = 'awaiting_input'
              {filter} ORDER BY a.id",
             ms("a.last_seen_at"),
             ms("t.started_at"),
-            ms("t.hook_turn_end_at")
+            ms("t.hook_turn_end_at"),
+            ms("t.state_since"),
+            ms("l.\"timestamp\"")
         );
         let rows = c.query(&sql, params).await?;
         let mut out = Vec::new();
         for r in rows {
-            let agent = agent_row(&r);
             let task = match r.get::<_, Option<i64>>(10) {
                 Some(_) => Some(task_at(&r, 10)?),
                 None => None,
             };
-            out.push((agent, task, r.get::<_, i64>(17)));
+            let last_turn = r.get::<_, Option<String>>(20).map(|actor| LastTurn {
+                actor,
+                intent: r.get(21),
+                text: r.get(22),
+                timestamp: headspace_core::Timestamp(r.get(23)),
+            });
+            out.push(AgentView {
+                agent: agent_row(&r),
+                task,
+                turn_count: r.get(18),
+                command: r.get(19),
+                last_turn,
+                question: r.get::<_, Option<String>>(24).map(|text| (text, r.get(25))),
+            });
         }
         Ok(out)
     }
@@ -515,6 +573,7 @@ fn task_at(r: &Row, o: usize) -> Result<TaskRow, StoreError> {
         hook_turn_end_at: r
             .get::<_, Option<i64>>(o + 6)
             .map(headspace_core::Timestamp),
+        state_since: headspace_core::Timestamp(r.get(o + 7)),
     })
 }
 

@@ -18,6 +18,7 @@ fn start(
         .arg("--claude-dir")
         .arg(claude)
         .env_remove("DATABASE_URL")
+        .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -34,7 +35,7 @@ fn start(
         }
     });
     let addr = rx.recv_timeout(Duration::from_secs(60)).ok();
-    (child, log, addr)
+    (Guard(child), log, addr)
 }
 
 fn stop(mut child: Child) {
@@ -78,7 +79,7 @@ fn fresh_home_gives_a_healthy_server_and_the_cluster_is_reused_and_locked() {
     let (second, log2, addr2) = start(&home, &claude);
     assert!(addr2.is_none());
     let mut second = second;
-    let status = second.wait().unwrap();
+    let status = second.0.wait().unwrap();
     assert_eq!(status.code(), Some(1));
     assert!(
         log2.lock().unwrap().contains("another headspace server"),
