@@ -5,11 +5,14 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: run test deps build bench sim fmt lint clean demo demo-stop
 
-## Install what is missing (Debian: postgresql, tmux). Needs root or sudo.
+## Install what is missing (Debian: postgresql, tmux, and chromium + chromium-driver for the
+## dashboard's browser test). Needs root or sudo.
 deps:
 	@missing=""; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi; \

@@ -34,10 +34,7 @@ pub fn request(
     s.write_all(head.as_bytes())
         .and_then(|_| s.write_all(body))
         .map_err(|e| e.to_string())?;
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf)
-        .map_err(|e| format!("no answer from {base}: {e}"))?;
-    let text = String::from_utf8_lossy(&buf).into_owned();
+    let text = read_response(&mut s).map_err(|e| format!("no answer from {base}: {e}"))?;
     let status = text
         .split_whitespace()
         .nth(1)
@@ -53,6 +50,44 @@ pub fn request(
         rest.to_string()
     };
     Ok((status, body))
+}
+
+/// Reads one response: up to its Content-Length, its last chunk, or the end of the stream.
+fn read_response(s: &mut TcpStream) -> std::io::Result<String> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        if let Some(end) = complete(&buf) {
+            buf.truncate(end);
+            break;
+        }
+        let n = s.read(&mut chunk)?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// The length of a complete response in `buf`, if it is complete.
+fn complete(buf: &[u8]) -> Option<usize> {
+    let head_end = buf.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+    if let Some(len) = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        return (buf.len() >= head_end + len).then_some(head_end + len);
+    }
+    if head.contains("transfer-encoding: chunked") {
+        return buf[head_end..]
+            .windows(5)
+            .position(|w| w == b"0\r\n\r\n")
+            .map(|p| head_end + p + 5);
+    }
+    None
 }
 
 fn dechunk(s: &str) -> String {

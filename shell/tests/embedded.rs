@@ -8,10 +8,20 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// A server process that is killed if the test fails half way.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn start(
     home: &std::path::Path,
     claude: &std::path::Path,
-) -> (Child, Arc<Mutex<String>>, Option<String>) {
+) -> (Guard, Arc<Mutex<String>>, Option<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_headspace"))
         .args(["serve", "--addr", "127.0.0.1:0", "--home"])
         .arg(home)
@@ -38,12 +48,12 @@ fn start(
     (Guard(child), log, addr)
 }
 
-fn stop(mut child: Child) {
+fn stop(mut guard: Guard) {
     let _ = Command::new("kill")
         .arg("-TERM")
-        .arg(child.id().to_string())
+        .arg(guard.0.id().to_string())
         .status();
-    let _ = child.wait();
+    let _ = guard.0.wait();
 }
 
 #[test]
@@ -72,7 +82,7 @@ fn fresh_home_gives_a_healthy_server_and_the_cluster_is_reused_and_locked() {
     );
     assert_eq!(
         common::psql(&url, "SELECT count(*) FROM schema_migrations"),
-        "1"
+        headspace::migrate::MIGRATIONS.len().to_string()
     );
 
     // Starting a second server on the same home while the first runs: a clear error.

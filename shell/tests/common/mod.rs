@@ -82,11 +82,16 @@ pub struct Server {
 impl Server {
     /// Starts `headspace serve` on a free port and waits until it listens.
     pub fn start(db: &str, claude_dir: &Path, extra: &[&str]) -> Server {
+        Server::start_on(db, claude_dir, "127.0.0.1:0", extra)
+    }
+
+    /// Starts `headspace serve` on `addr` and waits until it listens.
+    pub fn start_on(db: &str, claude_dir: &Path, addr: &str, extra: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_headspace"))
             .args([
                 "serve",
                 "--addr",
-                "127.0.0.1:0",
+                addr,
                 "--database-url",
                 db,
                 "--sweep-seconds",

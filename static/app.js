@@ -1,0 +1,471 @@
+// Headspace dashboard: agent cards and conversations, live over SSE.
+// Plain JavaScript, no dependencies. Every piece of agent or user text goes through
+// textContent, never innerHTML: agent text is data.
+'use strict';
+
+const $ = (id) => document.getElementById(id);
+
+const hs = {
+  agents: new Map(),        // id -> agent JSON
+  open: null,               // agent id whose conversation is shown
+  turns: new Map(),         // turn id -> { turn, el }
+  order: [],                // [timestamp ms, id] sorted: the conversation's order
+  done: new Set(),          // task ids with a completion: their progress collapses
+  selected: null,           // selected card's agent id
+  lastEventId: 0,           // the last SSE event applied: an event is never applied twice
+  refresh: new Map(),       // agent id -> pending refresh timer
+  dismissed: new Set(JSON.parse(localStorage.getItem('hs.dismissed') || '[]')),
+  metrics: { firstRenderMs: null, lastLoadMs: null, eventsApplied: 0, gaps: 0 },
+};
+window.__hs = hs; // for the browser test and the curious
+
+// ---------- helpers -------------------------------------------------------------------------
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  return e;
+}
+
+async function api(path, options) {
+  const r = await fetch(path, options);
+  const body = await r.json().catch(() => ({}));
+  if (!r.ok) throw new Error(body.error || `${r.status} ${r.statusText}`);
+  return body;
+}
+
+function toast(message, kind) {
+  const t = el('div', `toast ${kind || ''}`, message);
+  $('toasts').appendChild(t);
+  setTimeout(() => t.remove(), 4500);
+}
+
+function since(iso) {
+  if (!iso) return '';
+  const s = Math.max(0, Math.floor((Date.now() - Date.parse(iso)) / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+  return `${Math.floor(s / 86400)}d`;
+}
+
+function clock(iso) {
+  const d = new Date(iso);
+  return isNaN(d) ? '' : d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+}
+
+const STATE_LABEL = { idle: 'Idle', commanded: 'Commanded', processing: 'Processing', awaiting_input: 'Awaiting input', complete: 'Complete' };
+
+function options(question) {
+  // AskUserQuestion: {questions: [{question, options: [{label}]}]}; permission: {options: [...]}.
+  const box = el('div', 'options');
+  const qs = (question && question.questions) || (question ? [question] : []);
+  for (const q of qs) {
+    for (const o of q.options || []) box.appendChild(el('span', null, typeof o === 'string' ? o : o.label));
+  }
+  return box.childElementCount ? box : null;
+}
+
+// ---------- cards ---------------------------------------------------------------------------
+
+function card(a) {
+  const c = el('article', 'card');
+  c.dataset.id = a.id;
+  c.dataset.state = a.state;
+  c.dataset.activity = a.activity;
+  c.tabIndex = -1;
+  if (hs.selected === a.id) c.classList.add('selected');
+  const row = el('div', 'row');
+  row.append(el('span', 'state', STATE_LABEL[a.state] || a.state), el('span', 'activity', a.activity));
+  if (a.tmux_pane) row.appendChild(el('span', 'pane', a.tmux_pane));
+  const kebab = el('button', 'kebab', '⋯');
+  kebab.title = 'Actions';
+  kebab.setAttribute('aria-label', 'Actions');
+  kebab.dataset.kebab = a.id;
+  row.appendChild(kebab);
+  c.appendChild(row);
+  c.appendChild(el('div', 'title', `${a.project || 'agent'} · ${String(a.session_id).slice(0, 8)}`));
+  if (a.command) c.appendChild(el('div', 'command', a.command));
+  if (a.last_turn && a.last_turn.text !== a.command) {
+    c.appendChild(el('div', 'last', `${a.last_turn.actor === 'user' ? '›' : '⏺'} ${a.last_turn.text}`));
+  }
+  if (a.state === 'awaiting_input' && a.question) {
+    const q = el('div', 'question', a.question.text);
+    const o = options(a.question.question);
+    if (o) q.appendChild(o);
+    c.appendChild(q);
+  }
+  const foot = el('div', 'foot');
+  foot.append(el('span', null, `${a.turn_count} turn${a.turn_count === 1 ? '' : 's'}`));
+  const t = el('span', 'since', since(a.state_since));
+  t.dataset.since = a.state_since || '';
+  foot.append(t);
+  c.appendChild(foot);
+  return c;
+}
+
+function visibleAgents() {
+  const f = $('filter').value.trim().toLowerCase();
+  return [...hs.agents.values()]
+    .filter((a) => !hs.dismissed.has(a.id))
+    .filter((a) => !f || [a.project, a.session_id, a.tmux_pane, a.state, a.command].some((v) => v && String(v).toLowerCase().includes(f)));
+}
+
+function renderAgents() {
+  const root = $('agents');
+  const agents = visibleAgents();
+  const groups = new Map();
+  for (const a of agents) {
+    const p = a.project || 'other';
+    if (!groups.has(p)) groups.set(p, []);
+    groups.get(p).push(a);
+  }
+  const frag = document.createDocumentFragment();
+  for (const [p, list] of [...groups.entries()].sort((x, y) => x[0].localeCompare(y[0]))) {
+    const section = el('section', 'project');
+    section.dataset.project = p;
+    section.appendChild(el('h2', null, `${p} (${list.length})`));
+    const grid = el('div', 'grid');
+    for (const a of list) grid.appendChild(card(a));
+    section.appendChild(grid);
+    frag.appendChild(section);
+  }
+  root.replaceChildren(frag);
+  if (!agents.length) root.appendChild(emptyNote());
+  const counts = {};
+  for (const a of hs.agents.values()) counts[a.activity] = (counts[a.activity] || 0) + 1;
+  $('summary').textContent = `${hs.agents.size} agent${hs.agents.size === 1 ? '' : 's'}` +
+    ['running', 'waiting', 'idle', 'ended'].filter((k) => counts[k]).map((k) => ` · ${counts[k]} ${k}`).join('');
+}
+
+let emptyTemplate = null;
+function emptyNote() {
+  return emptyTemplate.cloneNode(true);
+}
+
+function updateCard(a) {
+  hs.agents.set(a.id, a);
+  const old = document.querySelector(`.card[data-id="${a.id}"]`);
+  const sameProject = old && old.closest('.project') && old.closest('.project').dataset.project === (a.project || 'other');
+  if (old && sameProject && !hs.dismissed.has(a.id)) old.replaceWith(card(a));
+  else renderAgents();
+  if (hs.open === a.id) convTitle(a);
+}
+
+async function loadAgents() {
+  const list = await api('/api/agents');
+  hs.agents = new Map(list.map((a) => [a.id, a]));
+  renderAgents();
+}
+
+function refreshAgent(id) {
+  if (hs.refresh.has(id)) return;
+  hs.refresh.set(id, setTimeout(async () => {
+    hs.refresh.delete(id);
+    try {
+      updateCard(await api(`/api/agents/${id}`));
+    } catch (e) { /* gone or server down: the next event or gap refetches */ }
+  }, 80));
+}
+
+// ---------- conversation --------------------------------------------------------------------
+
+function convTitle(a) {
+  $('conv-title').textContent = a ? `${a.project || 'agent'} · ${a.session_id} · ${STATE_LABEL[a.state] || a.state}` : '';
+}
+
+function bubble(t) {
+  const b = el('div', `bubble ${t.actor} ${t.intent}`);
+  b.dataset.id = t.id;
+  const meta = el('div', 'meta');
+  meta.append(el('span', null, t.actor === 'user' ? 'You' : 'Claude'), el('span', 'time', clock(t.timestamp)), el('span', 'tag', t.intent.replace('_', ' ')));
+  b.appendChild(meta);
+  b.appendChild(el('div', 'text', t.text));
+  if (t.question) {
+    const o = options(t.question);
+    if (o) b.appendChild(o);
+  }
+  return b;
+}
+
+function key(t) {
+  return [Date.parse(t.timestamp), t.id];
+}
+
+function before(a, b) {
+  return a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+}
+
+function position(k) {
+  let lo = 0, hi = hs.order.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (before(hs.order[mid], k)) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+function placeAt(entry, index) {
+  const container = $('turns');
+  const next = index + 1 < hs.order.length ? hs.turns.get(hs.order[index + 1][1]) : null;
+  container.insertBefore(entry.el, next ? next.el : null);
+}
+
+function fixTaskMark(index) {
+  if (index < 0 || index >= hs.order.length) return;
+  const cur = hs.turns.get(hs.order[index][1]);
+  const prev = index > 0 ? hs.turns.get(hs.order[index - 1][1]) : null;
+  const starts = !prev || prev.turn.task_id !== cur.turn.task_id;
+  cur.el.classList.toggle('task-start', starts);
+  if (starts) cur.el.dataset.taskLabel = `Task ${cur.turn.task_id}`;
+}
+
+function collapse(taskId) {
+  let n = 0;
+  let last = null;
+  for (const [, id] of hs.order) {
+    const e = hs.turns.get(id);
+    if (e.turn.task_id !== taskId) continue;
+    if (e.turn.intent === 'progress') { e.el.classList.add('collapsed'); n += 1; }
+    if (e.turn.intent === 'completion' || e.turn.intent === 'end_of_task') last = e;
+  }
+  if (last && n && !last.el.querySelector('.steps')) {
+    const b = el('button', 'steps', `show ${n} step${n === 1 ? '' : 's'}`);
+    b.addEventListener('click', (ev) => {
+      ev.stopPropagation();
+      for (const [, id] of hs.order) {
+        const e = hs.turns.get(id);
+        if (e.turn.task_id === taskId && e.turn.intent === 'progress') e.el.classList.toggle('collapsed');
+      }
+    });
+    last.el.appendChild(b);
+  }
+}
+
+// Inserts or updates a turn at its place in (timestamp, id) order. Idempotent: the same turn
+// twice (from an event and a refetch) is one bubble.
+function upsertTurn(t, bulk) {
+  const existing = hs.turns.get(t.id);
+  if (existing) {
+    const oldKey = key(existing.turn);
+    existing.turn = Object.assign({}, existing.turn, t);
+    const newKey = key(existing.turn);
+    existing.el.querySelector('.time').textContent = clock(existing.turn.timestamp);
+    if (oldKey[0] !== newKey[0]) {
+      const from = position(oldKey);
+      hs.order.splice(from, 1);
+      const to = position(newKey);
+      hs.order.splice(to, 0, newKey);
+      placeAt(existing, to);
+      for (const i of [from - 1, from, to - 1, to, to + 1]) fixTaskMark(i);
+    }
+    return;
+  }
+  const entry = { turn: t, el: bubble(t) };
+  hs.turns.set(t.id, entry);
+  const k = key(t);
+  const atEnd = !hs.order.length || before(hs.order[hs.order.length - 1], k);
+  const index = atEnd ? hs.order.length : position(k);
+  hs.order.splice(index, 0, k);
+  if (bulk && atEnd) bulk.appendChild(entry.el); else placeAt(entry, index);
+  fixTaskMark(index);
+  fixTaskMark(index + 1);
+  if (hs.done.has(t.task_id) && t.intent === 'progress') entry.el.classList.add('collapsed');
+  if (t.intent === 'completion' || t.intent === 'end_of_task') {
+    hs.done.add(t.task_id);
+    if (!bulk) collapse(t.task_id);
+  }
+}
+
+async function loadTurns(id) {
+  const started = performance.now();
+  let after = null;
+  let total = 0;
+  for (;;) {
+    const page = await api(`/api/agents/${id}/turns?limit=2000${after ? `&after=${after}` : ''}`);
+    if (hs.open !== id) return;
+    const frag = document.createDocumentFragment();
+    for (const t of page) upsertTurn(t, frag);
+    $('turns').appendChild(frag);
+    total += page.length;
+    $('conv-status').textContent = `${total} turns${page.length === 2000 ? ' · loading…' : ''}`;
+    if (page.length < 2000) break;
+    after = page[page.length - 1].id;
+  }
+  for (const task of hs.done) collapse(task);
+  hs.metrics.lastLoadMs = performance.now() - started;
+}
+
+async function openConversation(id) {
+  hs.open = id;
+  hs.turns = new Map();
+  hs.order = [];
+  hs.done = new Set();
+  $('turns').replaceChildren();
+  $('conversation').hidden = false;
+  convTitle(hs.agents.get(id));
+  $('conv-status').textContent = 'loading…';
+  try {
+    await loadTurns(id);
+    const box = $('turns');
+    box.scrollTop = box.scrollHeight;
+  } catch (e) {
+    $('conv-status').textContent = `could not load: ${e.message}`;
+  }
+}
+
+function closeConversation() {
+  hs.open = null;
+  $('conversation').hidden = true;
+}
+
+// ---------- actions -------------------------------------------------------------------------
+
+async function reconcile(id) {
+  try {
+    const r = await api(`/api/agents/${id}/reconcile`, { method: 'POST' });
+    if (r.message) toast(r.message, '');
+    else if (r.status === 'partial') toast(`${r.created} turn(s) recovered so far; still reading`, '');
+    else if (r.created > 0) toast(`${r.created} turn(s) recovered`, 'ok');
+    else toast('No missing turns found', 'ok');
+  } catch (e) {
+    toast(`Reconcile failed: ${e.message}`, 'error');
+  }
+}
+
+function showInfo(id) {
+  const a = hs.agents.get(id);
+  $('info-body').textContent = JSON.stringify(a, null, 2);
+  $('info').showModal();
+}
+
+function dismiss(id) {
+  hs.dismissed.add(id);
+  localStorage.setItem('hs.dismissed', JSON.stringify([...hs.dismissed]));
+  renderAgents();
+  toast('Dismissed; it comes back when it does something', '');
+}
+
+function openMenu(id, anchor) {
+  const m = $('menu');
+  m.dataset.agent = id;
+  const r = anchor.getBoundingClientRect();
+  m.style.left = `${Math.min(r.left, window.innerWidth - 190)}px`;
+  m.style.top = `${r.bottom + 4}px`;
+  m.hidden = false;
+  m.querySelector('button').focus();
+}
+
+function closeMenu() {
+  $('menu').hidden = true;
+}
+
+function select(id) {
+  hs.selected = id;
+  for (const c of document.querySelectorAll('.card')) c.classList.toggle('selected', Number(c.dataset.id) === id);
+  const c = document.querySelector(`.card[data-id="${id}"]`);
+  if (c) c.scrollIntoView({ block: 'nearest' });
+}
+
+// ---------- live updates --------------------------------------------------------------------
+
+function applyOnce(ev, fn) {
+  const id = Number(ev.lastEventId || 0);
+  if (id && id <= hs.lastEventId) return; // already applied
+  if (id) hs.lastEventId = id;
+  hs.metrics.eventsApplied += 1;
+  fn(JSON.parse(ev.data));
+}
+
+async function refetchAll() {
+  await loadAgents();
+  if (hs.open !== null) await loadTurns(hs.open); // merged by id: nothing doubled
+}
+
+function connect() {
+  const es = new EventSource('/api/events');
+  es.onopen = () => { $('conn').dataset.state = 'live'; $('conn').title = 'Live'; };
+  es.onerror = () => { $('conn').dataset.state = 'down'; $('conn').title = 'Reconnecting…'; };
+  es.addEventListener('turn_created', (ev) => applyOnce(ev, (t) => {
+    if (hs.open === t.agent_id) upsertTurn(t);
+    if (!hs.agents.has(t.agent_id)) loadAgents(); else refreshAgent(t.agent_id);
+    if (hs.dismissed.delete(t.agent_id)) localStorage.setItem('hs.dismissed', JSON.stringify([...hs.dismissed]));
+  }));
+  es.addEventListener('turn_updated', (ev) => applyOnce(ev, (u) => {
+    if (hs.open === u.agent_id && hs.turns.has(u.turn_id)) {
+      upsertTurn({ id: u.turn_id, timestamp: u.timestamp, timestamp_source: u.timestamp_source, task_id: u.task_id, entry_uuid: u.entry_uuid });
+    }
+  }));
+  for (const name of ['state_changed', 'card_refresh', 'session_ended']) {
+    es.addEventListener(name, (ev) => applyOnce(ev, (d) => refreshAgent(d.agent_id)));
+  }
+  es.addEventListener('session_created', (ev) => applyOnce(ev, () => loadAgents()));
+  es.addEventListener('gap', (ev) => applyOnce(ev, () => {
+    hs.metrics.gaps += 1;
+    refetchAll().catch(() => {});
+  }));
+}
+
+// ---------- wiring --------------------------------------------------------------------------
+
+function applyTheme(t) {
+  if (t) document.documentElement.dataset.theme = t; else delete document.documentElement.dataset.theme;
+}
+
+document.addEventListener('DOMContentLoaded', async () => {
+  emptyTemplate = $('empty').cloneNode(true);
+  applyTheme(localStorage.getItem('hs.theme'));
+  $('agents').addEventListener('click', (e) => {
+    const k = e.target.closest('[data-kebab]');
+    if (k) { e.stopPropagation(); openMenu(Number(k.dataset.kebab), k); return; }
+    const c = e.target.closest('.card');
+    if (c) { const id = Number(c.dataset.id); select(id); openConversation(id); }
+  });
+  $('menu').addEventListener('click', (e) => {
+    const b = e.target.closest('button');
+    if (!b) return;
+    const id = Number($('menu').dataset.agent);
+    closeMenu();
+    ({ open: openConversation, info: showInfo, reconcile, dismiss })[b.dataset.action](id);
+  });
+  document.addEventListener('click', (e) => { if (!e.target.closest('#menu')) closeMenu(); });
+  $('conv-close').addEventListener('click', closeConversation);
+  $('conv-reconcile').addEventListener('click', () => hs.open !== null && reconcile(hs.open));
+  $('filter').addEventListener('input', renderAgents);
+  $('theme').addEventListener('click', () => {
+    const dark = getComputedStyle(document.documentElement).getPropertyValue('--bg').trim() === '#14171c';
+    const next = dark ? 'light' : 'dark';
+    localStorage.setItem('hs.theme', next);
+    applyTheme(next);
+  });
+  $('help').addEventListener('click', () => $('keys').showModal());
+  document.addEventListener('keydown', (e) => {
+    if (e.target.matches('input, textarea') || document.querySelector('dialog[open]')) {
+      if (e.key === 'Escape') e.target.blur();
+      return;
+    }
+    const ids = [...document.querySelectorAll('.card')].map((c) => Number(c.dataset.id));
+    const at = ids.indexOf(hs.selected);
+    if (e.key === 'j' || e.key === 'ArrowDown') select(ids[Math.min(ids.length - 1, at + 1)] ?? ids[0]);
+    else if (e.key === 'k' || e.key === 'ArrowUp') select(ids[Math.max(0, at - 1)] ?? ids[0]);
+    else if (e.key === 'Enter' && hs.selected !== null) openConversation(hs.selected);
+    else if (e.key === 'Escape') { closeMenu(); closeConversation(); }
+    else if (e.key === 'r' && (hs.selected ?? hs.open) !== null) reconcile(hs.selected ?? hs.open);
+    else if (e.key === '/') { e.preventDefault(); $('filter').focus(); }
+    else if (e.key === 't') $('theme').click();
+    else if (e.key === '?') $('keys').showModal();
+    else return;
+    e.preventDefault();
+  });
+  setInterval(() => {
+    for (const s of document.querySelectorAll('.since')) s.textContent = since(s.dataset.since);
+  }, 5000);
+  try {
+    await loadAgents();
+  } catch (e) {
+    toast(`Cannot load agents: ${e.message}`, 'error');
+  }
+  hs.metrics.firstRenderMs = performance.now();
+  connect();
+});
