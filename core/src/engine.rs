@@ -1076,6 +1076,11 @@ impl Core {
         }
         let now = self.now;
         self.agent_mut(agent_id).last_turn_at = now;
+        // The command that opened a task now has the transcript's time: the task takes it
+        // too, so tasks the transcript knows are ordered on one clock.
+        if let (Some(ts), Actor::User, Intent::Command) = (timestamp, slot.actor, slot.intent) {
+            self.retime_task(agent_id, slot.task_id, slot.stamp, ts);
+        }
         self.out.push_back(Command::Store(Write::Claim {
             turn_id: slot.turn_id,
             entry_uuid: uuid.clone(),
@@ -1173,6 +1178,28 @@ impl Core {
             self.recompute(agent_id, p);
         }
         id
+    }
+
+    /// Moves a task's start from `from` (its hook command's time) to `to`, and re-decides which
+    /// task is the agent's latest.
+    fn retime_task(&mut self, agent_id: AgentId, task_id: TaskId, from: Timestamp, to: Timestamp) {
+        let agent = self.agent_mut(agent_id);
+        let Some(task) = agent.tasks.get_mut(&task_id) else {
+            return;
+        };
+        if task.started_at != from || from == to {
+            return;
+        }
+        agent.task_order.remove(&(from, task_id));
+        task.started_at = to;
+        agent.task_order.insert((to, task_id));
+        let previous = agent.latest;
+        agent.latest = agent.task_order.last().map(|(_, t)| *t);
+        let latest = agent.latest;
+        self.mark_task(agent_id, task_id);
+        for t in [previous, latest].into_iter().flatten() {
+            self.recompute(agent_id, t);
+        }
     }
 
     /// The state shown for a task: complete once a later task started; otherwise the

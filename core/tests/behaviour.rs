@@ -856,3 +856,24 @@ fn ac_8_2_unchanged_or_unknown_panes_are_no_gap() {
     assert_eq!(gaps(&mut core).0, 0);
     assert_eq!(core.poll_timeout(), None);
 }
+
+#[test]
+fn a_transcript_clock_behind_the_hooks_still_orders_tasks() {
+    // The hook is stamped now; the transcript's lines are a minute older.
+    let mut w = World::new();
+    w.prompt_hook("first");
+    w.s.clock = w.now.add_millis(-60_000);
+    let p = w.s.prompt("first", None);
+    let a = w.s.agent_text("Done. All tests pass.");
+    w.append(&p);
+    w.append(&a);
+    assert_eq!(w.state(), TaskState::Complete);
+    w.s.clock = w.now.add_millis(-40_000);
+    let q = w.s.prompt("second, hook lost", None);
+    w.append(&q);
+    assert_eq!(
+        w.state(),
+        TaskState::Commanded,
+        "the new task is the current one"
+    );
+}

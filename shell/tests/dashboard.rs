@@ -303,6 +303,11 @@ fn the_dashboard_shows_live_cards_and_conversations_in_a_real_browser() {
     assert_eq!(ids.len(), api_turns, "every turn shown once: {ids:?}");
     assert_eq!(unique.len(), ids.len());
     assert_eq!(browser.js("return window.__marker"), json!("no reload"));
+    browser.until(
+        "the new task's card",
+        "return document.querySelector('.card').dataset.state === 'commanded'",
+    );
+    assert_eq!(browser.js("return document.getElementById('menu').hidden && getComputedStyle(document.getElementById('menu')).display"), json!("none"));
     browser.screenshot("dashboard-after-restart");
 
     // Dark theme renders too.
