@@ -157,6 +157,7 @@ async function loadAgents() {
   const list = await api('/api/agents');
   hs.agents = new Map(list.map((a) => [a.id, a]));
   renderAgents();
+  if (hs.open !== null) convTitle(hs.agents.get(hs.open));
 }
 
 function refreshAgent(id) {
