@@ -86,6 +86,7 @@ pub mod hook;
 pub mod intent;
 pub mod io;
 pub mod matching;
+pub mod pane;
 pub mod model;
 pub mod replay;
 pub mod state;
