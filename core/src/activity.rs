@@ -45,6 +45,9 @@ pub fn agent_activity(agent: &AgentRow, current: Option<&TaskRow>) -> Activity {
     if agent.ended {
         return Activity::Ended;
     }
+    if agent.sent_at.is_some() {
+        return Activity::Running; // sent, its prompt not seen yet: never a false idle
+    }
     if agent.waiting_permission {
         return Activity::Waiting;
     }

@@ -23,6 +23,10 @@ pub struct Config {
     /// How long new pane output may go without a new turn before the transcript is read
     /// (the watchdog's gap threshold; seed default 5 s).
     pub gap_threshold_ms: i64,
+    /// How long hook and transcript news is trusted before the pane may overrule it.
+    pub trust_ms: i64,
+    /// How long a `send` counts as running when no prompt follows it.
+    pub send_timeout_ms: i64,
 }
 
 impl Config {
@@ -31,6 +35,8 @@ impl Config {
         Config {
             claude_dir: claude_dir.into(),
             gap_threshold_ms: 5_000,
+            trust_ms: 10_000,
+            send_timeout_ms: 60_000,
         }
     }
 }
@@ -67,6 +73,10 @@ struct AgentState {
     pane_hash: Option<u128>,
     pane_change_at: Option<Timestamp>,
     last_turn_at: Timestamp,
+    /// Consecutive captures that showed the idle prompt.
+    pane_idle_readings: u32,
+    /// When a hook or a transcript entry last said something about this agent.
+    last_signal_at: Timestamp,
 }
 
 #[derive(Debug)]
@@ -140,7 +150,11 @@ impl Core {
             } => self.on_transcript(&path, offset, &data, read),
             Input::TranscriptReset { path } => self.on_reset(&path),
             Input::Pane { pane, text } => self.on_pane(&pane, &text),
-            Input::Tick => self.check_gaps(),
+            Input::Sent { agent } => self.on_sent(&agent),
+            Input::Tick => {
+                self.check_gaps();
+                self.expire_sends();
+            }
             Input::Reconcile { agent, request } => self.on_reconcile(&agent, request),
             Input::Restore(snapshot) => self.restore(snapshot),
         }
@@ -155,11 +169,17 @@ impl Core {
     /// When the core wants a [`Input::Tick`] next, if ever: the earliest moment a pane's
     /// new output becomes a gap.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
-        self.agents
+        let gaps = self
+            .agents
             .values()
             .filter_map(|a| a.pane_change_at)
-            .min()
-            .map(|t| t.add_millis(self.config.gap_threshold_ms))
+            .map(|t| t.add_millis(self.config.gap_threshold_ms));
+        let sends = self
+            .agents
+            .values()
+            .filter_map(|a| a.row.sent_at)
+            .map(|t| t.add_millis(self.config.send_timeout_ms));
+        gaps.chain(sends).min()
     }
 
     /// The latest time the core has been given.
@@ -206,6 +226,7 @@ impl Core {
             return;
         };
         self.note_transcript_path(agent_id, &hook);
+        self.agent_mut(agent_id).last_signal_at = stamp;
         let announces = match hook.event {
             HookEvent::UserPromptSubmit => {
                 hook.prompt.as_deref().is_some_and(|p| !p.trim().is_empty())
@@ -237,6 +258,7 @@ impl Core {
         match hook.event {
             HookEvent::UserPromptSubmit => {
                 self.set_flags(agent_id, Some(false), Some(false));
+                self.prompt_seen(agent_id, Some(stamp));
                 if let (Some(prompt), Some(key)) = (hook.prompt.as_deref(), hook_key) {
                     self.hook_prompt(agent_id, &hook, prompt, stamp, key);
                 }
@@ -350,6 +372,7 @@ impl Core {
             tmux_pane: None,
             ended: false,
             waiting_permission: false,
+            sent_at: None,
             last_seen_at: self.now,
         };
         self.out
@@ -641,7 +664,89 @@ impl Core {
             Some(_) if agent.pane_change_at.is_none() => agent.pane_change_at = Some(now),
             Some(_) => {}
         }
+        self.read_screen(agent_id, pane, text);
         self.check_gaps();
+    }
+
+    /// What the screen says about the agent's activity. A permission dialog means waiting.
+    /// Two idle readings in a row end a turn that hooks and transcript still call running,
+    /// once their news is older than the trust window (a lost Stop, an interrupt).
+    fn read_screen(&mut self, agent_id: AgentId, pane: &str, text: &str) {
+        let reading = crate::pane::read_pane(text);
+        let now = self.now;
+        let trust = self.config.trust_ms;
+        let agent = self.agent_mut(agent_id);
+        let permission = matches!(reading.state, crate::pane::PaneState::Permission(_));
+        agent.pane_idle_readings = if reading.state == crate::pane::PaneState::Idle {
+            agent.pane_idle_readings + 1
+        } else {
+            0
+        };
+        let (idle_readings, trusted, sent) = (
+            agent.pane_idle_readings,
+            now < agent.last_signal_at.add_millis(trust),
+            agent.row.sent_at.is_some(),
+        );
+        let shown = agent.latest.map(|t| agent.tasks[&t].state);
+        if permission != agent.row.waiting_permission {
+            self.set_flags(agent_id, None, Some(permission));
+        }
+        let running = matches!(shown, Some(TaskState::Commanded | TaskState::Processing));
+        if idle_readings >= 2 && running && !trusted && !sent {
+            debug!(
+                "[ACTIVITY] pane {pane} shows the idle prompt while agent {agent_id} is {}; taking it as the end of the turn. Last lines: {}",
+                shown.map_or("-", TaskState::as_str),
+                crate::pane::tail(text, 4)
+            );
+            self.hook_turn_end(agent_id, None, now);
+        } else if reading.state == crate::pane::PaneState::Busy && !running && !sent {
+            debug!(
+                "[ACTIVITY] pane {pane} shows agent {agent_id} busy while it is {}; waiting for its prompt. Last lines: {}",
+                shown.map_or("-", TaskState::as_str),
+                crate::pane::tail(text, 4)
+            );
+        }
+    }
+
+    /// Text goes to the agent's pane: running until a prompt emitted from now on arrives.
+    fn on_sent(&mut self, agent_ref: &str) {
+        let Some(agent_id) = self.resolve_agent(agent_ref) else {
+            return;
+        };
+        let now = self.now;
+        let agent = self.agent_mut(agent_id);
+        agent.row.sent_at = Some(now);
+        agent.pane_idle_readings = 0;
+        self.dirty_agents.insert(agent_id);
+        self.publish(agent_id, "card_refresh", json!({"agent_id": agent_id}));
+    }
+
+    /// A prompt emitted at `stamp` arrived: a `send` before it is answered.
+    fn prompt_seen(&mut self, agent_id: AgentId, stamp: Option<Timestamp>) {
+        let agent = self.agent_mut(agent_id);
+        if let (Some(sent), Some(at)) = (agent.row.sent_at, stamp) {
+            // A second of slack: the hook script stamps after the keys were typed.
+            if at.add_millis(1_000) >= sent {
+                agent.row.sent_at = None;
+                self.dirty_agents.insert(agent_id);
+            }
+        }
+    }
+
+    /// A `send` whose prompt never showed stops counting as running.
+    fn expire_sends(&mut self) {
+        let (now, limit) = (self.now, self.config.send_timeout_ms);
+        let expired: Vec<AgentId> = self
+            .agents
+            .iter()
+            .filter(|(_, a)| a.row.sent_at.is_some_and(|t| now >= t.add_millis(limit)))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in expired {
+            warn!("[SEND] no prompt arrived within {}s of a send to agent {id}; its activity follows hooks, transcript and pane again", limit / 1000);
+            self.agent_mut(id).row.sent_at = None;
+            self.dirty_agents.insert(id);
+        }
     }
 
     /// New pane output that no turn has followed within the threshold is a gap: the
@@ -772,6 +877,8 @@ impl Core {
 
     fn process_entry(&mut self, path: &str, agent_id: AgentId, e: Entry) {
         let session = self.files[path].session_id.clone();
+        let now = self.now;
+        self.agent_mut(agent_id).last_signal_at = now;
         match e {
             Entry::UserPrompt {
                 uuid,
@@ -782,6 +889,7 @@ impl Core {
                 if !self.first_sight(agent_id, &uuid) {
                     return;
                 }
+                self.prompt_seen(agent_id, timestamp);
                 let key = Key::new(Kind::Prompt, &text, prompt_id.as_deref());
                 if let Some(slot) = self.agent_mut(agent_id).index.claim(&key) {
                     self.set_file_task(path, slot.task_id);
@@ -1541,6 +1649,8 @@ impl AgentState {
             pane_hash: None,
             pane_change_at: None,
             last_turn_at: Timestamp(i64::MIN),
+            pane_idle_readings: 0,
+            last_signal_at: Timestamp(i64::MIN),
         }
     }
 }

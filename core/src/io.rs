@@ -52,6 +52,12 @@ pub enum Input {
         /// Echoed in the reply.
         request: RequestId,
     },
+    /// Text is about to be typed into an agent's pane (`send`, `clear`): it counts as running
+    /// until a prompt emitted after this moment arrives.
+    Sent {
+        /// An agent id, a Claude session id or a pane id.
+        agent: String,
+    },
     /// Rebuild all state from what the store holds (after a restart).
     Restore(Snapshot),
 }

@@ -58,6 +58,9 @@ pub struct AgentRow {
     pub ended: bool,
     /// A permission dialog is open.
     pub waiting_permission: bool,
+    /// Text was sent to its pane and no prompt emitted since has arrived: it is running.
+    #[serde(default)]
+    pub sent_at: Option<Timestamp>,
     /// When anything was last heard of it.
     pub last_seen_at: Timestamp,
 }

@@ -38,7 +38,10 @@ fn is_rule(line: &str) -> bool {
 }
 
 fn strip_box(line: &str) -> &str {
-    line.trim().trim_start_matches(['│', '┃']).trim_end_matches(['│', '┃']).trim_matches(|c: char| c.is_whitespace() || c == '\u{a0}')
+    line.trim()
+        .trim_start_matches(['│', '┃'])
+        .trim_end_matches(['│', '┃'])
+        .trim_matches(|c: char| c.is_whitespace() || c == '\u{a0}')
 }
 
 const SPINNER_WORDS: [&str; 2] = ["esc to interrupt", "ctrl+c to interrupt"];
@@ -50,8 +53,14 @@ fn is_spinner(line: &str) -> bool {
     }
     // "✳ Simplifying… (2m 18s · ↓ 4.8k tokens)": a glyph, a word, an ellipsis.
     let mut chars = t.chars();
-    let Some(first) = chars.next() else { return false };
-    !first.is_alphanumeric() && first != '>' && first != '❯' && t.contains('…') && t.split_whitespace().nth(1).is_some_and(|w| w.contains('…'))
+    let Some(first) = chars.next() else {
+        return false;
+    };
+    !first.is_alphanumeric()
+        && first != '>'
+        && first != '❯'
+        && t.contains('…')
+        && t.split_whitespace().nth(1).is_some_and(|w| w.contains('…'))
 }
 
 /// Finds the input box: (index of its prompt line, index of its top edge, typed text).
@@ -60,17 +69,35 @@ fn input_box(lines: &[&str]) -> Option<(usize, usize, String)> {
         let t = lines[i].trim_start();
         // Newer style: ❯ between two rules.
         if let Some(rest) = t.strip_prefix('❯') {
-            if is_rule(lines[i - 1]) && lines.get(i + 1).is_none_or(|l| is_rule(l) || l.trim().is_empty()) {
-                return Some((i, i - 1, rest.trim_matches(|c: char| c.is_whitespace() || c == '\u{a0}').to_string()));
+            if is_rule(lines[i - 1])
+                && lines
+                    .get(i + 1)
+                    .is_none_or(|l| is_rule(l) || l.trim().is_empty())
+            {
+                return Some((
+                    i,
+                    i - 1,
+                    rest.trim_matches(|c: char| c.is_whitespace() || c == '\u{a0}')
+                        .to_string(),
+                ));
             }
         }
         // Older style: │ > … │ inside a rounded box.
-        if t.starts_with('│') && lines[i - 1].trim_start().starts_with('╭') && lines.get(i + 1).is_some_and(|l| l.trim_start().starts_with('╰')) {
+        if t.starts_with('│')
+            && lines[i - 1].trim_start().starts_with('╭')
+            && lines
+                .get(i + 1)
+                .is_some_and(|l| l.trim_start().starts_with('╰'))
+        {
             let inner = strip_box(t);
             if let Some(rest) = inner.strip_prefix('>') {
                 let typed = rest.trim_matches(|c: char| c.is_whitespace() || c == '\u{a0}');
                 // `Try "…"` is a placeholder, not typed text.
-                let typed = if typed.starts_with("Try \"") { "" } else { typed };
+                let typed = if typed.starts_with("Try \"") {
+                    ""
+                } else {
+                    typed
+                };
                 return Some((i, i - 1, typed.to_string()));
             }
         }
@@ -85,7 +112,8 @@ fn numbered_options(lines: &[&str]) -> Vec<String> {
         .filter_map(|l| {
             let t = strip_box(l).trim_start_matches(['❯', '>', ' ', '\u{a0}']);
             let (num, rest) = t.split_once(". ")?;
-            (num.len() <= 2 && num.chars().all(|c| c.is_ascii_digit())).then(|| rest.trim().to_string())
+            (num.len() <= 2 && num.chars().all(|c| c.is_ascii_digit()))
+                .then(|| rest.trim().to_string())
         })
         .collect()
 }
@@ -93,39 +121,79 @@ fn numbered_options(lines: &[&str]) -> Vec<String> {
 /// Reads a capture.
 pub fn read_pane(text: &str) -> PaneReading {
     let lines: Vec<&str> = text.lines().map(|l| l.trim_end()).collect();
-    let end = lines.iter().rposition(|l| !l.trim().is_empty()).map_or(0, |i| i + 1);
+    let end = lines
+        .iter()
+        .rposition(|l| !l.trim().is_empty())
+        .map_or(0, |i| i + 1);
     let lines = &lines[..end];
     let boxed = input_box(lines);
     let box_at = boxed.as_ref().map_or(0, |b| b.1);
 
     // A dialog below the last input box (or with none) is what the agent waits on.
-    if let Some(q) = lines.iter().rposition(|l| l.contains("Do you want to proceed?") || l.contains("Do you want to make this edit")) {
+    if let Some(q) = lines.iter().rposition(|l| {
+        l.contains("Do you want to proceed?") || l.contains("Do you want to make this edit")
+    }) {
         if boxed.is_none() || q > box_at {
             let options = numbered_options(&lines[q + 1..]);
             let question = strip_box(lines[q]).to_string();
-            let detail: Vec<String> = lines[q.saturating_sub(3)..q].iter().map(|l| strip_box(l).to_string()).filter(|l| !l.is_empty() && !l.starts_with('╭')).collect();
+            let detail: Vec<String> = lines[q.saturating_sub(3)..q]
+                .iter()
+                .map(|l| strip_box(l).to_string())
+                .filter(|l| !l.is_empty() && !l.starts_with('╭'))
+                .collect();
             return PaneReading {
-                state: PaneState::Permission(json!({"question": question, "detail": detail, "options": options})),
+                state: PaneState::Permission(
+                    json!({"question": question, "detail": detail, "options": options}),
+                ),
                 input: None,
             };
         }
     }
-    if lines.iter().any(|l| l.contains("Do you trust the files in this folder?")) && boxed.is_none() {
-        return PaneReading { state: PaneState::Trust, input: None };
+    if lines
+        .iter()
+        .any(|l| l.contains("Do you trust the files in this folder?"))
+        && boxed.is_none()
+    {
+        return PaneReading {
+            state: PaneState::Trust,
+            input: None,
+        };
     }
     let Some((_, top, typed)) = boxed else {
         let starting = lines.iter().any(|l| l.contains("Welcome to Claude Code"));
-        return PaneReading { state: if starting { PaneState::Starting } else { PaneState::Unknown }, input: None };
+        return PaneReading {
+            state: if starting {
+                PaneState::Starting
+            } else {
+                PaneState::Unknown
+            },
+            input: None,
+        };
     };
     // The block right above the box: up to one blank line, then the nearest text line.
-    let above = lines[..top].iter().rev().take(3).find(|l| !l.trim().is_empty());
+    let above = lines[..top]
+        .iter()
+        .rev()
+        .take(3)
+        .find(|l| !l.trim().is_empty());
     let busy = above.is_some_and(|l| is_spinner(l));
-    PaneReading { state: if busy { PaneState::Busy } else { PaneState::Idle }, input: Some(typed) }
+    PaneReading {
+        state: if busy {
+            PaneState::Busy
+        } else {
+            PaneState::Idle
+        },
+        input: Some(typed),
+    }
 }
 
 /// The last few non-empty lines of a capture, for DEBUG telemetry (sm#240).
 pub fn tail(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().map(str::trim_end).filter(|l| !l.is_empty()).collect();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.is_empty())
+        .collect();
     lines[lines.len().saturating_sub(n)..].join(" ⏎ ")
 }
 
@@ -138,7 +206,13 @@ mod tests {
     #[test]
     fn newer_idle_prompt_with_nbsp_and_hints() {
         let s = format!("⏺ Done.\n\n{RULE}\n❯\u{a0}\n{RULE}\n  ? for shortcuts\n");
-        assert_eq!(read_pane(&s), PaneReading { state: PaneState::Idle, input: Some(String::new()) });
+        assert_eq!(
+            read_pane(&s),
+            PaneReading {
+                state: PaneState::Idle,
+                input: Some(String::new())
+            }
+        );
         let s = format!("{RULE}\n❯ fix the bu\n{RULE}\n  ⏵⏵ auto-accept edits on\n");
         assert_eq!(read_pane(&s).input.as_deref(), Some("fix the bu"));
     }
@@ -161,14 +235,23 @@ mod tests {
     fn permission_dialog_becomes_a_question() {
         let s = "╭──────────────────────────╮\n│ Bash command              │\n│   rm -rf target           │\n│ Do you want to proceed?   │\n│ ❯ 1. Yes                  │\n│   2. No, and tell Claude what to do differently (esc) │\n╰──────────────────────────╯\n";
         let r = read_pane(s);
-        let PaneState::Permission(q) = r.state else { panic!("{r:?}") };
+        let PaneState::Permission(q) = r.state else {
+            panic!("{r:?}")
+        };
         assert_eq!(q["question"], "Do you want to proceed?");
-        assert_eq!(q["options"], json!(["Yes", "No, and tell Claude what to do differently (esc)"]));
+        assert_eq!(
+            q["options"],
+            json!(["Yes", "No, and tell Claude what to do differently (esc)"])
+        );
     }
 
     #[test]
     fn trust_and_other_screens() {
-        assert_eq!(read_pane("Do you trust the files in this folder?\n❯ 1. Yes, proceed\n  2. No, exit\n").state, PaneState::Trust);
+        assert_eq!(
+            read_pane("Do you trust the files in this folder?\n❯ 1. Yes, proceed\n  2. No, exit\n")
+                .state,
+            PaneState::Trust
+        );
         assert_eq!(read_pane("$ ls\nCargo.toml\n$ ").state, PaneState::Unknown);
         assert_eq!(read_pane("").state, PaneState::Unknown);
     }

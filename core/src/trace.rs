@@ -36,6 +36,11 @@ pub enum Step {
     },
     /// The server crashed and restarted: in-memory state is lost, the store is kept.
     Restart,
+    /// `send` or `clear` typed into an agent's pane (an extension of the contract's format).
+    Sent {
+        /// The agent reference.
+        agent: String,
+    },
 }
 
 /// A whole trace: its header and its steps with their times.
@@ -175,6 +180,15 @@ fn parse_step(n: usize, v: &Value) -> Result<Step, TraceError> {
     }
     if v.get("restart").is_some() {
         return Ok(Step::Restart);
+    }
+    if let Some(s) = v.get("sent") {
+        let agent = s
+            .get("agent")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("sent needs an agent"))?;
+        return Ok(Step::Sent {
+            agent: agent.to_string(),
+        });
     }
     Err(bad(
         "no input: expected one of hook, append, pane, tick, reconcile, restart",

@@ -877,3 +877,208 @@ fn a_transcript_clock_behind_the_hooks_still_orders_tasks() {
         "the new task is the current one"
     );
 }
+
+// ----- activity: sm#232 (late /clear Stop) and sm#240 (lost Stop) as behaviours ----------------
+
+impl World {
+    fn activity(&self) -> headspace_core::Activity {
+        let tasks: Vec<_> = self.r.store().tasks().cloned().collect();
+        let agent = self.r.store().agents().next().expect("an agent").clone();
+        headspace_core::activity::agent_activity(
+            &agent,
+            headspace_core::activity::current_task(&tasks),
+        )
+    }
+    fn sent(&mut self) {
+        self.tick(5);
+        self.r.step(self.now, Step::Sent { agent: "%1".into() });
+    }
+    fn pane(&mut self, text: &str) {
+        self.tick(1_000);
+        self.r.step(
+            self.now,
+            Step::Pane {
+                pane: "%1".into(),
+                text: text.into(),
+            },
+        );
+    }
+    /// A finished task: prompt, reply, Stop.
+    fn finished_task(&mut self, prompt: &str) {
+        self.prompt_hook(prompt);
+        self.stop_hook(Some("Done. All tests pass."));
+    }
+    /// `headspace clear`: /clear typed, a new session in the same pane.
+    fn cleared(&mut self, n: u64) -> SessionWriter {
+        self.sent();
+        let old = self.s.clone();
+        self.s = SessionWriter::new(n, self.now);
+        self.hook("SessionStart", json!({"source": "clear"}));
+        old
+    }
+}
+
+use headspace_core::Activity;
+const IDLE_SCREEN: &str = "⏺ Done.\n\n────────────────────────────────────────\n❯\u{a0}\n────────────────────────────────────────\n  ? for shortcuts\n";
+const BUSY_SCREEN: &str = "✳ Working… (3s · esc to interrupt)\n\n────────────────────────────────────────\n❯\u{a0}\n────────────────────────────────────────\n";
+
+#[test]
+fn sm232_test_late_clear_stop_hook_does_not_set_idle() {
+    let mut w = World::new();
+    w.finished_task("first");
+    let old = w.cleared(2);
+    let clear_stop = old.hook("Stop", Some("%1"), Some(w.now), json!({}));
+    w.sent(); // `send` dispatches the next task
+    w.r.step(
+        w.now.add_millis(1_500),
+        Step::Hook {
+            event: None,
+            body: clear_stop,
+        },
+    ); // the /clear Stop, late
+    assert_eq!(
+        w.activity(),
+        Activity::Running,
+        "the late /clear Stop must not idle the new task"
+    );
+    w.prompt_hook("the next task");
+    assert_eq!(w.activity(), Activity::Running);
+    assert_eq!(w.state(), TaskState::Commanded);
+}
+
+#[test]
+fn sm232_test_normal_stop_hook_sets_idle() {
+    let mut w = World::new();
+    w.prompt_hook("task");
+    assert_eq!(w.activity(), Activity::Running);
+    w.stop_hook(None);
+    assert_eq!(w.activity(), Activity::Idle);
+}
+
+#[test]
+fn sm232_test_clear_stop_hook_before_dispatch_leaves_idle_as_it_was() {
+    let mut w = World::new();
+    w.finished_task("first");
+    let old = w.cleared(2);
+    w.r.step(
+        w.now,
+        Step::Hook {
+            event: None,
+            body: old.hook("Stop", Some("%1"), Some(w.now), json!({})),
+        },
+    );
+    w.prompt_hook("/clear"); // the /clear itself is a prompt the transcript never shows
+    assert_eq!(w.activity(), Activity::Idle, "previously idle: still idle");
+}
+
+#[test]
+fn sm232_test_lost_clear_stop_does_not_absorb_the_next_stop() {
+    // The seed's "stale skip count": here there is no fence to go stale.
+    let mut w = World::new();
+    w.finished_task("first");
+    w.cleared(2); // its Stop is lost
+    w.prompt_hook("next task");
+    w.tick(20_000);
+    w.stop_hook(Some("Done. All tests pass."));
+    assert_eq!(w.activity(), Activity::Idle);
+}
+
+#[test]
+fn sm232_test_wait_sees_no_false_idle_after_clear_and_dispatch() {
+    let mut w = World::new();
+    w.finished_task("first");
+    let old = w.cleared(2);
+    w.prompt_hook("/clear");
+    w.sent();
+    // Until the new prompt arrives, the agent is running whatever else comes.
+    for _ in 0..5 {
+        w.r.step(
+            w.now.add_millis(200),
+            Step::Hook {
+                event: None,
+                body: old.hook("Stop", Some("%1"), Some(w.now.add_millis(-100)), json!({})),
+            },
+        );
+        assert_eq!(w.activity(), Activity::Running);
+    }
+}
+
+#[test]
+fn sm232_test_fast_task_right_after_a_lost_clear_stop_is_idle() {
+    // The seed's residual risk: its fence absorbs this Stop and the task is stuck. Here it is idle.
+    let mut w = World::new();
+    w.finished_task("first");
+    w.cleared(2); // the /clear Stop is lost
+    w.prompt_hook("/clear");
+    w.sent();
+    w.prompt_hook("quick one");
+    w.tick(1_000); // well within the seed's 8 s window
+    w.stop_hook(Some("Done."));
+    assert_eq!(w.activity(), Activity::Idle);
+}
+
+#[test]
+fn sm232_test_two_clears_in_a_row() {
+    let mut w = World::new();
+    w.finished_task("first");
+    let a = w.cleared(2);
+    let b = w.cleared(3);
+    w.sent();
+    w.prompt_hook("after two clears");
+    for old in [a, b] {
+        w.r.step(
+            w.now,
+            Step::Hook {
+                event: None,
+                body: old.hook("Stop", Some("%1"), Some(w.now.add_millis(-50)), json!({})),
+            },
+        );
+    }
+    assert_eq!(w.activity(), Activity::Running);
+    w.stop_hook(Some("Done."));
+    assert_eq!(w.activity(), Activity::Idle);
+}
+
+#[test]
+fn sm240_lost_stop_is_made_up_by_the_pane_after_the_trust_window() {
+    let mut w = World::new();
+    w.prompt_hook("a task whose Stop is lost");
+    w.pane(BUSY_SCREEN);
+    w.pane(IDLE_SCREEN);
+    w.pane(IDLE_SCREEN);
+    assert_eq!(
+        w.activity(),
+        Activity::Running,
+        "within the trust window the hooks are believed"
+    );
+    w.tick(10_000);
+    w.pane(IDLE_SCREEN);
+    w.pane(IDLE_SCREEN);
+    assert_eq!(
+        w.activity(),
+        Activity::Idle,
+        "two idle readings after the trust window end the turn"
+    );
+    assert_eq!(w.state(), TaskState::Complete);
+}
+
+#[test]
+fn a_permission_dialog_means_waiting() {
+    let mut w = World::new();
+    w.prompt_hook("clean up");
+    w.pane("│ Bash command │\n│ Do you want to proceed? │\n│ ❯ 1. Yes │\n│   2. No, and tell Claude what to do differently (esc) │\n");
+    assert_eq!(w.activity(), Activity::Waiting);
+    w.pane(BUSY_SCREEN);
+    assert_eq!(w.activity(), Activity::Running);
+}
+
+#[test]
+fn a_send_whose_prompt_never_comes_expires() {
+    let mut w = World::new();
+    w.finished_task("first");
+    w.sent();
+    assert_eq!(w.activity(), Activity::Running);
+    w.tick(61_000);
+    w.r.step(w.now, Step::Tick);
+    assert_eq!(w.activity(), Activity::Idle);
+}

@@ -215,11 +215,26 @@ fn sidechain_and_meta_lines_are_never_turns() {
 fn every_pane_capture_is_read() {
     use headspace_core::pane::{read_pane, PaneState};
     let want = [
-        ("agentapi__format__claude__auto-accept-edits__msg.txt", PaneState::Idle),
-        ("agentapi__format__claude__remove-task-tool-call__msg.txt", PaneState::Idle),
-        ("agentapi__format__claude__second_message__msg.txt", PaneState::Idle),
-        ("agentapi__initialization__claude__not_ready__msg.txt", PaneState::Starting),
-        ("agentapi__initialization__claude__ready__msg.txt", PaneState::Idle),
+        (
+            "agentapi__format__claude__auto-accept-edits__msg.txt",
+            PaneState::Idle,
+        ),
+        (
+            "agentapi__format__claude__remove-task-tool-call__msg.txt",
+            PaneState::Idle,
+        ),
+        (
+            "agentapi__format__claude__second_message__msg.txt",
+            PaneState::Idle,
+        ),
+        (
+            "agentapi__initialization__claude__not_ready__msg.txt",
+            PaneState::Starting,
+        ),
+        (
+            "agentapi__initialization__claude__ready__msg.txt",
+            PaneState::Idle,
+        ),
     ];
     let files = files("tui", "txt");
     assert_eq!(files.len(), want.len(), "a capture without an expectation");
@@ -228,7 +243,11 @@ fn every_pane_capture_is_read() {
         let r = read_pane(&text);
         assert_eq!(r.state, state, "{name}");
         if state == PaneState::Idle {
-            assert_eq!(r.input.as_deref(), Some(""), "{name}: the old box's `Try \"…\"` is a placeholder");
+            assert_eq!(
+                r.input.as_deref(),
+                Some(""),
+                "{name}: the old box's `Try \"…\"` is a placeholder"
+            );
         }
     }
 }

@@ -41,6 +41,8 @@ pub struct App {
     pub static_dir: PathBuf,
     /// How long a reconcile may take before it answers `partial`.
     pub reconcile_budget: Duration,
+    /// `tmux -L` socket for send and clear; the default server when `None`.
+    pub tmux_socket: Option<String>,
 }
 
 type Body = BoxBody<Bytes, Infallible>;
@@ -116,6 +118,24 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Bo
         }
         (&Method::GET, ["api", "agents", id, "turns"]) => turns(&app, id, req.uri().query()).await,
         (&Method::POST, ["api", "agents", id, "reconcile"]) => reconcile(&app, id).await,
+        (&Method::GET, ["api", "agents", id, "wait"]) => wait(&app, id, req.uri().query()).await,
+        (&Method::POST, ["api", "agents", id, "send"]) => {
+            let id = id.to_string();
+            match read_body(&app, req).await {
+                Ok(body) => match serde_json::from_slice::<Value>(&body)
+                    .ok()
+                    .and_then(|v| v["text"].as_str().map(str::to_string))
+                {
+                    Some(text) if !text.trim().is_empty() => send(&app, &id, &text).await,
+                    _ => error(
+                        StatusCode::BAD_REQUEST,
+                        "body must be {\"text\": \"…\"} with some text",
+                    ),
+                },
+                Err(r) => r,
+            }
+        }
+        (&Method::POST, ["api", "agents", id, "clear"]) => send(&app, id, "/clear").await,
         (&Method::GET, ["api", "events"]) => events(&app, &req),
         (&Method::GET, _) => static_file(&app, &path).await,
         _ => error(
@@ -330,6 +350,85 @@ async fn reconcile(app: &App, reference: &str) -> Response<Body> {
             &json!({"status": "partial", "created": 0, "remaining": 1}),
         ),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
+}
+
+/// Long-polls until the agent is idle (finished its turn, waiting for input, or ended): two
+/// consecutive idle readings a quarter second apart, so a transient never counts.
+async fn wait(app: &App, reference: &str, query: Option<&str>) -> Response<Body> {
+    let id = match resolve(app, reference).await {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
+    let timeout = match query_param(query, "timeout").map(str::parse::<f64>) {
+        None => 600.0,
+        Some(Ok(t)) if (0.0..=86_400.0).contains(&t) => t,
+        Some(_) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "timeout must be a number of seconds",
+            )
+        }
+    };
+    let started = std::time::Instant::now();
+    let deadline = started + Duration::from_secs_f64(timeout);
+    let mut idle_readings = 0;
+    loop {
+        let activity = match app.store.agent(id).await {
+            Ok(Some(v)) => agent_activity(&v.agent, v.task.as_ref()),
+            Ok(None) => return error(StatusCode::NOT_FOUND, format!("no agent {reference}")),
+            Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
+        };
+        idle_readings = if activity == headspace_core::Activity::Running {
+            0
+        } else {
+            idle_readings + 1
+        };
+        let waited_ms = started.elapsed().as_millis() as u64;
+        if idle_readings >= 2 {
+            return json_response(
+                StatusCode::OK,
+                &json!({"status": "idle", "activity": activity.as_str(), "waited_ms": waited_ms}),
+            );
+        }
+        if std::time::Instant::now() >= deadline {
+            return json_response(
+                StatusCode::OK,
+                &json!({"status": "timeout", "activity": activity.as_str(), "waited_ms": waited_ms}),
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Types text into the agent's pane. The core hears of it first, so the agent counts as
+/// running from this moment: a `wait` right after never sees a false idle.
+async fn send(app: &App, reference: &str, text: &str) -> Response<Body> {
+    let id = match resolve(app, reference).await {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
+    let pane = match app.store.agent(id).await {
+        Ok(Some(v)) => v.agent.tmux_pane.clone(),
+        Ok(None) => return error(StatusCode::NOT_FOUND, format!("no agent {reference}")),
+        Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
+    };
+    let Some(pane) = pane else {
+        return error(
+            StatusCode::CONFLICT,
+            format!("agent {reference} has no tmux pane to type into"),
+        );
+    };
+    let _ = app.core.send(Msg::Sent(id.to_string()));
+    match crate::tmux::send(app.tmux_socket.as_deref(), &pane, text).await {
+        Ok(s) => json_response(
+            StatusCode::OK,
+            &json!({"status": "sent", "pane": pane, "verified": s.verified, "retried_enter": s.retried_enter, "cleared_input": s.cleared_input}),
+        ),
+        Err(e) => error(
+            StatusCode::BAD_GATEWAY,
+            format!("could not type into pane {pane}: {e}"),
+        ),
     }
 }
 

@@ -15,5 +15,6 @@ pub mod pgstore;
 pub mod record;
 pub mod serve;
 pub mod sse;
+pub mod tmux;
 pub mod watchdog;
 pub mod watcher;

@@ -104,22 +104,32 @@ enum Cmd {
         #[command(flatten)]
         server: ServerArg,
     },
-    /// Wait until an agent is idle.
+    /// Wait until an agent is idle (finished its turn or waiting for input): exit 0, or 1 on
+    /// timeout.
     Wait {
         /// Agent id, Claude session id or pane id.
         agent: String,
+        /// Seconds to wait at most.
+        #[arg(long, default_value_t = 600.0)]
+        timeout: f64,
+        #[command(flatten)]
+        server: ServerArg,
     },
-    /// Type text into an agent's pane and press Enter.
+    /// Type text into an agent's pane and press Enter, verified.
     Send {
         /// Agent id, Claude session id or pane id.
         agent: String,
         /// The text.
         text: String,
+        #[command(flatten)]
+        server: ServerArg,
     },
-    /// Send /clear to an agent.
+    /// Send /clear to an agent, so that the Stop it causes cannot end the next task.
     Clear {
         /// Agent id, Claude session id or pane id.
         agent: String,
+        #[command(flatten)]
+        server: ServerArg,
     },
 }
 
@@ -170,10 +180,17 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Cmd::Hooks { action } => hooks(action),
-        Cmd::Wait { .. } | Cmd::Send { .. } | Cmd::Clear { .. } => {
-            eprintln!("headspace: this command is not available in this build yet; see README.md");
-            ExitCode::from(2)
-        }
+        Cmd::Wait {
+            agent,
+            timeout,
+            server,
+        } => wait(&agent, timeout, &server),
+        Cmd::Send {
+            agent,
+            text,
+            server,
+        } => send(&agent, Some(&text), &server),
+        Cmd::Clear { agent, server } => send(&agent, None, &server),
     }
 }
 
@@ -279,6 +296,111 @@ fn agents(server: &ServerArg) -> ExitCode {
         }
         Err(e) => {
             eprintln!("headspace agents: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn wait(agent: &str, timeout: f64, server: &ServerArg) -> ExitCode {
+    let path = format!(
+        "/api/agents/{}/wait?timeout={timeout}",
+        headspace::client::encode_segment(agent)
+    );
+    let answer = headspace::client::request(
+        &server.addr,
+        "GET",
+        &path,
+        b"",
+        server.token.as_deref(),
+        std::time::Duration::from_secs_f64(timeout + 30.0),
+    );
+    match answer.map(|(s, b)| {
+        (
+            s,
+            serde_json::from_str::<serde_json::Value>(&b).unwrap_or_default(),
+        )
+    }) {
+        Ok((200, v)) if v["status"] == "idle" => {
+            println!(
+                "{agent} is {} (waited {:.1}s)",
+                v["activity"].as_str().unwrap_or("idle"),
+                v["waited_ms"].as_f64().unwrap_or(0.0) / 1000.0
+            );
+            ExitCode::SUCCESS
+        }
+        Ok((200, v)) => {
+            println!(
+                "{agent} is still {} after {timeout}s",
+                v["activity"].as_str().unwrap_or("running")
+            );
+            ExitCode::from(1)
+        }
+        Ok((status, v)) => {
+            eprintln!(
+                "headspace wait: {}",
+                v["error"]
+                    .as_str()
+                    .map_or_else(|| format!("server answered {status}"), str::to_string)
+            );
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("headspace wait: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn send(agent: &str, text: Option<&str>, server: &ServerArg) -> ExitCode {
+    let (path, body) = match text {
+        Some(t) => (
+            format!(
+                "/api/agents/{}/send",
+                headspace::client::encode_segment(agent)
+            ),
+            serde_json::json!({"text": t}).to_string(),
+        ),
+        None => (
+            format!(
+                "/api/agents/{}/clear",
+                headspace::client::encode_segment(agent)
+            ),
+            String::new(),
+        ),
+    };
+    let what = if text.is_some() { "send" } else { "clear" };
+    match headspace::client::request(
+        &server.addr,
+        "POST",
+        &path,
+        body.as_bytes(),
+        server.token.as_deref(),
+        std::time::Duration::from_secs(30),
+    ) {
+        Ok((200, b)) => {
+            let v: serde_json::Value = serde_json::from_str(&b).unwrap_or_default();
+            if v["verified"] == true {
+                println!("sent to {}", v["pane"].as_str().unwrap_or(agent));
+            } else {
+                println!(
+                    "typed into {}, but the pane did not change after Enter",
+                    v["pane"].as_str().unwrap_or(agent)
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Ok((status, b)) => {
+            let v: serde_json::Value = serde_json::from_str(&b).unwrap_or_default();
+            eprintln!(
+                "headspace {what}: {}",
+                v["error"]
+                    .as_str()
+                    .map_or_else(|| format!("server answered {status}"), str::to_string)
+            );
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("headspace {what}: {e}");
             ExitCode::FAILURE
         }
     }

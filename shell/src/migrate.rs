@@ -13,6 +13,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0002_task_state_since.sql",
         include_str!("../../migrations/0002_task_state_since.sql"),
     ),
+    (
+        "0003_agent_sent_at.sql",
+        include_str!("../../migrations/0003_agent_sent_at.sql"),
+    ),
 ];
 
 /// Why migrating failed.

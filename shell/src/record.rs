@@ -91,6 +91,7 @@ impl Recorder {
                 self.line(now, json!({"pane": {"pane": pane, "text": text}}))
             }
             Input::Tick => self.line(now, json!({"tick": {}})),
+            Input::Sent { agent } => self.line(now, json!({"sent": {"agent": agent}})),
             Input::TranscriptReset { .. } | Input::Restore(_) => {}
         }
     }

@@ -200,6 +200,7 @@ async fn serve(args: ServeArgs, claude_dir: PathBuf, url: String) -> Result<(), 
         token: args.token.clone(),
         static_dir: args.static_dir.clone().unwrap_or_else(default_static),
         reconcile_budget: Duration::from_secs(5),
+        tmux_socket: args.tmux_socket.clone(),
     });
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await

@@ -1,0 +1,64 @@
+//! Typing into an agent's pane: `send-keys -l`, a short pause, Enter, a check that the pane
+//! changed, Enter once more if it did not. Escape first when the input box already holds
+//! text (an autocomplete suggestion or a half-typed line), so it cannot be sent by mistake.
+
+use headspace_core::pane::read_pane;
+use std::time::Duration;
+use tokio::process::Command;
+
+async fn tmux(socket: Option<&str>, args: &[&str]) -> Result<String, String> {
+    let mut cmd = Command::new("tmux");
+    if let Some(s) = socket {
+        cmd.args(["-L", s]);
+    }
+    cmd.args(args).kill_on_drop(true);
+    match tokio::time::timeout(Duration::from_secs(3), cmd.output()).await {
+        Ok(Ok(o)) if o.status.success() => Ok(String::from_utf8_lossy(&o.stdout).into_owned()),
+        Ok(Ok(o)) => Err(String::from_utf8_lossy(&o.stderr).trim().to_string()),
+        Ok(Err(e)) => Err(format!("tmux is not available: {e}")),
+        Err(_) => Err("tmux did not answer within 3 s".into()),
+    }
+}
+
+/// What a send did.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Sent {
+    /// Escape was pressed first to clear text already in the input box.
+    pub cleared_input: bool,
+    /// Enter had to be pressed a second time.
+    pub retried_enter: bool,
+    /// The pane changed after Enter.
+    pub verified: bool,
+}
+
+/// Types `text` into `pane` and presses Enter, verified.
+pub async fn send(socket: Option<&str>, pane: &str, text: &str) -> Result<Sent, String> {
+    let capture = |s: Option<&str>| {
+        let s = s.map(str::to_string);
+        async move { tmux(s.as_deref(), &["capture-pane", "-p", "-t", pane]).await }
+    };
+    let before = capture(socket).await?;
+    let cleared_input = read_pane(&before).input.is_some_and(|t| !t.is_empty());
+    if cleared_input {
+        tmux(socket, &["send-keys", "-t", pane, "Escape"]).await?;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tmux(socket, &["send-keys", "-t", pane, "-l", text]).await?;
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let typed = capture(socket).await?;
+    tmux(socket, &["send-keys", "-t", pane, "Enter"]).await?;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let mut after = capture(socket).await?;
+    let mut retried_enter = false;
+    if after == typed {
+        retried_enter = true;
+        tmux(socket, &["send-keys", "-t", pane, "Enter"]).await?;
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        after = capture(socket).await?;
+    }
+    Ok(Sent {
+        cleared_input,
+        retried_enter,
+        verified: after != typed,
+    })
+}
