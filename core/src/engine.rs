@@ -77,6 +77,8 @@ struct AgentState {
     pane_idle_readings: u32,
     /// When a hook or a transcript entry last said something about this agent.
     last_signal_at: Timestamp,
+    /// The text of the pending `send`, when known (lost on restart: the stamp decides then).
+    sent_text: Option<u128>,
 }
 
 #[derive(Debug)]
@@ -150,7 +152,7 @@ impl Core {
             } => self.on_transcript(&path, offset, &data, read),
             Input::TranscriptReset { path } => self.on_reset(&path),
             Input::Pane { pane, text } => self.on_pane(&pane, &text),
-            Input::Sent { agent } => self.on_sent(&agent),
+            Input::Sent { agent, text } => self.on_sent(&agent, text.as_deref()),
             Input::Tick => {
                 self.check_gaps();
                 self.expire_sends();
@@ -258,7 +260,8 @@ impl Core {
         match hook.event {
             HookEvent::UserPromptSubmit => {
                 self.set_flags(agent_id, Some(false), Some(false));
-                self.prompt_seen(agent_id, Some(stamp));
+                let prompt = hook.prompt.clone().unwrap_or_default();
+                self.prompt_seen(agent_id, Some(stamp), &prompt);
                 if let (Some(prompt), Some(key)) = (hook.prompt.as_deref(), hook_key) {
                     self.hook_prompt(agent_id, &hook, prompt, stamp, key);
                 }
@@ -709,27 +712,35 @@ impl Core {
     }
 
     /// Text goes to the agent's pane: running until a prompt emitted from now on arrives.
-    fn on_sent(&mut self, agent_ref: &str) {
+    fn on_sent(&mut self, agent_ref: &str, text: Option<&str>) {
         let Some(agent_id) = self.resolve_agent(agent_ref) else {
             return;
         };
         let now = self.now;
         let agent = self.agent_mut(agent_id);
         agent.row.sent_at = Some(now);
+        agent.sent_text = text.map(crate::matching::text_hash);
         agent.pane_idle_readings = 0;
         self.dirty_agents.insert(agent_id);
         self.publish(agent_id, "card_refresh", json!({"agent_id": agent_id}));
     }
 
-    /// A prompt emitted at `stamp` arrived: a `send` before it is answered.
-    fn prompt_seen(&mut self, agent_id: AgentId, stamp: Option<Timestamp>) {
+    /// A prompt arrived: it answers a pending `send` when it is the text sent, or, when that
+    /// text is not known (after a restart), when it was emitted after the send. A late prompt
+    /// of an earlier send (a `/clear`) never answers a later one.
+    fn prompt_seen(&mut self, agent_id: AgentId, stamp: Option<Timestamp>, text: &str) {
         let agent = self.agent_mut(agent_id);
-        if let (Some(sent), Some(at)) = (agent.row.sent_at, stamp) {
-            // A second of slack: the hook script stamps after the keys were typed.
-            if at.add_millis(1_000) >= sent {
-                agent.row.sent_at = None;
-                self.dirty_agents.insert(agent_id);
-            }
+        let Some(sent) = agent.row.sent_at else {
+            return;
+        };
+        let answers = match agent.sent_text {
+            Some(h) => h == crate::matching::text_hash(text),
+            None => stamp.is_some_and(|at| at >= sent),
+        };
+        if answers {
+            agent.row.sent_at = None;
+            agent.sent_text = None;
+            self.dirty_agents.insert(agent_id);
         }
     }
 
@@ -744,7 +755,9 @@ impl Core {
             .collect();
         for id in expired {
             warn!("[SEND] no prompt arrived within {}s of a send to agent {id}; its activity follows hooks, transcript and pane again", limit / 1000);
-            self.agent_mut(id).row.sent_at = None;
+            let agent = self.agent_mut(id);
+            agent.row.sent_at = None;
+            agent.sent_text = None;
             self.dirty_agents.insert(id);
         }
     }
@@ -889,7 +902,7 @@ impl Core {
                 if !self.first_sight(agent_id, &uuid) {
                     return;
                 }
-                self.prompt_seen(agent_id, timestamp);
+                self.prompt_seen(agent_id, timestamp, &text);
                 let key = Key::new(Kind::Prompt, &text, prompt_id.as_deref());
                 if let Some(slot) = self.agent_mut(agent_id).index.claim(&key) {
                     self.set_file_task(path, slot.task_id);
@@ -1651,6 +1664,7 @@ impl AgentState {
             last_turn_at: Timestamp(i64::MIN),
             pane_idle_readings: 0,
             last_signal_at: Timestamp(i64::MIN),
+            sent_text: None,
         }
     }
 }

@@ -57,6 +57,8 @@ pub enum Input {
     Sent {
         /// An agent id, a Claude session id or a pane id.
         agent: String,
+        /// The text typed, when known: only the prompt with this text answers the send.
+        text: Option<String>,
     },
     /// Rebuild all state from what the store holds (after a restart).
     Restore(Snapshot),

@@ -63,7 +63,7 @@ impl Replayer {
                 self.next_request += 1;
                 self.core.handle(at, Input::Reconcile { agent, request });
             }
-            Step::Sent { agent } => self.core.handle(at, Input::Sent { agent }),
+            Step::Sent { agent, text } => self.core.handle(at, Input::Sent { agent, text }),
             Step::Restart => {
                 self.core = Core::new(self.config.clone());
                 self.core.handle(at, Input::Restore(self.store.snapshot()));

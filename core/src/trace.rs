@@ -40,6 +40,8 @@ pub enum Step {
     Sent {
         /// The agent reference.
         agent: String,
+        /// The text typed.
+        text: Option<String>,
     },
 }
 
@@ -186,8 +188,10 @@ fn parse_step(n: usize, v: &Value) -> Result<Step, TraceError> {
             .get("agent")
             .and_then(Value::as_str)
             .ok_or_else(|| bad("sent needs an agent"))?;
+        let text = s.get("text").and_then(Value::as_str).map(str::to_string);
         return Ok(Step::Sent {
             agent: agent.to_string(),
+            text,
         });
     }
     Err(bad(

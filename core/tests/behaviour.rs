@@ -891,7 +891,13 @@ impl World {
     }
     fn sent(&mut self) {
         self.tick(5);
-        self.r.step(self.now, Step::Sent { agent: "%1".into() });
+        self.r.step(
+            self.now,
+            Step::Sent {
+                agent: "%1".into(),
+                text: None,
+            },
+        );
     }
     fn pane(&mut self, text: &str) {
         self.tick(1_000);

@@ -38,8 +38,8 @@ pub enum Msg {
     },
     /// Time passed: the core's timers run if due.
     Tick,
-    /// Text is about to be typed into an agent's pane.
-    Sent(String),
+    /// Text is about to be typed into an agent's pane: (agent, text).
+    Sent(String, String),
     /// Reconcile an agent; the reply comes after the recovered turns are committed.
     Reconcile {
         /// Agent id, session id or pane.
@@ -245,9 +245,15 @@ pub fn start(
                         &mut reader,
                         &mut recorder,
                     ),
-                    Msg::Sent(agent) => {
-                        feed(&mut core, Input::Sent { agent }, &mut reader, &mut recorder)
-                    }
+                    Msg::Sent(agent, text) => feed(
+                        &mut core,
+                        Input::Sent {
+                            agent,
+                            text: Some(text),
+                        },
+                        &mut reader,
+                        &mut recorder,
+                    ),
                     Msg::Tick => {
                         if core.poll_timeout().is_some_and(|t| t <= now()) {
                             feed(&mut core, Input::Tick, &mut reader, &mut recorder);

@@ -21,7 +21,9 @@ pub fn stamp(payload: &[u8], pane: Option<&str>, now: headspace_core::Timestamp)
     if let Some(p) = pane.filter(|p| !p.is_empty()) {
         obj.entry("tmux_pane").or_insert_with(|| p.into());
     }
-    obj.insert("emitted_at".into(), now.to_string().into());
+    // A stamp already there (a test harness that delays delivery) is kept.
+    obj.entry("emitted_at")
+        .or_insert_with(|| now.to_string().into());
     serde_json::to_vec(&obj).unwrap_or_else(|_| payload.to_vec())
 }
 

@@ -419,7 +419,7 @@ async fn send(app: &App, reference: &str, text: &str) -> Response<Body> {
             format!("agent {reference} has no tmux pane to type into"),
         );
     };
-    let _ = app.core.send(Msg::Sent(id.to_string()));
+    let _ = app.core.send(Msg::Sent(id.to_string(), text.to_string()));
     match crate::tmux::send(app.tmux_socket.as_deref(), &pane, text).await {
         Ok(s) => json_response(
             StatusCode::OK,

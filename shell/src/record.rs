@@ -91,7 +91,9 @@ impl Recorder {
                 self.line(now, json!({"pane": {"pane": pane, "text": text}}))
             }
             Input::Tick => self.line(now, json!({"tick": {}})),
-            Input::Sent { agent } => self.line(now, json!({"sent": {"agent": agent}})),
+            Input::Sent { agent, text } => {
+                self.line(now, json!({"sent": {"agent": agent, "text": text}}))
+            }
             Input::TranscriptReset { .. } | Input::Restore(_) => {}
         }
     }

@@ -41,9 +41,13 @@ struct Args {
     /// Lose every hook of these events (comma separated, e.g. Stop,UserPromptSubmit).
     #[arg(long, value_delimiter = ',')]
     drop_events: Vec<String>,
-    /// Delay each hook by this many milliseconds (in the background, like a slow curl).
+    /// Deliver hooks this many milliseconds late (in the background, like a slow curl; the
+    /// emission stamp is still the event's time).
     #[arg(long, default_value_t = 0)]
     delay_hooks_ms: u64,
+    /// Delay only these events (comma separated); all of them when empty.
+    #[arg(long, value_delimiter = ',')]
+    delay_events: Vec<String>,
     /// Milliseconds the agent "works" between lines.
     #[arg(long, default_value_t = 300)]
     think_ms: u64,
@@ -173,6 +177,7 @@ impl Agent {
             "cwd": self.writer.cwd,
             "hook_event_name": event,
             "permission_mode": "default",
+            "emitted_at": now().to_string(),
         });
         if let (Some(p), Some(e)) = (payload.as_object_mut(), extra.as_object()) {
             for (k, v) in e {
@@ -187,8 +192,10 @@ impl Agent {
             .flat_map(|g| g["hooks"].as_array().cloned().unwrap_or_default())
             .filter_map(|h| h["command"].as_str().map(str::to_string))
             .collect();
+        let delayed =
+            self.args.delay_events.is_empty() || self.args.delay_events.iter().any(|e| e == event);
         for cmd in commands {
-            let delay = self.args.delay_hooks_ms;
+            let delay = if delayed { self.args.delay_hooks_ms } else { 0 };
             let body = body.clone();
             let run = move || {
                 if delay > 0 {
@@ -222,6 +229,27 @@ impl Agent {
             Ok(0) | Err(_) => None,
             Ok(_) => Some(line.trim().to_string()),
         }
+    }
+
+    /// `/clear`, as Claude Code does it: the old session's Stop and SessionEnd, then a new
+    /// session id, a new transcript, and SessionStart with source `clear`.
+    fn clear(&mut self) {
+        self.stamp();
+        self.hook("UserPromptSubmit", json!({"prompt": "/clear"}));
+        let line = json!({"type": "user", "uuid": format!("c1ea0000-0000-4000-8000-{:012x}", self.hook_count), "timestamp": now().to_string(),
+            "sessionId": self.writer.session_id, "message": {"role": "user", "content": "<command-name>/clear</command-name>\n<command-message>clear</command-message>"}});
+        self.append(&line.to_string());
+        self.hook("Stop", json!({"stop_hook_active": false}));
+        self.hook("SessionEnd", json!({"reason": "clear"}));
+        self.writer.session_id = format!(
+            "c1ea{:04x}-0000-4000-8000-{:012x}",
+            std::process::id() & 0xffff,
+            self.hook_count
+        );
+        self.transcript = self.args.claude_dir.join(self.writer.path());
+        self.history.clear();
+        self.hook("SessionStart", json!({"source": "clear"}));
+        self.draw_idle();
     }
 
     fn think(&self) {
@@ -375,18 +403,24 @@ fn main() {
     };
     agent.hook("SessionStart", json!({"source": "startup"}));
     agent.draw_idle();
-    for turn in &script.turns {
+    let mut next = 0;
+    while next < script.turns.len() {
         let typed = if agent.args.auto {
             std::thread::sleep(Duration::from_millis(agent.args.think_ms));
             None
         } else {
             match agent.read_line() {
+                Some(t) if t == "/clear" => {
+                    agent.clear(); // not a scripted turn
+                    continue;
+                }
                 Some(t) if !t.is_empty() => Some(t),
                 Some(_) => None,
                 None => break,
             }
         };
-        agent.play(turn, typed);
+        agent.play(&script.turns[next], typed);
+        next += 1;
     }
     if agent.args.stay {
         while agent.read_line().is_some() {
