@@ -402,6 +402,11 @@ function connect() {
     es.addEventListener(name, (ev) => applyOnce(ev, (d) => refreshAgent(d.agent_id)));
   }
   es.addEventListener('session_created', (ev) => applyOnce(ev, () => loadAgents()));
+  es.addEventListener('agent_merged', (ev) => applyOnce(ev, (m) => {
+    // A session seen first in its transcript turned out to be this pane's agent.
+    if (hs.open === m.from) openConversation(m.into);
+    loadAgents();
+  }));
   es.addEventListener('gap', (ev) => applyOnce(ev, () => {
     hs.metrics.gaps += 1;
     refetchAll().catch(() => {});

@@ -312,7 +312,20 @@ impl Core {
         let session = hook.session_id.as_deref();
         let pane = hook.tmux_pane.as_deref();
         let id = if let Some(id) = session.and_then(|s| self.by_session.get(s).copied()) {
-            id
+            // A session first seen in its transcript got an agent of its own; its pane says
+            // it is the pane's agent, continuing (after /clear, compaction, resume).
+            let pane_agent = pane
+                .and_then(|p| self.by_pane.get(p).copied())
+                .filter(|a| *a != id);
+            match pane_agent {
+                Some(a)
+                    if self.agents[&id].row.tmux_pane.is_none() && !self.agents[&a].row.ended =>
+                {
+                    self.merge_agent(id, a);
+                    a
+                }
+                _ => id,
+            }
         } else if let Some(pane_agent) = pane.and_then(|p| self.by_pane.get(p).copied()) {
             let continues = !self.agents[&pane_agent].row.ended
                 || (hook.event == HookEvent::SessionStart
@@ -345,6 +358,62 @@ impl Core {
         }
         self.dirty_agents.insert(id);
         Some(id)
+    }
+
+    /// Agent `from` is really `into`: its sessions, files, tasks, turns and keys move over.
+    fn merge_agent(&mut self, from: AgentId, into: AgentId) {
+        let b = self.agents.remove(&from).expect("known agent");
+        info!(
+            "[HOOK_RECEIVER] agent {from} (sessions {:?}) is agent {into}: same pane; merged",
+            b.row.sessions
+        );
+        self.out
+            .push_back(Command::Store(Write::MergeAgent { from, into }));
+        self.dirty_agents.remove(&from);
+        let dirty: Vec<((AgentId, TaskId), TaskState)> = self
+            .dirty_tasks
+            .iter()
+            .filter(|((a, _), _)| *a == from)
+            .map(|(k, v)| (*k, *v))
+            .collect();
+        for ((_, t), old) in dirty {
+            self.dirty_tasks.remove(&(from, t));
+            self.dirty_tasks.insert((into, t), old);
+        }
+        for s in &b.row.sessions {
+            self.by_session.insert(s.clone(), into);
+        }
+        for f in self.files.values_mut().filter(|f| f.agent_id == from) {
+            f.agent_id = into;
+        }
+        let a = self.agents.get_mut(&into).expect("known agent");
+        for s in b.row.sessions {
+            if !a.row.sessions.contains(&s) {
+                a.row.sessions.push(s);
+            }
+        }
+        a.row.session_id = b.row.session_id;
+        if b.row.transcript_path.is_some() {
+            a.row.transcript_path = b.row.transcript_path;
+        }
+        for (id, mut t) in b.tasks {
+            t.agent_id = into;
+            a.task_order.insert((t.started_at, id));
+            a.tasks.insert(id, t);
+        }
+        a.index = std::mem::take(&mut a.index).merged(b.index);
+        a.seen_entries.extend(b.seen_entries);
+        a.hook_keys.extend(b.hook_keys);
+        a.question_ids.extend(b.question_ids);
+        a.recovered += b.recovered;
+        let previous = a.latest;
+        a.latest = a.task_order.last().map(|(_, t)| *t);
+        let latest = a.latest;
+        for t in [previous, latest, b.latest].into_iter().flatten() {
+            self.recompute(into, t);
+        }
+        self.dirty_agents.insert(into);
+        self.publish(into, "agent_merged", json!({"from": from, "into": into}));
     }
 
     fn attach_session(&mut self, agent_id: AgentId, session: &str) {

@@ -92,6 +92,14 @@ pub enum Write {
         /// The hook's fingerprint.
         hook_key: String,
     },
+    /// Agent `from` turned out to be `into` (same pane, a session whose transcript came
+    /// before its hooks): move its tasks and turns to `into`, then remove it.
+    MergeAgent {
+        /// The agent that goes.
+        from: AgentId,
+        /// The agent that stays.
+        into: AgentId,
+    },
     /// Everything before `offset` of the file is stored. Emitted only after the writes of
     /// the lines before it.
     Offset(OffsetRow),

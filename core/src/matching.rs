@@ -196,6 +196,28 @@ impl MatchIndex {
         self.unhooked.take(key)
     }
 
+    /// Both agents' slots in one index, each side in turn-id order (the order "first" means).
+    pub fn merged(self, other: MatchIndex) -> MatchIndex {
+        let mut out = MatchIndex::default();
+        let mut provisional: Vec<Slot> = self
+            .provisional
+            .slots
+            .into_values()
+            .chain(other.provisional.slots.into_values())
+            .collect();
+        let mut unhooked: Vec<Slot> = self
+            .unhooked
+            .slots
+            .into_values()
+            .chain(other.unhooked.slots.into_values())
+            .collect();
+        provisional.sort_by_key(|s| s.turn_id);
+        unhooked.sort_by_key(|s| s.turn_id);
+        provisional.into_iter().for_each(|s| out.provisional.add(s));
+        unhooked.into_iter().for_each(|s| out.unhooked.add(s));
+        out
+    }
+
     /// A task's unclaimed hook-made turns, oldest first.
     pub fn provisional_of(&self, task: TaskId) -> impl Iterator<Item = &Slot> {
         self.provisional.of_task(task)

@@ -77,6 +77,25 @@ impl MemStore {
             Write::Offset(o) => {
                 self.offsets.insert(o.path.clone(), o.clone());
             }
+            Write::MergeAgent { from, into } => {
+                for t in self.tasks.values_mut().filter(|t| t.agent_id == *from) {
+                    t.agent_id = *into;
+                }
+                for t in self.turns.values_mut().filter(|t| t.agent_id == *from) {
+                    t.agent_id = *into;
+                }
+                let moved: Vec<(AgentId, String)> = self
+                    .entries
+                    .iter()
+                    .filter(|(a, _)| a == from)
+                    .cloned()
+                    .collect();
+                for (a, u) in moved {
+                    self.entries.remove(&(a, u.clone()));
+                    self.entries.insert((*into, u));
+                }
+                self.agents.remove(from);
+            }
         }
     }
 

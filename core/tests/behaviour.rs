@@ -1088,3 +1088,37 @@ fn a_send_whose_prompt_never_comes_expires() {
     w.r.step(w.now, Step::Tick);
     assert_eq!(w.activity(), Activity::Idle);
 }
+
+#[test]
+fn a_new_session_whose_transcript_comes_before_its_hooks_joins_its_pane_agent() {
+    // After /clear (or compaction) the new session's first line is read before any hook
+    // names it; then SessionStart arrives with the pane: one pane, one agent.
+    let mut w = World::new();
+    w.finished_task("before the clear");
+    w.s = SessionWriter::new(2, w.now);
+    let p = w.s.prompt("after the clear", None);
+    w.append(&p);
+    assert_eq!(
+        w.r.store().agents().count(),
+        2,
+        "until a hook names the session, it looks like another agent"
+    );
+    w.hook("SessionStart", json!({"source": "clear"}));
+    let check = |w: &World| {
+        let agents: Vec<_> = w.r.store().agents().cloned().collect();
+        assert_eq!(agents.len(), 1, "{agents:?}");
+        assert_eq!(agents[0].sessions.len(), 2);
+        assert_eq!(agents[0].tmux_pane.as_deref(), Some("%1"));
+        assert!(w.r.store().turns().all(|t| t.agent_id == agents[0].id));
+        assert_eq!(w.r.store().turns().count(), 3);
+        assert_eq!(w.state(), TaskState::Commanded);
+    };
+    check(&w);
+    w.restart();
+    check(&w);
+    let a = w.s.agent_text("Done.");
+    w.append(&a);
+    w.stop_hook(Some("Done."));
+    assert_eq!(w.r.store().turns().count(), 4);
+    assert_eq!(w.state(), TaskState::Complete);
+}

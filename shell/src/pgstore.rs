@@ -176,6 +176,7 @@ impl PgStore {
         let mut claims: Vec<(i64, &str, Option<i64>, i64)> = Vec::new();
         let mut claimed = std::collections::BTreeSet::new();
         let mut matched: BTreeMap<i64, &str> = BTreeMap::new();
+        let mut merges: Vec<(i64, i64)> = Vec::new();
         for w in writes {
             match w {
                 Write::Agent(a) => {
@@ -206,6 +207,7 @@ impl PgStore {
                 Write::Offset(o) => {
                     offsets.insert(&o.path, o);
                 }
+                Write::MergeAgent { from, into } => merges.push((id(*from), id(*into))),
             }
         }
         let mut client = self
@@ -256,6 +258,7 @@ impl PgStore {
                           AS u(id, agent_id, session_id, state, tx, ms, end_ms, since_ms)
                      ON CONFLICT (id) DO UPDATE SET state=EXCLUDED.state, transcript_state=EXCLUDED.transcript_state,
                        started_at=EXCLUDED.started_at, hook_turn_end_at=EXCLUDED.hook_turn_end_at, session_id=EXCLUDED.session_id,
+                       agent_id=EXCLUDED.agent_id,
                        state_since=EXCLUDED.state_since",
                     at("u.ms"),
                     at("u.end_ms"),
@@ -353,6 +356,24 @@ impl PgStore {
             )
             .await
             .map_err(Failure::of)?;
+        }
+        // Merges last: whatever this batch wrote for the agent that goes moves with it.
+        for (from, into) in merges {
+            tx.execute(
+                "UPDATE tasks SET agent_id = $2 WHERE agent_id = $1",
+                &[&from, &into],
+            )
+            .await
+            .map_err(Failure::of)?;
+            tx.execute(
+                "UPDATE turns SET agent_id = $2 WHERE agent_id = $1",
+                &[&from, &into],
+            )
+            .await
+            .map_err(Failure::of)?;
+            tx.execute("DELETE FROM agents WHERE id = $1", &[&from])
+                .await
+                .map_err(Failure::of)?;
         }
         tx.commit().await.map_err(Failure::of)?;
         Ok(())

@@ -1,5 +1,6 @@
-//! `wait`, `send` and `clear` against a stand-in agent in a real tmux pane whose Stop hooks
-//! arrive 1.2 s late: the /clear's Stop lands after the next task was sent (sm#232).
+//! `wait`, `send` and `clear` against a stand-in agent in a real tmux pane whose hooks all
+//! arrive 1.2 s late: the /clear's Stop lands after the next task was sent (sm#232), and the
+//! new session's transcript is read before its SessionStart (a merge).
 
 mod common;
 use common::*;
@@ -58,7 +59,7 @@ fn wait_send_and_clear_give_the_right_answers_with_late_hooks() {
     std::fs::write(&script, serde_json::json!({"turns": [{"prompt": "first", "replies": replies}, {"prompt": "second", "replies": replies}]}).to_string()).unwrap();
     let script = script.display().to_string();
     let cmd = format!(
-        "{} --claude-dir {} --script {script} --think-ms 700 --delay-hooks-ms 1200 --delay-events Stop",
+        "{} --claude-dir {} --script {script} --think-ms 700 --delay-hooks-ms 1200",
         env!("CARGO_BIN_EXE_headspace-agent"),
         claude.display()
     );

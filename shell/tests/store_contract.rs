@@ -136,14 +136,33 @@ fn writes() -> Vec<Write> {
         &mut out,
         &mut t,
     );
+    // A new session (after /clear) whose transcript comes before its hooks: a merge.
+    let mut s2 = SessionWriter::new(2, t);
+    let mut offset2 = 0u64;
+    let p3 = s2.prompt("after the clear", None);
     feed(
         &mut core,
         &mut mem,
-        hook(&s, "SessionEnd", json!({"reason": "logout"}), t),
+        append(&s2, &[&p3.json], &mut offset2),
+        &mut out,
+        &mut t,
+    );
+    feed(
+        &mut core,
+        &mut mem,
+        hook(&s2, "SessionStart", json!({"source": "clear"}), t),
+        &mut out,
+        &mut t,
+    );
+    feed(
+        &mut core,
+        &mut mem,
+        hook(&s2, "SessionEnd", json!({"reason": "logout"}), t),
         &mut out,
         &mut t,
     );
     assert!(mem.violations().is_empty());
+    assert_eq!(mem.agents().count(), 1, "merged");
     out
 }
 
