@@ -7,18 +7,6 @@ use common::*;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-struct Tmux(String);
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.0)
-            .arg("kill-server")
-            .output();
-    }
-}
-
 fn headspace(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_headspace"))
         .args(args)

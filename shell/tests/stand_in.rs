@@ -7,35 +7,6 @@ use common::*;
 use std::process::Command;
 use std::time::Duration;
 
-struct Tmux(String);
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.0)
-            .args(args)
-            .output()
-            .expect("tmux runs (make test installs it)");
-        assert!(
-            out.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.0)
-            .arg("kill-server")
-            .output();
-    }
-}
-
 /// Turn lines a script produces: each prompt, each reply, and a question plus its answer.
 fn expected_turns(script: &str) -> usize {
     let v: serde_json::Value =

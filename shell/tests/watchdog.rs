@@ -5,37 +5,7 @@ use common::*;
 use headspace_core::synth::SessionWriter;
 use headspace_core::Timestamp;
 use serde_json::json;
-use std::process::Command;
 use std::time::Duration;
-
-struct Tmux(String);
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.0)
-            .args(args)
-            .output()
-            .expect("tmux runs (make test installs it)");
-        assert!(
-            out.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.0)
-            .arg("kill-server")
-            .output();
-    }
-}
 
 #[test]
 fn new_pane_output_without_a_turn_is_a_gap_and_a_dead_pane_breaks_nothing() {

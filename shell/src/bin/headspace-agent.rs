@@ -166,7 +166,7 @@ impl Agent {
         let lost = self
             .args
             .drop_every
-            .is_some_and(|n| n > 0 && self.hook_count % n == 0)
+            .is_some_and(|n| n > 0 && self.hook_count.is_multiple_of(n))
             || self.args.drop_events.iter().any(|e| e == event);
         if lost {
             return;

@@ -246,3 +246,34 @@ pub fn sse(addr: &str, last_event_id: Option<u64>) -> Arc<Mutex<String>> {
     });
     out
 }
+
+/// A private tmux server (`tmux -L NAME`), killed when dropped.
+pub struct Tmux(pub String);
+
+impl Tmux {
+    /// Runs a tmux command on this server; panics when it fails.
+    pub fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.0)
+            .args(args)
+            .output()
+            .expect("tmux runs (make test installs it)");
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.0)
+            .arg("kill-server")
+            .output();
+    }
+}
