@@ -185,6 +185,16 @@ pub fn start(
     std::thread::Builder::new()
         .name("headspace-core".into())
         .spawn(move || {
+            // A bug in the core must not leave a server that answers hooks and drops them:
+            // end the process loudly; a restart rebuilds everything from store and transcripts.
+            let default = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                default(info);
+                if std::thread::current().name() == Some("headspace-core") {
+                    tracing::error!("[CORE] the core panicked; exiting so a restart recovers from the store: {info}");
+                    std::process::exit(70);
+                }
+            }));
             let mut core = Core::new(config);
             let mut reader = Reader {
                 claude_dir,
