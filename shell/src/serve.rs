@@ -210,7 +210,11 @@ async fn serve(args: ServeArgs, claude_dir: PathBuf, url: String) -> Result<(), 
         "headspace: listening on http://{local}/ (claude dir {})",
         claude_dir.display()
     );
-    eprintln!("headspace: dashboard at http://{local}/ ; install the hooks with: headspace hooks install --url http://{local}");
+    let exe = std::env::current_exe()
+        .map(|e| e.display().to_string())
+        .unwrap_or_else(|_| "headspace".into());
+    eprintln!("headspace: dashboard at http://{local}/");
+    eprintln!("headspace: next, connect Claude Code: {exe} hooks install --url http://{local}");
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| e.to_string())?;
     // A closed terminal or tmux session (SIGHUP) also shuts down cleanly.
