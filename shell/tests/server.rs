@@ -317,3 +317,82 @@ fn off_loopback_the_server_needs_a_token_for_everything_but_healthz() {
     assert_eq!(status, 200);
     server.stop();
 }
+
+#[test]
+fn what_serve_records_replay_reproduces() {
+    let Some(db) = fresh_db("server_record") else {
+        return;
+    };
+    let claude = temp_dir("server-record");
+    let trace = claude.join("trace.jsonl");
+    let server = Server::start(&db, &claude, &["--record", &trace.display().to_string()]);
+    let mut s = SessionWriter::new(9, Timestamp::parse_rfc3339("2026-11-22T05:00:00Z").unwrap());
+    let file = claude.join(s.path());
+    let body = hook(
+        &s,
+        &claude,
+        "%6",
+        "UserPromptSubmit",
+        json!({"prompt": "record me"}),
+    );
+    server.post("/hook/UserPromptSubmit", &body);
+    server.post("/hook/UserPromptSubmit", &body); // a duplicate delivery
+    let p = s.prompt("record me", None);
+    let a = s.agent_text("Which file should I change?");
+    append(&file, &format!("{}\n{}", p.json, &a.json[..20]));
+    std::thread::sleep(Duration::from_millis(400));
+    append(&file, &format!("{}\n", &a.json[20..]));
+    server.post(
+        "/hook/Stop",
+        &hook(
+            &s,
+            &claude,
+            "%6",
+            "Stop",
+            json!({"last_assistant_message": "Which file should I change?"}),
+        ),
+    );
+    let live = wait_for(Duration::from_secs(5), || {
+        let t = turns(&server, &s.session_id);
+        (t.len() == 2 && t.iter().all(|t| t["entry_uuid"].is_string())).then_some(t)
+    })
+    .expect("live turns");
+    let agents = server.json("/api/agents");
+    server.stop();
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
+        .arg("replay")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let replayed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let key = |t: &serde_json::Value| {
+        (
+            t["actor"].clone(),
+            t["intent"].clone(),
+            t["text"].clone(),
+            t["entry_uuid"].clone(),
+            t["timestamp"].clone(),
+        )
+    };
+    let live_keys: Vec<_> = live.iter().map(key).collect();
+    let replay_keys: Vec<_> = replayed["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(key)
+        .collect();
+    assert_eq!(
+        replay_keys,
+        live_keys,
+        "trace:\n{}",
+        std::fs::read_to_string(&trace).unwrap()
+    );
+    assert_eq!(replayed["agents"][0]["state"], agents[0]["state"]);
+    assert_eq!(replayed["agents"][0]["tmux_pane"], "%6");
+}
