@@ -90,7 +90,7 @@ function card(a) {
   if (a.last_turn && a.last_turn.text !== a.command) {
     c.appendChild(el('div', 'last', `${a.last_turn.actor === 'user' ? '›' : '⏺'} ${a.last_turn.text}`));
   }
-  if (a.state === 'awaiting_input' && a.question) {
+  if ((a.state === 'awaiting_input' || a.activity === 'waiting') && a.question) {
     const q = el('div', 'question', a.question.text);
     const o = options(a.question.question);
     if (o) q.appendChild(o);

@@ -445,6 +445,7 @@ impl Core {
             ended: false,
             waiting_permission: false,
             sent_at: None,
+            permission: None,
             last_seen_at: self.now,
         };
         self.out
@@ -748,7 +749,17 @@ impl Core {
         let now = self.now;
         let trust = self.config.trust_ms;
         let agent = self.agent_mut(agent_id);
-        let permission = matches!(reading.state, crate::pane::PaneState::Permission(_));
+        let dialog = match &reading.state {
+            crate::pane::PaneState::Permission(q) => Some(q.clone()),
+            _ => None,
+        };
+        let permission = dialog.is_some();
+        if agent.row.permission != dialog {
+            agent.row.permission = dialog;
+            self.dirty_agents.insert(agent_id);
+            self.publish(agent_id, "card_refresh", json!({"agent_id": agent_id}));
+        }
+        let agent = self.agent_mut(agent_id);
         agent.pane_idle_readings = if reading.state == crate::pane::PaneState::Idle {
             agent.pane_idle_readings + 1
         } else {

@@ -61,6 +61,9 @@ pub struct AgentRow {
     /// Text was sent to its pane and no prompt emitted since has arrived: it is running.
     #[serde(default)]
     pub sent_at: Option<Timestamp>,
+    /// The permission dialog its pane shows (question and options), while it shows one.
+    #[serde(default)]
+    pub permission: Option<serde_json::Value>,
     /// When anything was last heard of it.
     pub last_seen_at: Timestamp,
 }

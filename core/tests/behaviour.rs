@@ -1074,8 +1074,13 @@ fn a_permission_dialog_means_waiting() {
     w.prompt_hook("clean up");
     w.pane("│ Bash command │\n│ Do you want to proceed? │\n│ ❯ 1. Yes │\n│   2. No, and tell Claude what to do differently (esc) │\n");
     assert_eq!(w.activity(), Activity::Waiting);
+    let agent = w.r.store().agents().next().unwrap().clone();
+    let dialog = agent.permission.expect("the dialog is on the agent");
+    assert_eq!(dialog["question"], "Do you want to proceed?");
+    assert_eq!(dialog["options"][0], "Yes");
     w.pane(BUSY_SCREEN);
     assert_eq!(w.activity(), Activity::Running);
+    assert!(w.r.store().agents().next().unwrap().permission.is_none());
 }
 
 #[test]

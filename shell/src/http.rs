@@ -231,7 +231,9 @@ pub fn agent_json(v: &AgentView) -> Value {
         "state_since": task.map(|t| t.state_since),
         "command": v.command,
         "last_turn": v.last_turn.as_ref().map(|l| json!({"actor": l.actor, "intent": l.intent, "text": l.text, "timestamp": l.timestamp})),
-        "question": v.question.as_ref().map(|(text, q)| json!({"text": text, "question": q})),
+        // The pane's permission dialog first: it is what the agent waits on right now.
+        "question": a.permission.as_ref().map(|p| json!({"text": p["question"], "question": p}))
+            .or_else(|| v.question.as_ref().map(|(text, q)| json!({"text": text, "question": q}))),
         "last_seen_at": a.last_seen_at,
         "turn_count": v.turn_count,
     })

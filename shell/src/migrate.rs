@@ -17,6 +17,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0003_agent_sent_at.sql",
         include_str!("../../migrations/0003_agent_sent_at.sql"),
     ),
+    (
+        "0004_agent_permission.sql",
+        include_str!("../../migrations/0004_agent_permission.sql"),
+    ),
 ];
 
 /// Why migrating failed.

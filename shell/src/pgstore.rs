@@ -220,14 +220,15 @@ impl PgStore {
             let a: Vec<&AgentRow> = agents.into_values().collect();
             tx.execute(
                 &format!(
-                    "INSERT INTO agents (id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, last_seen_at, sent_at)
+                    "INSERT INTO agents (id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, last_seen_at, sent_at, permission)
                      SELECT u.id, u.session_id, ARRAY(SELECT jsonb_array_elements_text(u.sessions::jsonb)), u.project, u.cwd, u.transcript_path,
-                            u.tmux_pane, u.ended, u.waiting, {}, CASE WHEN u.sent_ms IS NULL THEN NULL ELSE {} END
-                     FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bool[], $9::bool[], $10::bigint[], $11::bigint[])
-                          AS u(id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting, ms, sent_ms)
+                            u.tmux_pane, u.ended, u.waiting, {}, CASE WHEN u.sent_ms IS NULL THEN NULL ELSE {} END, u.permission
+                     FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bool[], $9::bool[], $10::bigint[], $11::bigint[], $12::jsonb[])
+                          AS u(id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting, ms, sent_ms, permission)
                      ON CONFLICT (id) DO UPDATE SET session_id=EXCLUDED.session_id, sessions=EXCLUDED.sessions, project=EXCLUDED.project,
                        cwd=EXCLUDED.cwd, transcript_path=EXCLUDED.transcript_path, tmux_pane=EXCLUDED.tmux_pane, ended=EXCLUDED.ended,
-                       waiting_permission=EXCLUDED.waiting_permission, last_seen_at=EXCLUDED.last_seen_at, sent_at=EXCLUDED.sent_at",
+                       waiting_permission=EXCLUDED.waiting_permission, last_seen_at=EXCLUDED.last_seen_at, sent_at=EXCLUDED.sent_at,
+                       permission=EXCLUDED.permission",
                     at("u.ms"),
                     at("u.sent_ms")
                 ),
@@ -243,6 +244,7 @@ impl PgStore {
                     &a.iter().map(|r| r.waiting_permission).collect::<Vec<_>>(),
                     &a.iter().map(|r| r.last_seen_at.millis()).collect::<Vec<_>>(),
                     &a.iter().map(|r| r.sent_at.map(|t| t.millis())).collect::<Vec<_>>(),
+                    &a.iter().map(|r| r.permission.clone()).collect::<Vec<_>>(),
                 ],
             )
             .await
@@ -385,7 +387,7 @@ impl PgStore {
         let agents = c
             .query(
                 &format!(
-                    "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {} FROM agents ORDER BY id",
+                    "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission FROM agents ORDER BY id",
                     ms("last_seen_at"),
                     ms("sent_at")
                 ),
@@ -454,7 +456,7 @@ impl PgStore {
     ) -> Result<Vec<AgentView>, StoreError> {
         let c = self.pool.get().await?;
         let sql = format!(
-            "SELECT a.id, a.session_id, a.sessions, a.project, a.cwd, a.transcript_path, a.tmux_pane, a.ended, a.waiting_permission, {}, {},
+            "SELECT a.id, a.session_id, a.sessions, a.project, a.cwd, a.transcript_path, a.tmux_pane, a.ended, a.waiting_permission, {}, {}, a.permission,
                     t.id, t.agent_id, t.session_id, t.state, t.transcript_state, {}, {}, {},
                     (SELECT count(*) FROM turns u WHERE u.agent_id = a.id),
                     (SELECT c.text FROM turns c WHERE c.task_id = t.id AND c.actor = 'user' ORDER BY c.\"timestamp\", c.id LIMIT 1),
@@ -476,23 +478,23 @@ impl PgStore {
         let rows = c.query(&sql, params).await?;
         let mut out = Vec::new();
         for r in rows {
-            let task = match r.get::<_, Option<i64>>(11) {
-                Some(_) => Some(task_at(&r, 11)?),
+            let task = match r.get::<_, Option<i64>>(12) {
+                Some(_) => Some(task_at(&r, 12)?),
                 None => None,
             };
-            let last_turn = r.get::<_, Option<String>>(21).map(|actor| LastTurn {
+            let last_turn = r.get::<_, Option<String>>(22).map(|actor| LastTurn {
                 actor,
-                intent: r.get(22),
-                text: r.get(23),
-                timestamp: headspace_core::Timestamp(r.get(24)),
+                intent: r.get(23),
+                text: r.get(24),
+                timestamp: headspace_core::Timestamp(r.get(25)),
             });
             out.push(AgentView {
                 agent: agent_row(&r),
                 task,
-                turn_count: r.get(19),
-                command: r.get(20),
+                turn_count: r.get(20),
+                command: r.get(21),
                 last_turn,
-                question: r.get::<_, Option<String>>(25).map(|text| (text, r.get(26))),
+                question: r.get::<_, Option<String>>(26).map(|text| (text, r.get(27))),
             });
         }
         Ok(out)
@@ -587,6 +589,7 @@ fn agent_row(r: &Row) -> AgentRow {
         waiting_permission: r.get(8),
         last_seen_at: headspace_core::Timestamp(r.get(9)),
         sent_at: r.get::<_, Option<i64>>(10).map(headspace_core::Timestamp),
+        permission: r.get(11),
     }
 }
 

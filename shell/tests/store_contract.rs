@@ -136,6 +136,19 @@ fn writes() -> Vec<Write> {
         &mut out,
         &mut t,
     );
+    // The pane shows a permission dialog: it goes on the agent.
+    let dialog = "│ Bash command │\n│ Do you want to proceed? │\n│ ❯ 1. Yes │\n│   2. No │\n";
+    feed(
+        &mut core,
+        &mut mem,
+        Input::Pane {
+            pane: "%2".into(),
+            text: dialog.into(),
+        },
+        &mut out,
+        &mut t,
+    );
+    assert!(mem.agents().next().unwrap().permission.is_some());
     // A new session (after /clear) whose transcript comes before its hooks: a merge.
     let mut s2 = SessionWriter::new(2, t);
     let mut offset2 = 0u64;
