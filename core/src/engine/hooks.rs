@@ -1,0 +1,528 @@
+//! Hooks: which agent and task a hook belongs to, and the turns it announces.
+
+use super::*;
+
+impl Core {
+    pub(super) fn on_hook(&mut self, event: Option<&str>, body: &[u8]) {
+        let hook = match Hook::parse(event, body) {
+            Ok(h) => h,
+            Err(e) => {
+                warn!("[HOOK_RECEIVER] rejected hook: {e}");
+                return;
+            }
+        };
+        // The emission stamp orders hooks; a stamp from the future is taken as now.
+        let stamp = hook.emitted_at.map_or(self.now, |t| t.min(self.now));
+        let Some(agent_id) = self.agent_for_hook(&hook) else {
+            debug!(
+                "[HOOK_RECEIVER] {} hook names no session or pane; ignored",
+                hook.event.name()
+            );
+            return;
+        };
+        self.note_transcript_path(agent_id, &hook);
+        self.agent_mut(agent_id).last_signal_at = stamp;
+        let announces = match hook.event {
+            HookEvent::UserPromptSubmit => {
+                hook.prompt.as_deref().is_some_and(|p| !p.trim().is_empty())
+            }
+            HookEvent::Stop => hook
+                .last_assistant_message
+                .as_deref()
+                .is_some_and(|m| !m.trim().is_empty()),
+            HookEvent::PreToolUse => hook.tool_name.as_deref() == Some("AskUserQuestion"),
+            _ => false,
+        };
+        let hook_key = if announces {
+            let mut bytes = hook.event.name().as_bytes().to_vec();
+            bytes.push(0);
+            bytes.extend_from_slice(body);
+            let key = hash128(&bytes);
+            let agent = self.agent_mut(agent_id);
+            if !agent.hook_keys.insert(key) {
+                debug!(
+                    "[HOOK_RECEIVER] duplicate {} hook for agent {agent_id}; counted once",
+                    hook.event.name()
+                );
+                return;
+            }
+            Some(format!("{key:032x}"))
+        } else {
+            None
+        };
+        match hook.event {
+            HookEvent::UserPromptSubmit => {
+                self.set_flags(agent_id, Some(false), Some(false));
+                let prompt = hook.prompt.clone().unwrap_or_default();
+                self.prompt_seen(agent_id, Some(stamp), &prompt);
+                if let (Some(prompt), Some(key)) = (hook.prompt.as_deref(), hook_key) {
+                    self.hook_prompt(agent_id, &hook, prompt, stamp, key);
+                }
+            }
+            HookEvent::Stop => {
+                self.set_flags(agent_id, None, Some(false));
+                let task = self.hook_task(agent_id, hook.session_id.as_deref(), stamp);
+                if let (Some(msg), Some(key)) = (hook.last_assistant_message.as_deref(), hook_key) {
+                    self.hook_agent_text(agent_id, &hook, task, msg, stamp, key);
+                }
+                self.hook_turn_end(agent_id, hook.session_id.as_deref(), stamp);
+            }
+            HookEvent::StopFailure => {
+                self.hook_turn_end(agent_id, hook.session_id.as_deref(), stamp);
+            }
+            HookEvent::PreToolUse => {
+                if let Some(key) = hook_key {
+                    self.hook_question(agent_id, &hook, stamp, key);
+                }
+            }
+            HookEvent::PostToolUse => self.set_flags(agent_id, None, Some(false)),
+            HookEvent::PermissionRequest => self.set_flags(agent_id, None, Some(true)),
+            HookEvent::Notification => match hook.notification_type.as_deref() {
+                Some("permission_prompt") => self.set_flags(agent_id, None, Some(true)),
+                Some("idle_prompt") => {
+                    self.hook_turn_end(agent_id, hook.session_id.as_deref(), stamp)
+                }
+                _ => {}
+            },
+            HookEvent::SessionStart => self.set_flags(agent_id, Some(false), None),
+            HookEvent::SessionEnd => {
+                if hook.reason.as_deref() != Some("clear") {
+                    self.set_flags(agent_id, Some(true), Some(false));
+                }
+                self.publish(
+                    agent_id,
+                    "session_ended",
+                    json!({"agent_id": agent_id, "session_id": hook.session_id, "reason": hook.reason}),
+                );
+            }
+            HookEvent::SubagentStop | HookEvent::PreCompact | HookEvent::Other(_) => {}
+        }
+    }
+
+    /// Finds or creates the agent a hook belongs to: its session's agent; else the agent of its
+    /// pane (a new session in the same pane after `/clear`, compaction or resume); else new.
+    pub(super) fn agent_for_hook(&mut self, hook: &Hook) -> Option<AgentId> {
+        let session = hook.session_id.as_deref();
+        let pane = hook.tmux_pane.as_deref();
+        let id = if let Some(id) = session.and_then(|s| self.by_session.get(s).copied()) {
+            // A session first seen in its transcript got an agent of its own; its pane says
+            // it is the pane's agent, continuing (after /clear, compaction, resume).
+            let pane_agent = pane
+                .and_then(|p| self.by_pane.get(p).copied())
+                .filter(|a| *a != id);
+            match pane_agent {
+                Some(a)
+                    if self.agents[&id].row.tmux_pane.is_none() && !self.agents[&a].row.ended =>
+                {
+                    self.merge_agent(id, a);
+                    a
+                }
+                _ => id,
+            }
+        } else if let Some(pane_agent) = pane.and_then(|p| self.by_pane.get(p).copied()) {
+            let continues = !self.agents[&pane_agent].row.ended
+                || (hook.event == HookEvent::SessionStart
+                    && matches!(hook.source.as_deref(), Some("clear" | "compact" | "resume")));
+            match session {
+                Some(s) if continues => {
+                    self.attach_session(pane_agent, s);
+                    pane_agent
+                }
+                Some(s) => self.create_agent(s),
+                None => pane_agent,
+            }
+        } else {
+            self.create_agent(session?)
+        };
+        let now = self.now;
+        let agent = self.agent_mut(id);
+        agent.row.last_seen_at = now;
+        if let Some(cwd) = hook.cwd.as_deref() {
+            if agent.row.cwd.as_deref() != Some(cwd) {
+                agent.row.cwd = Some(cwd.to_string());
+                agent.row.project = project_of(cwd);
+            }
+        }
+        if let Some(p) = pane {
+            if agent.row.tmux_pane.as_deref() != Some(p) {
+                agent.row.tmux_pane = Some(p.to_string());
+                self.by_pane.insert(p.to_string(), id);
+            }
+        }
+        self.dirty_agents.insert(id);
+        Some(id)
+    }
+
+    /// Agent `from` is really `into`: its sessions, files, tasks, turns and keys move over.
+    pub(super) fn merge_agent(&mut self, from: AgentId, into: AgentId) {
+        let b = self.agents.remove(&from).expect("known agent");
+        info!(
+            "[HOOK_RECEIVER] agent {from} (sessions {:?}) is agent {into}: same pane; merged",
+            b.row.sessions
+        );
+        self.out
+            .push_back(Command::Store(Write::MergeAgent { from, into }));
+        self.dirty_agents.remove(&from);
+        let dirty: Vec<((AgentId, TaskId), TaskState)> = self
+            .dirty_tasks
+            .iter()
+            .filter(|((a, _), _)| *a == from)
+            .map(|(k, v)| (*k, *v))
+            .collect();
+        for ((_, t), old) in dirty {
+            self.dirty_tasks.remove(&(from, t));
+            self.dirty_tasks.insert((into, t), old);
+        }
+        for s in &b.row.sessions {
+            self.by_session.insert(s.clone(), into);
+        }
+        for f in self.files.values_mut().filter(|f| f.agent_id == from) {
+            f.agent_id = into;
+        }
+        let a = self.agents.get_mut(&into).expect("known agent");
+        for s in b.row.sessions {
+            if !a.row.sessions.contains(&s) {
+                a.row.sessions.push(s);
+            }
+        }
+        a.row.session_id = b.row.session_id;
+        if b.row.transcript_path.is_some() {
+            a.row.transcript_path = b.row.transcript_path;
+        }
+        for (id, mut t) in b.tasks {
+            t.agent_id = into;
+            a.task_order.insert((t.started_at, id));
+            a.tasks.insert(id, t);
+        }
+        a.index = std::mem::take(&mut a.index).merged(b.index);
+        a.seen_entries.extend(b.seen_entries);
+        a.hook_keys.extend(b.hook_keys);
+        a.question_ids.extend(b.question_ids);
+        a.recovered += b.recovered;
+        let previous = a.latest;
+        a.latest = a.task_order.last().map(|(_, t)| *t);
+        let latest = a.latest;
+        for t in [previous, latest, b.latest].into_iter().flatten() {
+            self.recompute(into, t);
+        }
+        self.dirty_agents.insert(into);
+        self.publish(into, "agent_merged", json!({"from": from, "into": into}));
+    }
+
+    pub(super) fn attach_session(&mut self, agent_id: AgentId, session: &str) {
+        self.by_session.insert(session.to_string(), agent_id);
+        let agent = self.agent_mut(agent_id);
+        agent.row.session_id = session.to_string();
+        if !agent.row.sessions.iter().any(|s| s == session) {
+            agent.row.sessions.push(session.to_string());
+        }
+        self.dirty_agents.insert(agent_id);
+        self.publish(
+            agent_id,
+            "session_created",
+            json!({"agent_id": agent_id, "session_id": session}),
+        );
+    }
+
+    pub(super) fn create_agent(&mut self, session: &str) -> AgentId {
+        let id = self.next_agent;
+        self.next_agent += 1;
+        let row = AgentRow {
+            id,
+            session_id: session.to_string(),
+            sessions: vec![session.to_string()],
+            project: None,
+            cwd: None,
+            transcript_path: None,
+            tmux_pane: None,
+            ended: false,
+            waiting_permission: false,
+            sent_at: None,
+            permission: None,
+            last_seen_at: self.now,
+        };
+        self.out
+            .push_back(Command::Store(Write::Agent(row.clone())));
+        self.agents.insert(id, AgentState::new(row));
+        self.by_session.insert(session.to_string(), id);
+        info!("[HOOK_RECEIVER] New agent {id} for session {session}");
+        self.publish(
+            id,
+            "session_created",
+            json!({"agent_id": id, "session_id": session}),
+        );
+        id
+    }
+
+    /// Learns the session's transcript from a hook and starts reading it if it is new.
+    pub(super) fn note_transcript_path(&mut self, agent_id: AgentId, hook: &Hook) {
+        let Some(abs) = hook.transcript_path.as_deref() else {
+            return;
+        };
+        let Some(rel) = relative_transcript_path(&self.config.claude_dir, abs) else {
+            warn!("[HOOK_RECEIVER] transcript_path outside the claude dir refused: {abs}");
+            return;
+        };
+        let Some(session) = session_of_path(&rel) else {
+            return;
+        };
+        if hook.session_id.as_deref().is_some_and(|s| s != session) {
+            debug!("[HOOK_RECEIVER] transcript {rel} names another session than the hook; kept");
+        }
+        let agent = self.agent_mut(agent_id);
+        if agent.row.session_id == session && agent.row.transcript_path.as_deref() != Some(&rel) {
+            agent.row.transcript_path = Some(rel.clone());
+            self.dirty_agents.insert(agent_id);
+        }
+        if !self.files.contains_key(&rel) {
+            let owner = self.by_session.get(&session).copied().unwrap_or(agent_id);
+            self.open_file(&rel, &session, owner, 0, None);
+            let read = self.new_read(None);
+            self.out.push_back(Command::ReadTranscript {
+                path: rel,
+                from: 0,
+                read,
+            });
+        }
+    }
+
+    pub(super) fn set_flags(
+        &mut self,
+        agent_id: AgentId,
+        ended: Option<bool>,
+        waiting: Option<bool>,
+    ) {
+        let agent = self.agent_mut(agent_id);
+        let before = (agent.row.ended, agent.row.waiting_permission);
+        if let Some(e) = ended {
+            agent.row.ended = e;
+        }
+        if let Some(w) = waiting {
+            agent.row.waiting_permission = w;
+        }
+        if before != (agent.row.ended, agent.row.waiting_permission) {
+            self.dirty_agents.insert(agent_id);
+            self.publish(agent_id, "card_refresh", json!({"agent_id": agent_id}));
+        }
+    }
+
+    /// The task a hook of `session` emitted at `stamp` belongs to: the latest task of that
+    /// session that started no later than the stamp. A Stop emitted before the latest prompt
+    /// therefore lands in the older task and never ends the newer one (sm#232).
+    pub(super) fn hook_task(
+        &self,
+        agent_id: AgentId,
+        session: Option<&str>,
+        stamp: Timestamp,
+    ) -> Option<TaskId> {
+        let agent = &self.agents[&agent_id];
+        agent
+            .task_order
+            .range(..=(stamp, TaskId::MAX))
+            .rev()
+            .map(|(_, id)| &agent.tasks[id])
+            .find(|t| session.is_none() || t.session_id.as_deref() == session)
+            .map(|t| t.id)
+    }
+
+    pub(super) fn hook_prompt(
+        &mut self,
+        agent_id: AgentId,
+        hook: &Hook,
+        prompt: &str,
+        stamp: Timestamp,
+        hook_key: String,
+    ) {
+        let text = crate::matching::normalise_display(prompt);
+        if text.is_empty() || is_machinery_prompt(&text) {
+            debug!(
+                "[HOOK_RECEIVER] prompt is a slash command or machinery; the transcript decides"
+            );
+            return;
+        }
+        let key = Key::new(Kind::Prompt, &text, hook.prompt_id.as_deref());
+        if self.match_hook_to_entry(agent_id, &key, &hook_key) {
+            return;
+        }
+        let session = hook
+            .session_id
+            .clone()
+            .or_else(|| Some(self.agents[&agent_id].row.session_id.clone()));
+        let current = self.hook_task(agent_id, session.as_deref(), stamp);
+        let current_state = current.map(|t| self.agents[&agent_id].tasks[&t].state);
+        let intent = intent::detect_user(&text, current_state);
+        let task = match (intent, current) {
+            (Intent::Answer, Some(t)) => t,
+            (_, Some(t)) if current_state == Some(TaskState::Idle) => t,
+            _ => self.create_task(agent_id, session.clone(), stamp),
+        };
+        let row = TurnRow {
+            id: 0,
+            agent_id,
+            task_id: task,
+            actor: Actor::User,
+            intent,
+            text,
+            timestamp: stamp,
+            timestamp_source: TimestampSource::Server,
+            entry_uuid: None,
+            source: TurnSource::Hook,
+            hook_key: Some(hook_key),
+            prompt_id: hook.prompt_id.clone(),
+            tool_use_id: None,
+            question: None,
+            session_id: session,
+        };
+        self.add_hook_turn(row, key);
+    }
+
+    pub(super) fn hook_agent_text(
+        &mut self,
+        agent_id: AgentId,
+        hook: &Hook,
+        task: Option<TaskId>,
+        msg: &str,
+        stamp: Timestamp,
+        hook_key: String,
+    ) {
+        let text = msg.trim().to_string();
+        let key = Key::new(Kind::AgentText, &text, None);
+        if self.match_hook_to_entry(agent_id, &key, &hook_key) {
+            return;
+        }
+        let session = hook.session_id.clone();
+        let task = match task {
+            Some(t) => t,
+            None => self.create_task(agent_id, session.clone(), stamp),
+        };
+        let row = TurnRow {
+            id: 0,
+            agent_id,
+            task_id: task,
+            actor: Actor::Agent,
+            intent: intent::detect_agent_final(&text),
+            text,
+            timestamp: stamp,
+            timestamp_source: TimestampSource::Server,
+            entry_uuid: None,
+            source: TurnSource::Hook,
+            hook_key: Some(hook_key),
+            prompt_id: hook.prompt_id.clone(),
+            tool_use_id: None,
+            question: None,
+            session_id: session,
+        };
+        self.add_hook_turn(row, key);
+    }
+
+    pub(super) fn hook_question(
+        &mut self,
+        agent_id: AgentId,
+        hook: &Hook,
+        stamp: Timestamp,
+        hook_key: String,
+    ) {
+        let question = hook.tool_input.clone().unwrap_or(serde_json::Value::Null);
+        let text = entry::question_text(&question);
+        if let Some(id) = hook.tool_use_id.as_deref() {
+            self.agent_mut(agent_id)
+                .question_ids
+                .insert(hash128(id.as_bytes()));
+        }
+        let key = Key::new(Kind::Question, &text, hook.tool_use_id.as_deref());
+        if self.match_hook_to_entry(agent_id, &key, &hook_key) {
+            return;
+        }
+        let session = hook.session_id.clone();
+        let task = match self.hook_task(agent_id, session.as_deref(), stamp) {
+            Some(t) => t,
+            None => self.create_task(agent_id, session.clone(), stamp),
+        };
+        let row = TurnRow {
+            id: 0,
+            agent_id,
+            task_id: task,
+            actor: Actor::Agent,
+            intent: Intent::Question,
+            text,
+            timestamp: stamp,
+            timestamp_source: TimestampSource::Server,
+            entry_uuid: None,
+            source: TurnSource::Hook,
+            hook_key: Some(hook_key),
+            prompt_id: hook.prompt_id.clone(),
+            tool_use_id: hook.tool_use_id.clone(),
+            question: Some(question),
+            session_id: session,
+        };
+        self.add_hook_turn(row, key);
+    }
+
+    /// A hook whose entry was read first adds nothing: the entry's turn remembers the hook.
+    pub(super) fn match_hook_to_entry(
+        &mut self,
+        agent_id: AgentId,
+        key: &Key,
+        hook_key: &str,
+    ) -> bool {
+        let Some(slot) = self.agent_mut(agent_id).index.match_hook(key) else {
+            return false;
+        };
+        debug!(
+            "[HOOK_RECEIVER] hook matches turn {} already read from the transcript",
+            slot.turn_id
+        );
+        self.out.push_back(Command::Store(Write::HookMatched {
+            turn_id: slot.turn_id,
+            hook_key: hook_key.to_string(),
+        }));
+        true
+    }
+
+    pub(super) fn add_hook_turn(&mut self, mut row: TurnRow, key: Key) {
+        row.id = self.new_turn_id();
+        let (agent_id, task_id) = (row.agent_id, row.task_id);
+        let from = self.agents[&agent_id].tasks[&task_id].state;
+        if transition(from, row.actor, row.intent) == Outcome::Reject {
+            warn!(
+                "{}",
+                preserved_warning("HOOK_RECEIVER", from, row.actor, row.intent, row.id)
+            );
+        }
+        let slot = Slot {
+            turn_id: row.id,
+            task_id,
+            key,
+            actor: row.actor,
+            intent: row.intent,
+            stamp: row.timestamp,
+        };
+        self.agent_mut(agent_id).index.add_provisional(slot);
+        self.persist_turn(row);
+        self.recompute(agent_id, task_id);
+    }
+
+    /// A turn-end signal from a hook (Stop, StopFailure, idle notification): shown at once,
+    /// until the transcript confirms or overtakes it.
+    pub(super) fn hook_turn_end(
+        &mut self,
+        agent_id: AgentId,
+        session: Option<&str>,
+        stamp: Timestamp,
+    ) {
+        let Some(task_id) = self.hook_task(agent_id, session, stamp) else {
+            return;
+        };
+        let task = self
+            .agent_mut(agent_id)
+            .tasks
+            .get_mut(&task_id)
+            .expect("task of agent");
+        if task.hook_turn_end_at.is_some_and(|t| t >= stamp) {
+            return;
+        }
+        task.hook_turn_end_at = Some(stamp);
+        self.mark_task(agent_id, task_id);
+        self.recompute(agent_id, task_id);
+    }
+}

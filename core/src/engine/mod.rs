@@ -1,0 +1,327 @@
+//! The engine: inputs in, commands out. See the crate docs for the calling contract.
+
+mod hooks;
+mod reconcile;
+mod restore;
+mod tasks;
+mod transcripts;
+mod turns;
+mod watchdog;
+
+use crate::activity::agent_activity;
+use crate::entry::{self, Entry, Signal};
+use crate::framing::{LineFramer, Push};
+use crate::hook::{Hook, HookEvent};
+use crate::intent::{self, Actor, Intent};
+use crate::io::{Command, Event, Input, ReadId, Reply, RequestId, Write};
+use crate::matching::{hash128, Key, Kind, MatchIndex, Slot};
+use crate::model::*;
+use crate::state::{on_turn_end, preserved_warning, transition, Outcome, TaskState};
+use crate::time::Timestamp;
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use tracing::{debug, info, warn};
+
+/// What the core needs to know about its surroundings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// The Claude directory as hooks name it (absolute, e.g. `/home/u/.claude`); transcript
+    /// paths are taken relative to it and refused outside it.
+    pub claude_dir: String,
+    /// How long new pane output may go without a new turn before the transcript is read
+    /// (the watchdog's gap threshold; seed default 5 s).
+    pub gap_threshold_ms: i64,
+    /// How long hook and transcript news is trusted before the pane may overrule it.
+    pub trust_ms: i64,
+    /// How long a `send` counts as running when no prompt follows it.
+    pub send_timeout_ms: i64,
+}
+
+impl Config {
+    /// The defaults for a claude dir.
+    pub fn new(claude_dir: impl Into<String>) -> Config {
+        Config {
+            claude_dir: claude_dir.into(),
+            gap_threshold_ms: 5_000,
+            trust_ms: 10_000,
+            send_timeout_ms: 60_000,
+        }
+    }
+}
+
+/// One transcript file being read.
+#[derive(Debug)]
+struct FileState {
+    session_id: String,
+    agent_id: AgentId,
+    framer: LineFramer,
+    /// Where the next entries belong (the task of the last prompt read).
+    task: Option<TaskId>,
+    /// What the store holds for this file, to write the offset only when it moved.
+    saved: (u64, Option<TaskId>),
+}
+
+/// One agent's working state: everything here is rebuilt from stored rows on restore.
+#[derive(Debug)]
+struct AgentState {
+    row: AgentRow,
+    index: MatchIndex,
+    seen_entries: HashSet<u128>,
+    hook_keys: HashSet<u128>,
+    question_ids: HashSet<u128>,
+    tasks: BTreeMap<TaskId, TaskRow>,
+    /// Tasks by (start, id): the order "which task came last" is asked in.
+    task_order: BTreeSet<(Timestamp, TaskId)>,
+    latest: Option<TaskId>,
+    /// Turns created from transcript entries no hook announced.
+    recovered: u64,
+    reconciling: Option<RequestId>,
+    /// The watchdog: the last pane screen seen (hash), when new output appeared that no turn
+    /// has followed yet, and when a turn last arrived.
+    pane_hash: Option<u128>,
+    pane_change_at: Option<Timestamp>,
+    last_turn_at: Timestamp,
+    /// Consecutive captures that showed the idle prompt.
+    pane_idle_readings: u32,
+    /// When a hook or a transcript entry last said something about this agent.
+    last_signal_at: Timestamp,
+    /// The text of the pending `send`, when known (lost on restart: the stamp decides then).
+    sent_text: Option<u128>,
+}
+
+#[derive(Debug)]
+struct Reconcile {
+    agent_id: AgentId,
+    reads: BTreeSet<ReadId>,
+    recovered_before: u64,
+}
+
+/// One item of hook news a task's shown state applies on top of its transcript state.
+struct Preview {
+    stamp: Timestamp,
+    turn: TurnId,
+    /// A provisional turn's actor and intent; `None` for a Stop's turn end.
+    turn_of: Option<(Actor, Intent)>,
+}
+
+/// The sans-IO engine. See the crate documentation for how to drive it.
+#[derive(Debug)]
+pub struct Core {
+    config: Config,
+    now: Timestamp,
+    agents: BTreeMap<AgentId, AgentState>,
+    by_session: BTreeMap<String, AgentId>,
+    by_pane: BTreeMap<String, AgentId>,
+    files: BTreeMap<String, FileState>,
+    next_agent: AgentId,
+    next_task: TaskId,
+    next_turn: TurnId,
+    next_read: ReadId,
+    reads: BTreeMap<ReadId, Option<RequestId>>,
+    reconciles: BTreeMap<RequestId, Reconcile>,
+    dirty_tasks: BTreeMap<(AgentId, TaskId), TaskState>,
+    dirty_agents: BTreeSet<AgentId>,
+    out: VecDeque<Command>,
+}
+
+impl Core {
+    /// A core with no state. Feed it [`Input::Restore`] first when a store has rows.
+    pub fn new(config: Config) -> Core {
+        Core {
+            config,
+            now: Timestamp(0),
+            agents: BTreeMap::new(),
+            by_session: BTreeMap::new(),
+            by_pane: BTreeMap::new(),
+            files: BTreeMap::new(),
+            next_agent: 1,
+            next_task: 1,
+            next_turn: 1,
+            next_read: 1,
+            reads: BTreeMap::new(),
+            reconciles: BTreeMap::new(),
+            dirty_tasks: BTreeMap::new(),
+            dirty_agents: BTreeSet::new(),
+            out: VecDeque::new(),
+        }
+    }
+
+    /// Feeds one input at time `now`. Time only moves forward: an earlier `now` is taken as
+    /// the latest time seen. Drain [`Core::poll_command`] afterwards.
+    pub fn handle(&mut self, now: Timestamp, input: Input) {
+        self.now = self.now.max(now);
+        match input {
+            Input::Hook { event, body } => self.on_hook(event.as_deref(), &body),
+            Input::Transcript {
+                path,
+                offset,
+                data,
+                read,
+            } => self.on_transcript(&path, offset, &data, read),
+            Input::TranscriptReset { path } => self.on_reset(&path),
+            Input::Pane { pane, text } => self.on_pane(&pane, &text),
+            Input::Sent { agent, text } => self.on_sent(&agent, text.as_deref()),
+            Input::Tick => {
+                self.check_gaps();
+                self.expire_sends();
+            }
+            Input::Reconcile { agent, request } => self.on_reconcile(&agent, request),
+            Input::Restore(snapshot) => self.restore(snapshot),
+        }
+        self.flush();
+    }
+
+    /// The next command to carry out, in order; `None` when there is nothing left to do.
+    pub fn poll_command(&mut self) -> Option<Command> {
+        self.out.pop_front()
+    }
+
+    /// When the core wants a [`Input::Tick`] next, if ever: the earliest moment a pane's
+    /// new output becomes a gap.
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        let gaps = self
+            .agents
+            .values()
+            .filter_map(|a| a.pane_change_at)
+            .map(|t| t.add_millis(self.config.gap_threshold_ms));
+        let sends = self
+            .agents
+            .values()
+            .filter_map(|a| a.row.sent_at)
+            .map(|t| t.add_millis(self.config.send_timeout_ms));
+        gaps.chain(sends).min()
+    }
+
+    /// The latest time the core has been given.
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// Finds an agent by id, Claude session id or tmux pane id.
+    pub fn resolve_agent(&self, reference: &str) -> Option<AgentId> {
+        let r = reference.trim();
+        if let Ok(id) = r.parse::<AgentId>() {
+            if self.agents.contains_key(&id) {
+                return Some(id);
+            }
+        }
+        self.by_session
+            .get(r)
+            .or_else(|| self.by_pane.get(r))
+            .copied()
+    }
+
+    /// Slots held by the matching indexes of all agents (for memory accounting).
+    pub fn index_len(&self) -> usize {
+        self.agents.values().map(|a| a.index.len()).sum()
+    }
+}
+
+impl AgentState {
+    fn new(row: AgentRow) -> AgentState {
+        AgentState {
+            row,
+            index: MatchIndex::default(),
+            seen_entries: HashSet::new(),
+            hook_keys: HashSet::new(),
+            question_ids: HashSet::new(),
+            tasks: BTreeMap::new(),
+            task_order: BTreeSet::new(),
+            latest: None,
+            recovered: 0,
+            reconciling: None,
+            pane_hash: None,
+            pane_change_at: None,
+            last_turn_at: Timestamp(i64::MIN),
+            pane_idle_readings: 0,
+            last_signal_at: Timestamp(i64::MIN),
+            sent_text: None,
+        }
+    }
+}
+
+/// The JSON of a turn as the API and `turn_created` show it.
+pub fn turn_json(t: &TurnRow) -> serde_json::Value {
+    json!({
+        "id": t.id,
+        "turn_id": t.id,
+        "agent_id": t.agent_id,
+        "task_id": t.task_id,
+        "actor": t.actor,
+        "intent": t.intent,
+        "text": t.text,
+        "timestamp": t.timestamp,
+        "timestamp_source": t.timestamp_source,
+        "entry_uuid": t.entry_uuid,
+        "question": t.question,
+    })
+}
+
+/// A uuid as 128 bits: parsed when it is a standard uuid, hashed otherwise.
+fn uuid_key(uuid: &str) -> u128 {
+    let hex: String = uuid.chars().filter(|c| *c != '-').collect();
+    if hex.len() == 32 {
+        if let Ok(v) = u128::from_str_radix(&hex, 16) {
+            return v;
+        }
+    }
+    hash128(uuid.as_bytes())
+}
+
+/// A prompt the transcript never shows as a turn: slash commands and machinery.
+fn is_machinery_prompt(text: &str) -> bool {
+    let first = text.split_whitespace().next().unwrap_or("");
+    let slash_command = first.len() > 1
+        && first.starts_with('/')
+        && !first[1..].contains('/')
+        && first[1..]
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_:.".contains(c));
+    slash_command || entry::is_machinery_text(text)
+}
+
+/// `projects/<dir>/<session>.jsonl` → `<session>`; anything else (sub-agent transcripts in
+/// deeper folders, other files) is not a session transcript.
+pub fn session_of_path(rel: &str) -> Option<String> {
+    let parts: Vec<&str> = rel.split('/').collect();
+    match parts.as_slice() {
+        ["projects", dir, file] if !dir.is_empty() && !dir.starts_with('.') => {
+            let stem = file.strip_suffix(".jsonl")?;
+            (!stem.is_empty()).then(|| stem.to_string())
+        }
+        _ => None,
+    }
+}
+
+/// A hook's absolute transcript path relative to the claude dir, or `None` outside it.
+pub fn relative_transcript_path(claude_dir: &str, abs: &str) -> Option<String> {
+    let dir = claude_dir.trim_end_matches('/');
+    let rest = abs
+        .strip_prefix(dir)
+        .and_then(|r| r.strip_prefix('/'))
+        .or_else(|| abs.strip_prefix("~/.claude/"))?;
+    if rest
+        .split('/')
+        .any(|c| c == ".." || c == "." || c.is_empty())
+    {
+        return None;
+    }
+    Some(rest.to_string())
+}
+
+fn project_of(cwd: &str) -> Option<String> {
+    cwd.trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+fn project_of_dir(rel: &str) -> Option<String> {
+    rel.split('/').nth(1).map(|d| {
+        d.rsplit('-')
+            .find(|s| !s.is_empty())
+            .unwrap_or(d)
+            .to_string()
+    })
+}

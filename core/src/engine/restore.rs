@@ -1,0 +1,99 @@
+//! Rebuilding the core from the store after a restart.
+
+use super::*;
+
+impl Core {
+    /// Rebuilds everything from the store, then asks to read every file from its offset.
+    pub(super) fn restore(&mut self, snap: Snapshot) {
+        let config = self.config.clone();
+        let now = self.now;
+        *self = Core::new(config);
+        self.now = now;
+        for row in snap.agents {
+            self.next_agent = self.next_agent.max(row.id + 1);
+            for s in &row.sessions {
+                self.by_session.insert(s.clone(), row.id);
+            }
+            self.by_session.insert(row.session_id.clone(), row.id);
+            if let Some(p) = &row.tmux_pane {
+                self.by_pane.insert(p.clone(), row.id);
+            }
+            self.agents.insert(row.id, AgentState::new(row));
+        }
+        for row in snap.tasks {
+            self.next_task = self.next_task.max(row.id + 1);
+            if let Some(agent) = self.agents.get_mut(&row.agent_id) {
+                agent.task_order.insert((row.started_at, row.id));
+                agent.tasks.insert(row.id, row);
+            }
+        }
+        let mut turns = snap.turns;
+        turns.sort_by_key(|t| t.id);
+        for turn in &turns {
+            self.next_turn = self.next_turn.max(turn.id + 1);
+            let Some(agent) = self.agents.get_mut(&turn.agent_id) else {
+                continue;
+            };
+            if let Some(u) = &turn.entry_uuid {
+                agent.seen_entries.insert(uuid_key(u));
+            }
+            if let Some(h) = turn
+                .hook_key
+                .as_deref()
+                .and_then(|h| u128::from_str_radix(h, 16).ok())
+            {
+                agent.hook_keys.insert(h);
+            }
+            if let (Some(id), true) = (&turn.tool_use_id, turn.question.is_some()) {
+                agent.question_ids.insert(hash128(id.as_bytes()));
+            }
+            if turn.source == TurnSource::Transcript {
+                agent.recovered += 1;
+            }
+            let Some(key) = Key::of(turn) else { continue };
+            let slot = Slot {
+                turn_id: turn.id,
+                task_id: turn.task_id,
+                key,
+                actor: turn.actor,
+                intent: turn.intent,
+                stamp: turn.timestamp,
+            };
+            match (turn.source, &turn.entry_uuid, &turn.hook_key) {
+                (TurnSource::Hook, None, _) => agent.index.add_provisional(slot),
+                (TurnSource::Transcript, _, None) => agent.index.add_unhooked(slot),
+                _ => {}
+            }
+        }
+        for agent in self.agents.values_mut() {
+            agent.latest = agent.task_order.last().map(|(_, t)| *t);
+        }
+        let mut reads = Vec::new();
+        for off in snap.offsets {
+            let Some(&agent_id) = self.by_session.get(&off.session_id) else {
+                continue;
+            };
+            self.open_file(
+                &off.path,
+                &off.session_id,
+                agent_id,
+                off.offset,
+                off.task_id,
+            );
+            reads.push((off.path, off.offset));
+        }
+        for (path, from) in reads {
+            let read = self.new_read(None);
+            self.out
+                .push_back(Command::ReadTranscript { path, from, read });
+        }
+        info!(
+            "[RESTORE] rebuilt {} agent(s) from the store",
+            self.agents.len()
+        );
+    }
+
+    pub(super) fn agent_mut(&mut self, id: AgentId) -> &mut AgentState {
+        self.agents.get_mut(&id).expect("known agent")
+    }
+}

@@ -1,0 +1,483 @@
+//! Transcripts: framing, entries, claims, and the transcript-order fold.
+
+use super::*;
+
+impl Core {
+    pub(super) fn on_transcript(
+        &mut self,
+        path: &str,
+        offset: u64,
+        data: &[u8],
+        read: Option<ReadId>,
+    ) {
+        let reconcile = read.and_then(|r| self.reads.remove(&r)).flatten();
+        if !self.files.contains_key(path) {
+            let Some(session) = session_of_path(path) else {
+                debug!("[TRANSCRIPT] {path} is not a session transcript; ignored");
+                self.finish_read(reconcile, read);
+                return;
+            };
+            let agent_id = match self.by_session.get(&session) {
+                Some(&a) => a,
+                None => {
+                    let a = self.create_agent(&session);
+                    let agent = self.agent_mut(a);
+                    agent.row.transcript_path = Some(path.to_string());
+                    agent.row.project = project_of_dir(path);
+                    self.dirty_agents.insert(a);
+                    a
+                }
+            };
+            self.open_file(path, &session, agent_id, 0, None);
+        }
+        let file = self.files.get_mut(path).expect("file just opened");
+        let agent_id = file.agent_id;
+        let mut framer = std::mem::take(&mut file.framer);
+        let push = framer.push(offset, data, |line, _end| {
+            self.process_line(path, agent_id, line)
+        });
+        let file = self.files.get_mut(path).expect("file still open");
+        file.framer = framer;
+        if let Push::Gap { expected } = push {
+            let read = self.new_read(reconcile);
+            debug!(
+                "[TRANSCRIPT] {path}: bytes at {offset} but {expected} expected; reading the gap"
+            );
+            self.out.push_back(Command::ReadTranscript {
+                path: path.to_string(),
+                from: expected,
+                read,
+            });
+            if let Some(r) = reconcile {
+                if let Some(rec) = self.reconciles.get_mut(&r) {
+                    rec.reads.insert(read);
+                }
+            }
+        }
+        self.flush();
+        self.save_offset(path);
+        if !matches!(push, Push::Gap { .. }) {
+            self.finish_read(reconcile, read);
+        }
+    }
+
+    pub(super) fn on_reset(&mut self, path: &str) {
+        let Some(file) = self.files.get_mut(path) else {
+            return;
+        };
+        info!("[TRANSCRIPT] {path} shrank or was replaced; reading it again (entries already seen are skipped)");
+        file.framer.reset(0);
+        let read = self.new_read(None);
+        self.out.push_back(Command::ReadTranscript {
+            path: path.to_string(),
+            from: 0,
+            read,
+        });
+    }
+
+    pub(super) fn save_offset(&mut self, path: &str) {
+        let file = self.files.get_mut(path).expect("file open");
+        let now = (file.framer.committed_offset(), file.task);
+        if now == file.saved {
+            return;
+        }
+        file.saved = now;
+        self.out.push_back(Command::Store(Write::Offset(OffsetRow {
+            path: path.to_string(),
+            session_id: file.session_id.clone(),
+            offset: now.0,
+            task_id: now.1,
+        })));
+    }
+
+    pub(super) fn process_line(&mut self, path: &str, agent_id: AgentId, line: &[u8]) {
+        match entry::classify(line) {
+            Ok(Entry::Ignored) => {}
+            Ok(e) => self.process_entry(path, agent_id, e),
+            Err(e) => warn!(
+                "[TRANSCRIPT] {path}: skipped a line that is not JSON ({} bytes): {e}",
+                line.len()
+            ),
+        }
+    }
+
+    pub(super) fn process_entry(&mut self, path: &str, agent_id: AgentId, e: Entry) {
+        let session = self.files[path].session_id.clone();
+        let now = self.now;
+        self.agent_mut(agent_id).last_signal_at = now;
+        match e {
+            Entry::UserPrompt {
+                uuid,
+                timestamp,
+                text,
+                prompt_id,
+            } => {
+                if !self.first_sight(agent_id, &uuid) {
+                    return;
+                }
+                self.prompt_seen(agent_id, timestamp, &text);
+                let key = Key::new(Kind::Prompt, &text, prompt_id.as_deref());
+                if let Some(slot) = self.agent_mut(agent_id).index.claim(&key) {
+                    self.set_file_task(path, slot.task_id);
+                    self.claim(agent_id, slot, uuid, timestamp, slot.task_id);
+                    return;
+                }
+                let file_task = self.files[path].task;
+                let tx = file_task.map(|t| self.agents[&agent_id].tasks[&t].transcript_state);
+                let intent = intent::detect_user(&text, tx);
+                let task = match (intent, file_task) {
+                    (Intent::Answer, Some(t)) => t,
+                    _ => {
+                        let t = self.create_task(
+                            agent_id,
+                            Some(session.clone()),
+                            timestamp.unwrap_or(self.now),
+                        );
+                        self.set_file_task(path, t);
+                        t
+                    }
+                };
+                let row = self.entry_turn(
+                    agent_id,
+                    task,
+                    Actor::User,
+                    intent,
+                    text,
+                    timestamp,
+                    uuid,
+                    &session,
+                );
+                let row = TurnRow { prompt_id, ..row };
+                self.add_entry_turn(row, Some(key));
+            }
+            Entry::AgentText {
+                uuid,
+                timestamp,
+                text,
+            } => {
+                if !self.first_sight(agent_id, &uuid) {
+                    return;
+                }
+                let task = self.entry_task(path, agent_id, timestamp);
+                self.overtake_hook_turn_end(agent_id, task, timestamp);
+                let key = Key::new(Kind::AgentText, &text, None);
+                if let Some(slot) = self.agent_mut(agent_id).index.claim(&key) {
+                    self.claim(agent_id, slot, uuid, timestamp, task);
+                    return;
+                }
+                let intent = intent::detect_agent(&text).0;
+                let row = self.entry_turn(
+                    agent_id,
+                    task,
+                    Actor::Agent,
+                    intent,
+                    text,
+                    timestamp,
+                    uuid,
+                    &session,
+                );
+                self.add_entry_turn(row, Some(key));
+            }
+            Entry::AgentQuestion {
+                uuid,
+                timestamp,
+                tool_use_id,
+                text,
+                question,
+            } => {
+                if let Some(id) = tool_use_id.as_deref() {
+                    self.agent_mut(agent_id)
+                        .question_ids
+                        .insert(hash128(id.as_bytes()));
+                }
+                if !self.first_sight(agent_id, &uuid) {
+                    return;
+                }
+                let task = self.entry_task(path, agent_id, timestamp);
+                self.overtake_hook_turn_end(agent_id, task, timestamp);
+                let key = Key::new(Kind::Question, &text, tool_use_id.as_deref());
+                if let Some(slot) = self.agent_mut(agent_id).index.claim(&key) {
+                    self.claim(agent_id, slot, uuid, timestamp, task);
+                    return;
+                }
+                let row = self.entry_turn(
+                    agent_id,
+                    task,
+                    Actor::Agent,
+                    Intent::Question,
+                    text,
+                    timestamp,
+                    uuid,
+                    &session,
+                );
+                let row = TurnRow {
+                    tool_use_id,
+                    question: Some(question),
+                    ..row
+                };
+                self.add_entry_turn(row, Some(key));
+            }
+            Entry::ToolResult {
+                uuid,
+                timestamp,
+                tool_use_id,
+                answers,
+                text,
+            } => {
+                let is_answer = answers.is_some()
+                    || tool_use_id.as_deref().is_some_and(|id| {
+                        self.agents[&agent_id]
+                            .question_ids
+                            .contains(&hash128(id.as_bytes()))
+                    });
+                let task = self.files[path].task;
+                if let Some(t) = task {
+                    self.overtake_hook_turn_end(agent_id, t, timestamp);
+                }
+                if !is_answer || !self.first_sight(agent_id, &uuid) {
+                    return;
+                }
+                let task = self.entry_task(path, agent_id, timestamp);
+                let text = answers.unwrap_or(text).trim().to_string();
+                let row = self.entry_turn(
+                    agent_id,
+                    task,
+                    Actor::User,
+                    Intent::Answer,
+                    text,
+                    timestamp,
+                    uuid,
+                    &session,
+                );
+                let row = TurnRow { tool_use_id, ..row };
+                self.add_entry_turn(row, None);
+            }
+            Entry::Signal { timestamp, signal } => {
+                let Some(task_id) = self.files[path].task else {
+                    return;
+                };
+                match signal {
+                    Signal::Interrupt | Signal::TurnDuration | Signal::StopHookSummary => {
+                        let task = self
+                            .agent_mut(agent_id)
+                            .tasks
+                            .get_mut(&task_id)
+                            .expect("task");
+                        let before = (task.transcript_state, task.hook_turn_end_at);
+                        if let Some(s) = on_turn_end(task.transcript_state) {
+                            task.transcript_state = s;
+                        }
+                        task.hook_turn_end_at = None; // confirmed by the transcript
+                        if before != (task.transcript_state, task.hook_turn_end_at) {
+                            self.mark_task(agent_id, task_id);
+                            self.recompute(agent_id, task_id);
+                        }
+                    }
+                    Signal::CompactBoundary | Signal::ToolUse => {
+                        self.overtake_hook_turn_end(agent_id, task_id, timestamp)
+                    }
+                }
+            }
+            Entry::Ignored => {}
+        }
+    }
+
+    /// True the first time an entry uuid is seen for this agent: re-reads add nothing.
+    pub(super) fn first_sight(&mut self, agent_id: AgentId, uuid: &str) -> bool {
+        self.agent_mut(agent_id).seen_entries.insert(uuid_key(uuid))
+    }
+
+    /// The task an entry belongs to: the one its file's last prompt opened; a transcript read
+    /// from the middle of a conversation gets a task without a command.
+    pub(super) fn entry_task(
+        &mut self,
+        path: &str,
+        agent_id: AgentId,
+        timestamp: Option<Timestamp>,
+    ) -> TaskId {
+        if let Some(t) = self.files[path].task {
+            return t;
+        }
+        let session = self.files[path].session_id.clone();
+        let t = self.create_task(agent_id, Some(session), timestamp.unwrap_or(self.now));
+        self.set_file_task(path, t);
+        t
+    }
+
+    pub(super) fn set_file_task(&mut self, path: &str, task: TaskId) {
+        self.files.get_mut(path).expect("file open").task = Some(task);
+    }
+
+    /// A transcript entry written after a hook's turn-end stamp shows the agent went on: the
+    /// transcript is the authority again for that task.
+    pub(super) fn overtake_hook_turn_end(
+        &mut self,
+        agent_id: AgentId,
+        task_id: TaskId,
+        timestamp: Option<Timestamp>,
+    ) {
+        let Some(ts) = timestamp else { return };
+        let task = self
+            .agent_mut(agent_id)
+            .tasks
+            .get_mut(&task_id)
+            .expect("task");
+        if task.hook_turn_end_at.is_some_and(|end| ts > end) {
+            task.hook_turn_end_at = None;
+            self.mark_task(agent_id, task_id);
+            self.recompute(agent_id, task_id);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn entry_turn(
+        &self,
+        agent_id: AgentId,
+        task_id: TaskId,
+        actor: Actor,
+        intent: Intent,
+        text: String,
+        timestamp: Option<Timestamp>,
+        uuid: String,
+        session: &str,
+    ) -> TurnRow {
+        TurnRow {
+            id: 0,
+            agent_id,
+            task_id,
+            actor,
+            intent,
+            text,
+            timestamp: timestamp.unwrap_or(self.now),
+            timestamp_source: if timestamp.is_some() {
+                TimestampSource::Jsonl
+            } else {
+                TimestampSource::Server
+            },
+            entry_uuid: Some(uuid),
+            source: TurnSource::Transcript,
+            hook_key: None,
+            prompt_id: None,
+            tool_use_id: None,
+            question: None,
+            session_id: Some(session.to_string()),
+        }
+    }
+
+    /// Persists a turn made from a transcript entry that no hook announced, and lets it drive
+    /// its task's state like any other turn (a recovered question awaits input).
+    pub(super) fn add_entry_turn(&mut self, mut row: TurnRow, key: Option<Key>) {
+        row.id = self.new_turn_id();
+        let (agent_id, task_id) = (row.agent_id, row.task_id);
+        info!(
+            "[RECONCILER] Created turn {} from JSONL entry (agent={}, intent={}, hash={}) — no matching hook-created turn found",
+            row.id,
+            agent_id,
+            row.intent.as_str(),
+            key.map(|k| format!("{:08x}", (k.text >> 96) as u32)).unwrap_or_else(|| "-".into())
+        );
+        if let Some(key) = key {
+            let slot = Slot {
+                turn_id: row.id,
+                task_id,
+                key,
+                actor: row.actor,
+                intent: row.intent,
+                stamp: row.timestamp,
+            };
+            self.agent_mut(agent_id).index.add_unhooked(slot);
+        }
+        self.agent_mut(agent_id).recovered += 1;
+        let (actor, intent, id) = (row.actor, row.intent, row.id);
+        self.persist_turn(row);
+        self.fold_transcript(agent_id, task_id, actor, intent, id);
+    }
+
+    /// An entry claims a hook-made turn: the turn takes the entry's uuid, timestamp and task.
+    pub(super) fn claim(
+        &mut self,
+        agent_id: AgentId,
+        slot: Slot,
+        uuid: String,
+        timestamp: Option<Timestamp>,
+        task_id: TaskId,
+    ) {
+        if let Some(ts) = timestamp {
+            info!(
+                "[RECONCILER] Updated turn {} timestamp: {} -> {}",
+                slot.turn_id, slot.stamp, ts
+            );
+        }
+        let now = self.now;
+        self.agent_mut(agent_id).last_turn_at = now;
+        // The command that opened a task now has the transcript's time: the task takes it
+        // too, so tasks the transcript knows are ordered on one clock.
+        if let (Some(ts), Actor::User, Intent::Command) = (timestamp, slot.actor, slot.intent) {
+            self.retime_task(agent_id, slot.task_id, slot.stamp, ts);
+        }
+        self.out.push_back(Command::Store(Write::Claim {
+            turn_id: slot.turn_id,
+            entry_uuid: uuid.clone(),
+            timestamp,
+            task_id,
+        }));
+        self.publish(
+            agent_id,
+            "turn_updated",
+            json!({
+                "turn_id": slot.turn_id,
+                "agent_id": agent_id,
+                "task_id": task_id,
+                "entry_uuid": uuid,
+                "timestamp": timestamp.unwrap_or(slot.stamp),
+                "timestamp_source": if timestamp.is_some() { "jsonl" } else { "server" },
+                "update_type": "timestamp_correction",
+            }),
+        );
+        if slot.task_id != task_id {
+            self.recompute(agent_id, slot.task_id);
+        }
+        self.fold_transcript(agent_id, task_id, slot.actor, slot.intent, slot.turn_id);
+    }
+
+    /// Applies a turn, in transcript order, to its task's transcript state.
+    pub(super) fn fold_transcript(
+        &mut self,
+        agent_id: AgentId,
+        task_id: TaskId,
+        actor: Actor,
+        intent: Intent,
+        turn_id: TurnId,
+    ) {
+        let task = self
+            .agent_mut(agent_id)
+            .tasks
+            .get_mut(&task_id)
+            .expect("task");
+        let from = task.transcript_state;
+        match transition(from, actor, intent) {
+            Outcome::To(to) => {
+                if to != from {
+                    task.transcript_state = to;
+                    self.mark_task(agent_id, task_id);
+                }
+            }
+            Outcome::Reject => warn!(
+                "{}",
+                preserved_warning("RECONCILER", from, actor, intent, turn_id)
+            ),
+            // A command opens its own task before it is folded; nothing to do here.
+            Outcome::OpenNew | Outcome::CompleteAndOpenNew => {}
+        }
+        let shown_before = self.agents[&agent_id].tasks[&task_id].state;
+        self.recompute(agent_id, task_id);
+        let shown_after = self.agents[&agent_id].tasks[&task_id].state;
+        if shown_after != shown_before {
+            info!(
+                "[RECONCILER] Recovered turn {turn_id} triggered state transition: {} -> {}",
+                shown_before.as_str(),
+                shown_after.as_str()
+            );
+        }
+    }
+}

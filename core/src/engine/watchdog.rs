@@ -1,0 +1,159 @@
+//! The pane: screen readings, gaps the watchdog finds, and `send`.
+
+use super::*;
+
+impl Core {
+    /// A pane capture: new output starts the gap clock unless a turn follows it in time.
+    pub(super) fn on_pane(&mut self, pane: &str, text: &str) {
+        let Some(&agent_id) = self.by_pane.get(pane) else {
+            debug!("[TMUX_WATCHDOG] pane {pane} belongs to no agent; ignored");
+            return;
+        };
+        let hash = hash128(text.trim_end().as_bytes());
+        let now = self.now;
+        let agent = self.agent_mut(agent_id);
+        match agent.pane_hash.replace(hash) {
+            None => {} // the first look sets the baseline
+            Some(old) if old == hash => {
+                debug!("[TMUX_WATCHDOG] Agent {agent_id} pane content unchanged")
+            }
+            Some(_) if agent.pane_change_at.is_none() => agent.pane_change_at = Some(now),
+            Some(_) => {}
+        }
+        self.read_screen(agent_id, pane, text);
+        self.check_gaps();
+    }
+
+    /// What the screen says about the agent's activity. A permission dialog means waiting.
+    /// Two idle readings in a row end a turn that hooks and transcript still call running,
+    /// once their news is older than the trust window (a lost Stop, an interrupt).
+    pub(super) fn read_screen(&mut self, agent_id: AgentId, pane: &str, text: &str) {
+        let reading = crate::pane::read_pane(text);
+        let now = self.now;
+        let trust = self.config.trust_ms;
+        let agent = self.agent_mut(agent_id);
+        let dialog = match &reading.state {
+            crate::pane::PaneState::Permission(q) => Some(q.clone()),
+            _ => None,
+        };
+        let permission = dialog.is_some();
+        if agent.row.permission != dialog {
+            agent.row.permission = dialog;
+            self.dirty_agents.insert(agent_id);
+            self.publish(agent_id, "card_refresh", json!({"agent_id": agent_id}));
+        }
+        let agent = self.agent_mut(agent_id);
+        agent.pane_idle_readings = if reading.state == crate::pane::PaneState::Idle {
+            agent.pane_idle_readings + 1
+        } else {
+            0
+        };
+        let (idle_readings, trusted, sent) = (
+            agent.pane_idle_readings,
+            now < agent.last_signal_at.add_millis(trust),
+            agent.row.sent_at.is_some(),
+        );
+        let shown = agent.latest.map(|t| agent.tasks[&t].state);
+        if permission != agent.row.waiting_permission {
+            self.set_flags(agent_id, None, Some(permission));
+        }
+        let running = matches!(shown, Some(TaskState::Commanded | TaskState::Processing));
+        if idle_readings >= 2 && running && !trusted && !sent {
+            debug!(
+                "[ACTIVITY] pane {pane} shows the idle prompt while agent {agent_id} is {}; taking it as the end of the turn. Last lines: {}",
+                shown.map_or("-", TaskState::as_str),
+                crate::pane::tail(text, 4)
+            );
+            self.hook_turn_end(agent_id, None, now);
+        } else if reading.state == crate::pane::PaneState::Busy && !running && !sent {
+            debug!(
+                "[ACTIVITY] pane {pane} shows agent {agent_id} busy while it is {}; waiting for its prompt. Last lines: {}",
+                shown.map_or("-", TaskState::as_str),
+                crate::pane::tail(text, 4)
+            );
+        }
+    }
+
+    /// Text goes to the agent's pane: running until a prompt emitted from now on arrives.
+    pub(super) fn on_sent(&mut self, agent_ref: &str, text: Option<&str>) {
+        let Some(agent_id) = self.resolve_agent(agent_ref) else {
+            return;
+        };
+        let now = self.now;
+        let agent = self.agent_mut(agent_id);
+        agent.row.sent_at = Some(now);
+        agent.sent_text = text.map(crate::matching::text_hash);
+        agent.pane_idle_readings = 0;
+        self.dirty_agents.insert(agent_id);
+        self.publish(agent_id, "card_refresh", json!({"agent_id": agent_id}));
+    }
+
+    /// A prompt arrived: it answers a pending `send` when it is the text sent, or, when that
+    /// text is not known (after a restart), when it was emitted after the send. A late prompt
+    /// of an earlier send (a `/clear`) never answers a later one.
+    pub(super) fn prompt_seen(&mut self, agent_id: AgentId, stamp: Option<Timestamp>, text: &str) {
+        let agent = self.agent_mut(agent_id);
+        let Some(sent) = agent.row.sent_at else {
+            return;
+        };
+        let answers = match agent.sent_text {
+            Some(h) => h == crate::matching::text_hash(text),
+            None => stamp.is_some_and(|at| at >= sent),
+        };
+        if answers {
+            agent.row.sent_at = None;
+            agent.sent_text = None;
+            self.dirty_agents.insert(agent_id);
+        }
+    }
+
+    /// A `send` whose prompt never showed stops counting as running.
+    pub(super) fn expire_sends(&mut self) {
+        let (now, limit) = (self.now, self.config.send_timeout_ms);
+        let expired: Vec<AgentId> = self
+            .agents
+            .iter()
+            .filter(|(_, a)| a.row.sent_at.is_some_and(|t| now >= t.add_millis(limit)))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in expired {
+            warn!("[SEND] no prompt arrived within {}s of a send to agent {id}; its activity follows hooks, transcript and pane again", limit / 1000);
+            let agent = self.agent_mut(id);
+            agent.row.sent_at = None;
+            agent.sent_text = None;
+            self.dirty_agents.insert(id);
+        }
+    }
+
+    /// New pane output that no turn has followed within the threshold is a gap: the
+    /// transcript is read at once instead of waiting for the watcher.
+    pub(super) fn check_gaps(&mut self) {
+        let now = self.now;
+        let threshold = self.config.gap_threshold_ms;
+        let mut gaps = Vec::new();
+        for (id, agent) in self.agents.iter_mut() {
+            let Some(since) = agent.pane_change_at else {
+                continue;
+            };
+            if agent.last_turn_at >= since {
+                agent.pane_change_at = None;
+            } else if now >= since.add_millis(threshold) {
+                agent.pane_change_at = None;
+                gaps.push((*id, agent.row.tmux_pane.clone().unwrap_or_default()));
+            }
+        }
+        for (agent_id, pane) in gaps {
+            info!(
+                "[TMUX_WATCHDOG] Gap detected for agent {agent_id} — new output in pane {pane} with no matching turn after {}s, triggering reconciliation",
+                threshold as f64 / 1000.0
+            );
+            self.out.push_back(Command::GapDetected { agent_id });
+            let paths = self.agent_files(agent_id);
+            for (path, from) in paths {
+                let read = self.new_read(None);
+                self.out
+                    .push_back(Command::ReadTranscript { path, from, read });
+            }
+        }
+    }
+}
