@@ -96,6 +96,20 @@ pub struct Slot {
     pub stamp: Timestamp,
 }
 
+impl Slot {
+    /// The slot of a stored turn under `key`.
+    pub fn of(turn: &TurnRow, key: Key) -> Slot {
+        Slot {
+            turn_id: turn.id,
+            task_id: turn.task_id,
+            key,
+            actor: turn.actor,
+            intent: turn.intent,
+            stamp: turn.timestamp,
+        }
+    }
+}
+
 /// One side of the index: slots in creation order, found by key in O(1).
 #[derive(Clone, Debug, Default)]
 struct Side {

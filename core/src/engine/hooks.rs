@@ -356,23 +356,16 @@ impl Core {
             (_, Some(t)) if current_state == Some(TaskState::Idle) => t,
             _ => self.create_task(agent_id, session.clone(), stamp),
         };
-        let row = TurnRow {
-            id: 0,
+        let row = hook_turn(
+            hook,
             agent_id,
-            task_id: task,
-            actor: Actor::User,
-            intent,
+            task,
+            (Actor::User, intent),
             text,
-            timestamp: stamp,
-            timestamp_source: TimestampSource::Server,
-            entry_uuid: None,
-            source: TurnSource::Hook,
-            hook_key: Some(hook_key),
-            prompt_id: hook.prompt_id.clone(),
-            tool_use_id: None,
-            question: None,
-            session_id: session,
-        };
+            stamp,
+            hook_key,
+            session,
+        );
         self.add_hook_turn(row, key);
     }
 
@@ -395,23 +388,17 @@ impl Core {
             Some(t) => t,
             None => self.create_task(agent_id, session.clone(), stamp),
         };
-        let row = TurnRow {
-            id: 0,
+        let intent = intent::detect_agent_final(&text);
+        let row = hook_turn(
+            hook,
             agent_id,
-            task_id: task,
-            actor: Actor::Agent,
-            intent: intent::detect_agent_final(&text),
+            task,
+            (Actor::Agent, intent),
             text,
-            timestamp: stamp,
-            timestamp_source: TimestampSource::Server,
-            entry_uuid: None,
-            source: TurnSource::Hook,
-            hook_key: Some(hook_key),
-            prompt_id: hook.prompt_id.clone(),
-            tool_use_id: None,
-            question: None,
-            session_id: session,
-        };
+            stamp,
+            hook_key,
+            session,
+        );
         self.add_hook_turn(row, key);
     }
 
@@ -438,22 +425,20 @@ impl Core {
             Some(t) => t,
             None => self.create_task(agent_id, session.clone(), stamp),
         };
-        let row = TurnRow {
-            id: 0,
+        let row = hook_turn(
+            hook,
             agent_id,
-            task_id: task,
-            actor: Actor::Agent,
-            intent: Intent::Question,
+            task,
+            (Actor::Agent, Intent::Question),
             text,
-            timestamp: stamp,
-            timestamp_source: TimestampSource::Server,
-            entry_uuid: None,
-            source: TurnSource::Hook,
-            hook_key: Some(hook_key),
-            prompt_id: hook.prompt_id.clone(),
+            stamp,
+            hook_key,
+            session,
+        );
+        let row = TurnRow {
             tool_use_id: hook.tool_use_id.clone(),
             question: Some(question),
-            session_id: session,
+            ..row
         };
         self.add_hook_turn(row, key);
     }
@@ -489,15 +474,9 @@ impl Core {
                 preserved_warning("HOOK_RECEIVER", from, row.actor, row.intent, row.id)
             );
         }
-        let slot = Slot {
-            turn_id: row.id,
-            task_id,
-            key,
-            actor: row.actor,
-            intent: row.intent,
-            stamp: row.timestamp,
-        };
-        self.agent_mut(agent_id).index.add_provisional(slot);
+        self.agent_mut(agent_id)
+            .index
+            .add_provisional(Slot::of(&row, key));
         self.persist_turn(row);
         self.recompute(agent_id, task_id);
     }
@@ -524,5 +503,37 @@ impl Core {
         task.hook_turn_end_at = Some(stamp);
         self.mark_task(agent_id, task_id);
         self.recompute(agent_id, task_id);
+    }
+}
+
+/// A turn a hook announces: provisional (no entry yet), at the hook's time, with its
+/// fingerprint; the counterpart of `entry_turn` on the transcript side.
+#[allow(clippy::too_many_arguments)]
+fn hook_turn(
+    hook: &Hook,
+    agent_id: AgentId,
+    task_id: TaskId,
+    (actor, intent): (Actor, Intent),
+    text: String,
+    stamp: Timestamp,
+    hook_key: String,
+    session: Option<String>,
+) -> TurnRow {
+    TurnRow {
+        id: 0,
+        agent_id,
+        task_id,
+        actor,
+        intent,
+        text,
+        timestamp: stamp,
+        timestamp_source: TimestampSource::Server,
+        entry_uuid: None,
+        source: TurnSource::Hook,
+        hook_key: Some(hook_key),
+        prompt_id: hook.prompt_id.clone(),
+        tool_use_id: None,
+        question: None,
+        session_id: session,
     }
 }

@@ -51,14 +51,7 @@ impl Core {
                 agent.recovered += 1;
             }
             let Some(key) = Key::of(turn) else { continue };
-            let slot = Slot {
-                turn_id: turn.id,
-                task_id: turn.task_id,
-                key,
-                actor: turn.actor,
-                intent: turn.intent,
-                stamp: turn.timestamp,
-            };
+            let slot = Slot::of(turn, key);
             match (turn.source, &turn.entry_uuid, &turn.hook_key) {
                 (TurnSource::Hook, None, _) => agent.index.add_provisional(slot),
                 (TurnSource::Transcript, _, None) => agent.index.add_unhooked(slot),

@@ -377,15 +377,9 @@ impl Core {
             key.map(|k| format!("{:08x}", (k.text >> 96) as u32)).unwrap_or_else(|| "-".into())
         );
         if let Some(key) = key {
-            let slot = Slot {
-                turn_id: row.id,
-                task_id,
-                key,
-                actor: row.actor,
-                intent: row.intent,
-                stamp: row.timestamp,
-            };
-            self.agent_mut(agent_id).index.add_unhooked(slot);
+            self.agent_mut(agent_id)
+                .index
+                .add_unhooked(Slot::of(&row, key));
         }
         self.agent_mut(agent_id).recovered += 1;
         let (actor, intent, id) = (row.actor, row.intent, row.id);
