@@ -88,6 +88,7 @@ pub mod io;
 pub mod matching;
 pub mod model;
 pub mod pane;
+pub mod planted;
 pub mod replay;
 pub mod state;
 pub mod store;

@@ -1,18 +1,15 @@
-//! The driver: one thread owns the core, turns messages into inputs, reads transcript files
+//! The driver: one loop owns the core (on its own thread, or a task in the simulation), turns messages into inputs, reads transcript files
 //! when the core asks, and hands every other command, in order, to the writer. The writer
 //! commits the store writes of a batch in one transaction (retrying until the database takes
 //! them), and only then publishes the batch's events and replies.
 
 use crate::metrics::Metrics;
-use crate::pgstore::PgStore;
 use crate::record::Recorder;
 use crate::sse::Hub;
+use crate::world::{Clock, Files, Store, World};
 use headspace_core::io::{RequestId, Write};
-use headspace_core::{Command, Core, Input, Reply, Timestamp};
+use headspace_core::{Command, Core, Input, Reply};
 use std::collections::HashMap;
-use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
@@ -62,8 +59,6 @@ pub struct Health {
 
 /// What the driver shares with the rest of the server.
 pub struct Shared {
-    /// The store the writer commits to.
-    pub store: PgStore,
     /// Where committed events go.
     pub hub: Arc<Hub>,
     /// Counters.
@@ -77,7 +72,7 @@ type Replies = Arc<Mutex<HashMap<RequestId, oneshot::Sender<Reply>>>>;
 
 /// Reads transcript files for the core, remembering how far each was fed.
 struct Reader {
-    claude_dir: PathBuf,
+    files: Arc<dyn Files>,
     fed: HashMap<String, (u64, u64)>, // path -> (offset fed up to, inode)
 }
 
@@ -86,87 +81,158 @@ const CHUNK: u64 = 4 << 20;
 impl Reader {
     /// Reads `rel` from `from` to its end, in chunks; the last chunk carries `read`.
     fn read(&mut self, rel: &str, from: u64, read: Option<u64>) -> Vec<Input> {
-        let path = self.claude_dir.join(rel);
         let mut inputs = Vec::new();
-        let mut file = match std::fs::File::open(&path) {
-            Ok(f) => f,
-            Err(e) => {
-                debug!("[TRANSCRIPT] cannot open {rel}: {e}");
-                if read.is_some() {
-                    inputs.push(Input::Transcript {
-                        path: rel.to_string(),
-                        offset: from,
-                        data: Vec::new(),
-                        read,
-                    });
-                }
-                return inputs;
+        let Some(stat) = self.files.stat(rel) else {
+            debug!("[TRANSCRIPT] cannot open {rel}");
+            if read.is_some() {
+                inputs.push(Input::Transcript {
+                    path: rel.to_string(),
+                    offset: from,
+                    data: Vec::new(),
+                    read,
+                });
             }
-        };
-        let meta = file.metadata().ok();
-        let len = meta.as_ref().map_or(0, |m| m.len());
-        let ino = meta.as_ref().map_or(0, |m| m.ino());
-        let mut at = from.min(len);
-        if file.seek(SeekFrom::Start(at)).is_err() {
             return inputs;
-        }
+        };
+        let mut at = from.min(stat.len);
         loop {
-            let want = (len - at).min(CHUNK);
-            let mut data = vec![0u8; want as usize];
-            let n = match file.read(&mut data) {
-                Ok(n) => n,
+            let want = (stat.len - at).min(CHUNK);
+            let data = match self.files.read_at(rel, at, want) {
+                Ok(d) => d,
                 Err(e) => {
                     warn!("[TRANSCRIPT] read error in {rel}: {e}");
-                    0
+                    Vec::new()
                 }
             };
-            data.truncate(n);
-            let last = n == 0 || at + n as u64 >= len;
+            let n = data.len() as u64;
+            let last = n == 0 || at + n >= stat.len;
             inputs.push(Input::Transcript {
                 path: rel.to_string(),
                 offset: at,
                 data,
                 read: if last { read } else { None },
             });
-            at += n as u64;
+            at += n;
             if last {
                 break;
             }
         }
-        self.fed.insert(rel.to_string(), (at, ino));
+        self.fed.insert(rel.to_string(), (at, stat.ino));
         inputs
     }
 
     /// A change notice: new bytes are read; a shrunk or replaced file is reset.
     fn changed(&mut self, rel: &str) -> Vec<Input> {
-        let path = self.claude_dir.join(rel);
-        let Ok(meta) = std::fs::metadata(&path) else {
+        let Some(stat) = self.files.stat(rel) else {
             return Vec::new();
         };
         match self.fed.get(rel).copied() {
-            Some((fed, ino)) if meta.len() < fed || (ino != 0 && meta.ino() != ino) => {
-                self.fed.insert(rel.to_string(), (0, meta.ino()));
+            Some((fed, ino)) if stat.len < fed || (ino != 0 && stat.ino != ino) => {
+                self.fed.insert(rel.to_string(), (0, stat.ino));
                 vec![Input::TranscriptReset {
                     path: rel.to_string(),
                 }]
             }
-            Some((fed, _)) if meta.len() == fed => Vec::new(),
+            Some((fed, _)) if stat.len == fed => Vec::new(),
             Some((fed, _)) => self.read(rel, fed, None),
             None => self.read(rel, 0, None),
         }
     }
 }
 
-/// Starts the driver thread and the writer task; returns the sender of messages.
+/// The loop that owns the core: it turns messages into inputs, feeds them with the clock's
+/// time, reads transcripts when the core asks, and hands every other command to the writer.
+struct CoreLoop {
+    core: Core,
+    reader: Reader,
+    recorder: Option<Recorder>,
+    clock: Arc<dyn Clock>,
+    next_request: RequestId,
+    writer: mpsc::UnboundedSender<Vec<Command>>,
+    replies: Replies,
+    health: Arc<Health>,
+    metrics: Arc<Metrics>,
+}
+
+impl CoreLoop {
+    fn feed(&mut self, input: Input) {
+        let now = self.clock.now();
+        if let Some(r) = self.recorder.as_mut() {
+            r.record(now, &input);
+        }
+        self.core.handle(now, input);
+        let mut batch = Vec::new();
+        while let Some(cmd) = self.core.poll_command() {
+            match cmd {
+                Command::ReadTranscript { path, from, read } => {
+                    for input in self.reader.read(&path, from, Some(read)) {
+                        if let Some(r) = self.recorder.as_mut() {
+                            r.record(now, &input);
+                        }
+                        self.core.handle(now, input);
+                    }
+                }
+                other => batch.push(other),
+            }
+        }
+        if !batch.is_empty() {
+            self.health.backlog.fetch_add(batch.len() as u64, Relaxed);
+            let _ = self.writer.send(batch);
+        }
+    }
+
+    fn on_msg(&mut self, msg: Msg) {
+        match msg {
+            Msg::Hook { event, body } => self.feed(Input::Hook { event, body }),
+            Msg::FileChanged(rel) => {
+                for input in self.reader.changed(&rel) {
+                    self.feed(input);
+                }
+            }
+            Msg::Pane { pane, text } => self.feed(Input::Pane { pane, text }),
+            Msg::Sent(agent, text) => self.feed(Input::Sent {
+                agent,
+                text: Some(text),
+            }),
+            Msg::Tick => {
+                if self
+                    .core
+                    .poll_timeout()
+                    .is_some_and(|t| t <= self.clock.now())
+                {
+                    self.feed(Input::Tick);
+                }
+            }
+            Msg::Reconcile { agent, reply } => {
+                let request = self.next_request;
+                self.next_request += 1;
+                self.replies.lock().expect("replies").insert(request, reply);
+                self.metrics.reconciles.fetch_add(1, Relaxed);
+                self.feed(Input::Reconcile { agent, request });
+            }
+        }
+    }
+}
+
+/// Where the core's loop runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CoreHome {
+    /// Its own OS thread (production: a long transcript read never stalls the runtime).
+    Thread,
+    /// A task on the current runtime (the simulation: one thread, deterministic).
+    Task,
+}
+
+/// Starts the core's loop and the writer task; returns the sender of messages.
 pub fn start(
     config: headspace_core::Config,
-    claude_dir: PathBuf,
+    world: &World,
     snapshot: headspace_core::model::Snapshot,
     shared: Shared,
     recorder: Option<Recorder>,
+    home: CoreHome,
 ) -> mpsc::UnboundedSender<Msg> {
     let Shared {
-        store,
         hub,
         metrics,
         health,
@@ -175,129 +241,65 @@ pub fn start(
     let (wtx, wrx) = mpsc::unbounded_channel::<Vec<Command>>();
     let replies: Replies = Arc::default();
     tokio::spawn(writer(
-        store,
+        world.store.clone(),
         wrx,
         hub,
         metrics.clone(),
         health.clone(),
         replies.clone(),
     ));
-    std::thread::Builder::new()
-        .name("headspace-core".into())
-        .spawn(move || {
-            // A bug in the core must not leave a server that answers hooks and drops them:
-            // end the process loudly; a restart rebuilds everything from store and transcripts.
-            let default = std::panic::take_hook();
-            std::panic::set_hook(Box::new(move |info| {
-                default(info);
-                if std::thread::current().name() == Some("headspace-core") {
-                    tracing::error!("[CORE] the core panicked; exiting so a restart recovers from the store: {info}");
-                    std::process::exit(70);
-                }
-            }));
-            let mut core = Core::new(config);
-            let mut reader = Reader {
-                claude_dir,
-                fed: HashMap::new(),
-            };
-            let mut recorder = recorder;
-            let mut next_request: RequestId = 1;
-            let feed = |core: &mut Core,
-                        input: Input,
-                        reader: &mut Reader,
-                        recorder: &mut Option<Recorder>| {
-                let now = now();
-                if let Some(r) = recorder.as_mut() {
-                    r.record(now, &input);
-                }
-                core.handle(now, input);
-                let mut batch = Vec::new();
-                while let Some(cmd) = core.poll_command() {
-                    match cmd {
-                        Command::ReadTranscript { path, from, read } => {
-                            for input in reader.read(&path, from, Some(read)) {
-                                if let Some(r) = recorder.as_mut() {
-                                    r.record(now, &input);
-                                }
-                                core.handle(now, input);
-                            }
+    let mut lp = CoreLoop {
+        core: Core::new(config),
+        reader: Reader {
+            files: world.files.clone(),
+            fed: HashMap::new(),
+        },
+        recorder,
+        clock: world.clock.clone(),
+        next_request: 1,
+        writer: wtx,
+        replies,
+        health,
+        metrics,
+    };
+    match home {
+        CoreHome::Thread => {
+            std::thread::Builder::new()
+                .name("headspace-core".into())
+                .spawn(move || {
+                    // A bug in the core must not leave a server that answers hooks and drops
+                    // them: end the process loudly; a restart rebuilds everything from store
+                    // and transcripts.
+                    let default = std::panic::take_hook();
+                    std::panic::set_hook(Box::new(move |info| {
+                        default(info);
+                        if std::thread::current().name() == Some("headspace-core") {
+                            tracing::error!("[CORE] the core panicked; exiting so a restart recovers from the store: {info}");
+                            std::process::exit(70);
                         }
-                        other => batch.push(other),
+                    }));
+                    lp.feed(Input::Restore(snapshot));
+                    while let Some(msg) = rx.blocking_recv() {
+                        lp.on_msg(msg);
                     }
+                })
+                .expect("core thread");
+        }
+        CoreHome::Task => {
+            lp.feed(Input::Restore(snapshot));
+            tokio::spawn(async move {
+                while let Some(msg) = rx.recv().await {
+                    lp.on_msg(msg);
                 }
-                if !batch.is_empty() {
-                    health.backlog.fetch_add(batch.len() as u64, Relaxed);
-                    let _ = wtx.send(batch);
-                }
-            };
-            feed(
-                &mut core,
-                Input::Restore(snapshot),
-                &mut reader,
-                &mut recorder,
-            );
-            while let Some(msg) = rx.blocking_recv() {
-                match msg {
-                    Msg::Hook { event, body } => feed(
-                        &mut core,
-                        Input::Hook { event, body },
-                        &mut reader,
-                        &mut recorder,
-                    ),
-                    Msg::FileChanged(rel) => {
-                        for input in reader.changed(&rel) {
-                            feed(&mut core, input, &mut reader, &mut recorder);
-                        }
-                    }
-                    Msg::Pane { pane, text } => feed(
-                        &mut core,
-                        Input::Pane { pane, text },
-                        &mut reader,
-                        &mut recorder,
-                    ),
-                    Msg::Sent(agent, text) => feed(
-                        &mut core,
-                        Input::Sent {
-                            agent,
-                            text: Some(text),
-                        },
-                        &mut reader,
-                        &mut recorder,
-                    ),
-                    Msg::Tick => {
-                        if core.poll_timeout().is_some_and(|t| t <= now()) {
-                            feed(&mut core, Input::Tick, &mut reader, &mut recorder);
-                        }
-                    }
-                    Msg::Reconcile { agent, reply } => {
-                        let request = next_request;
-                        next_request += 1;
-                        replies.lock().expect("replies").insert(request, reply);
-                        metrics.reconciles.fetch_add(1, Relaxed);
-                        feed(
-                            &mut core,
-                            Input::Reconcile { agent, request },
-                            &mut reader,
-                            &mut recorder,
-                        );
-                    }
-                }
-            }
-        })
-        .expect("core thread");
+            });
+        }
+    }
     tx
-}
-
-fn now() -> Timestamp {
-    let d = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    Timestamp(d.as_millis() as i64)
 }
 
 /// Commits batches, retrying with backoff while the database is down, then publishes.
 async fn writer(
-    store: PgStore,
+    store: Arc<dyn Store>,
     mut rx: mpsc::UnboundedReceiver<Vec<Command>>,
     hub: Arc<Hub>,
     metrics: Arc<Metrics>,

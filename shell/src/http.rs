@@ -3,8 +3,8 @@
 use crate::driver::{Health, Msg};
 use crate::metrics::Metrics;
 use crate::pgstore::AgentView;
-use crate::pgstore::PgStore;
 use crate::sse::Hub;
+use crate::world::{Panes, Store, Waited};
 use bytes::Bytes;
 use headspace_core::activity::{agent_activity, agent_state};
 use headspace_core::hook::Hook;
@@ -26,7 +26,7 @@ pub struct App {
     /// Messages to the core.
     pub core: mpsc::UnboundedSender<Msg>,
     /// The store, for reads.
-    pub store: PgStore,
+    pub store: Arc<dyn Store>,
     /// SSE.
     pub hub: Arc<Hub>,
     /// Counters.
@@ -41,8 +41,8 @@ pub struct App {
     pub static_dir: PathBuf,
     /// How long a reconcile may take before it answers `partial`.
     pub reconcile_budget: Duration,
-    /// `tmux -L` socket for send and clear; the default server when `None`.
-    pub tmux_socket: Option<String>,
+    /// The panes, for send and clear.
+    pub panes: Arc<dyn Panes>,
 }
 
 type Body = BoxBody<Bytes, Infallible>;
@@ -326,28 +326,34 @@ async fn reconcile(app: &App, reference: &str) -> Response<Body> {
         Ok(id) => id,
         Err(r) => return r,
     };
-    let run = async {
+    let run = Box::pin(async {
         let (tx, rx) = oneshot::channel();
         let _ = app.core.send(Msg::Reconcile {
             agent: id.to_string(),
             reply: tx,
         });
-        tokio::time::timeout(app.reconcile_budget, rx).await
-    };
+        match tokio::time::timeout(app.reconcile_budget, rx).await {
+            Ok(Ok(reply)) => Waited::Reply(reply),
+            Ok(Err(_)) => Waited::CoreStopped,
+            Err(_) => Waited::StillRunning,
+        }
+    });
     let waited = app.store.with_reconcile_lock(id, run).await;
     let busy =
         json!({"status": "ok", "created": 0, "message": "Reconciliation already in progress"});
     match waited {
-        Ok(None) | Ok(Some(Ok(Ok(Reply::ReconcileBusy)))) => json_response(StatusCode::OK, &busy),
-        Ok(Some(Ok(Ok(Reply::Reconciled { created, .. })))) => {
+        Ok(None) | Ok(Some(Waited::Reply(Reply::ReconcileBusy))) => {
+            json_response(StatusCode::OK, &busy)
+        }
+        Ok(Some(Waited::Reply(Reply::Reconciled { created, .. }))) => {
             json_response(StatusCode::OK, &json!({"status": "ok", "created": created}))
         }
-        Ok(Some(Ok(Ok(Reply::UnknownAgent)))) => {
+        Ok(Some(Waited::Reply(Reply::UnknownAgent))) => {
             error(StatusCode::NOT_FOUND, format!("no agent {reference}"))
         }
-        Ok(Some(Ok(Err(_)))) => error(StatusCode::SERVICE_UNAVAILABLE, "the core stopped"),
+        Ok(Some(Waited::CoreStopped)) => error(StatusCode::SERVICE_UNAVAILABLE, "the core stopped"),
         // Still running (a huge transcript, or the database is down): it goes on behind.
-        Ok(Some(Err(_))) => json_response(
+        Ok(Some(Waited::StillRunning)) => json_response(
             StatusCode::OK,
             &json!({"status": "partial", "created": 0, "remaining": 1}),
         ),
@@ -372,7 +378,8 @@ async fn wait(app: &App, reference: &str, query: Option<&str>) -> Response<Body>
             )
         }
     };
-    let started = std::time::Instant::now();
+    // tokio's clock, so the simulation's virtual time drives it too.
+    let started = tokio::time::Instant::now();
     let deadline = started + Duration::from_secs_f64(timeout);
     let mut idle_readings = 0;
     loop {
@@ -393,7 +400,7 @@ async fn wait(app: &App, reference: &str, query: Option<&str>) -> Response<Body>
                 &json!({"status": "idle", "activity": activity.as_str(), "waited_ms": waited_ms}),
             );
         }
-        if std::time::Instant::now() >= deadline {
+        if tokio::time::Instant::now() >= deadline {
             return json_response(
                 StatusCode::OK,
                 &json!({"status": "timeout", "activity": activity.as_str(), "waited_ms": waited_ms}),
@@ -422,7 +429,7 @@ async fn send(app: &App, reference: &str, text: &str) -> Response<Body> {
         );
     };
     let _ = app.core.send(Msg::Sent(id.to_string(), text.to_string()));
-    match crate::tmux::send(app.tmux_socket.as_deref(), &pane, text).await {
+    match app.panes.send(&pane, text).await {
         Ok(s) => json_response(
             StatusCode::OK,
             &json!({"status": "sent", "pane": pane, "verified": s.verified, "retried_enter": s.retried_enter, "cleared_input": s.cleared_input}),

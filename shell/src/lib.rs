@@ -18,3 +18,4 @@ pub mod sse;
 pub mod tmux;
 pub mod watchdog;
 pub mod watcher;
+pub mod world;

@@ -1,6 +1,7 @@
 //! The PostgreSQL store: applies the core's writes (batched, in order, idempotent), loads the
 //! snapshot that restores the core, and answers the API's reads.
 
+use crate::world::{BoxFuture, Waited};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use headspace_core::model::*;
 use headspace_core::Write;
@@ -630,4 +631,51 @@ fn turn_row(r: &Row) -> Result<TurnRow, StoreError> {
         question: r.get(13),
         session_id: r.get(14),
     })
+}
+
+impl crate::world::Store for PgStore {
+    fn ping(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(PgStore::ping(self))
+    }
+
+    fn apply<'a>(&'a self, writes: &'a [Write]) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(PgStore::apply(self, writes))
+    }
+
+    fn snapshot(&self) -> BoxFuture<'_, Result<Snapshot, StoreError>> {
+        Box::pin(PgStore::snapshot(self))
+    }
+
+    fn agents(&self) -> BoxFuture<'_, Result<Vec<AgentView>, StoreError>> {
+        Box::pin(PgStore::agents(self))
+    }
+
+    fn agent(&self, agent_id: u64) -> BoxFuture<'_, Result<Option<AgentView>, StoreError>> {
+        Box::pin(PgStore::agent(self, agent_id))
+    }
+
+    fn panes(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        Box::pin(PgStore::panes(self))
+    }
+
+    fn resolve<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        Box::pin(PgStore::resolve(self, reference))
+    }
+
+    fn with_reconcile_lock<'a>(
+        &'a self,
+        agent_id: u64,
+        f: BoxFuture<'a, Waited>,
+    ) -> BoxFuture<'a, Result<Option<Waited>, StoreError>> {
+        Box::pin(PgStore::with_reconcile_lock(self, agent_id, f))
+    }
+
+    fn turns(
+        &self,
+        agent_id: u64,
+        after: Option<u64>,
+        limit: i64,
+    ) -> BoxFuture<'_, Result<Vec<TurnRow>, StoreError>> {
+        Box::pin(PgStore::turns(self, agent_id, after, limit))
+    }
 }

@@ -1,12 +1,13 @@
 //! `headspace serve`: the server around the core.
 
-use crate::driver::{self, Health};
+use crate::driver::{self, CoreHome, Health};
 use crate::embedded_pg::EmbeddedPg;
 use crate::http::{self, App};
 use crate::metrics::Metrics;
 use crate::pgstore::PgStore;
 use crate::record::Recorder;
 use crate::sse::Hub;
+use crate::world::{DiskFiles, SystemClock, TmuxPanes, World};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
@@ -141,67 +142,36 @@ async fn serve(args: ServeArgs, claude_dir: PathBuf, url: String) -> Result<(), 
         info!("applied migrations: {}", applied.join(", "));
     }
     let store = PgStore::new(&url, 8).map_err(|e| e.to_string())?;
-    let snapshot = store
-        .snapshot()
-        .await
-        .map_err(|e| format!("cannot load state: {e}"))?;
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis() as u64;
-    // Event ids keep increasing across restarts: they start from the clock.
-    let hub = Arc::new(Hub::new(now_ms * 1000, 65_536));
-    let metrics = Arc::new(Metrics::default());
-    let health = Arc::new(Health::default());
-    health
-        .healthy
-        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let world = World {
+        clock: Arc::new(SystemClock),
+        store: Arc::new(store),
+        files: Arc::new(DiskFiles {
+            claude_dir: claude_dir.clone(),
+        }),
+        panes: Arc::new(TmuxPanes {
+            socket: args.tmux_socket.clone(),
+        }),
+    };
     let recorder = match &args.record {
         Some(p) => Some(
-            Recorder::open(
-                p,
-                &claude_dir.display().to_string(),
-                headspace_core::Timestamp(now_ms as i64),
-            )
-            .map_err(|e| format!("cannot record to {}: {e}", p.display()))?,
+            Recorder::open(p, &claude_dir.display().to_string(), world.clock.now())
+                .map_err(|e| format!("cannot record to {}: {e}", p.display()))?,
         ),
         None => None,
     };
-    let mut config = headspace_core::Config::new(claude_dir.display().to_string());
-    config.gap_threshold_ms = (args.gap_seconds * 1000.0) as i64;
-    let shared = driver::Shared {
-        store: store.clone(),
-        hub: hub.clone(),
-        metrics: metrics.clone(),
-        health: health.clone(),
-    };
-    let core = driver::start(config, claude_dir.clone(), snapshot, shared, recorder);
-    crate::watcher::start(
-        claude_dir.clone(),
-        core.clone(),
-        Duration::from_secs_f64(args.sweep_seconds.max(0.05)),
-    );
-    crate::watchdog::start(
-        store.clone(),
-        core.clone(),
-        crate::watchdog::PaneSettings {
-            interval: Duration::from_secs_f64(args.pane_poll_seconds.max(0.05)),
-            lines: args.pane_lines,
-            socket: args.tmux_socket.clone(),
-        },
-    );
-    let app = Arc::new(App {
-        core,
-        store,
-        hub,
-        metrics,
-        health,
+    let settings = Settings {
+        claude_dir: claude_dir.display().to_string(),
+        gap_threshold_ms: (args.gap_seconds * 1000.0) as i64,
+        sweep_every: Duration::from_secs_f64(args.sweep_seconds.max(0.05)),
+        pane_interval: Duration::from_secs_f64(args.pane_poll_seconds.max(0.05)),
+        pane_lines: args.pane_lines,
         max_body: args.max_body,
         token: args.token.clone(),
         static_dir: args.static_dir.clone().unwrap_or_else(default_static),
-        reconcile_budget: Duration::from_secs(5),
-        tmux_socket: args.tmux_socket.clone(),
-    });
+        core_home: CoreHome::Thread,
+    };
+    let app = start(&world, settings, recorder).await?;
+    crate::watcher::start_notify(claude_dir.clone(), app.core.clone());
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
@@ -220,23 +190,14 @@ async fn serve(args: ServeArgs, claude_dir: PathBuf, url: String) -> Result<(), 
     // A closed terminal or tmux session (SIGHUP) also shuts down cleanly.
     let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         .map_err(|e| e.to_string())?;
-    loop {
+    let shutdown = async move {
         tokio::select! {
-            accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
-                // Events are small and must not wait for Nagle's algorithm.
-                let _ = stream.set_nodelay(true);
-                let app = app.clone();
-                tokio::spawn(async move {
-                    let svc = service_fn(move |req| http::handle(app.clone(), req));
-                    let _ = http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), svc).await;
-                });
-            }
-            _ = tokio::signal::ctrl_c() => break,
-            _ = term.recv() => break,
-            _ = hangup.recv() => break,
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+            _ = hangup.recv() => {}
         }
-    }
+    };
+    accept_loop(listener, app.clone(), shutdown).await;
     eprintln!("headspace: shutting down");
     // Give the writer a moment to commit what it holds.
     for _ in 0..50 {
@@ -251,4 +212,127 @@ async fn serve(args: ServeArgs, claude_dir: PathBuf, url: String) -> Result<(), 
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     Ok(())
+}
+
+/// What a server runs with besides its adapters.
+pub struct Settings {
+    /// The claude dir as hooks name it (transcript paths are relative to it).
+    pub claude_dir: String,
+    /// Milliseconds new pane output may go without a turn before the transcript is read.
+    pub gap_threshold_ms: i64,
+    /// Time between transcript sweeps.
+    pub sweep_every: Duration,
+    /// Time between captures of each pane.
+    pub pane_interval: Duration,
+    /// Lines of each pane captured.
+    pub pane_lines: u32,
+    /// Largest request body accepted.
+    pub max_body: usize,
+    /// Bearer token, when one is required.
+    pub token: Option<String>,
+    /// The dashboard's files.
+    pub static_dir: PathBuf,
+    /// Where the core's loop runs.
+    pub core_home: CoreHome,
+}
+
+/// Starts a server's insides on `world`: restores the core from the store, then starts the
+/// core's loop, the writer, the transcript sweep, the pane watchdog and the ticker. The
+/// returned app serves requests (see [`accept_loop`]).
+pub async fn start(
+    world: &World,
+    settings: Settings,
+    recorder: Option<Recorder>,
+) -> Result<Arc<App>, String> {
+    let snapshot = world
+        .store
+        .snapshot()
+        .await
+        .map_err(|e| format!("cannot load state: {e}"))?;
+    // Event ids keep increasing across restarts: they start from the clock.
+    let now_ms = world.clock.now().millis().max(0) as u64;
+    let hub = Arc::new(Hub::new(now_ms * 1000, 65_536));
+    let metrics = Arc::new(Metrics::default());
+    let health = Arc::new(Health::default());
+    health
+        .healthy
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut config = headspace_core::Config::new(settings.claude_dir.clone());
+    config.gap_threshold_ms = settings.gap_threshold_ms;
+    let shared = driver::Shared {
+        hub: hub.clone(),
+        metrics: metrics.clone(),
+        health: health.clone(),
+    };
+    let core = driver::start(
+        config,
+        world,
+        snapshot,
+        shared,
+        recorder,
+        settings.core_home,
+    );
+    crate::watcher::start_sweep(world.files.clone(), core.clone(), settings.sweep_every);
+    crate::watchdog::start(
+        world.store.clone(),
+        world.panes.clone(),
+        core.clone(),
+        crate::watchdog::PaneSettings {
+            interval: settings.pane_interval,
+            lines: settings.pane_lines,
+        },
+    );
+    Ok(Arc::new(App {
+        core,
+        store: world.store.clone(),
+        hub,
+        metrics,
+        health,
+        max_body: settings.max_body,
+        token: settings.token,
+        static_dir: settings.static_dir,
+        reconcile_budget: Duration::from_secs(5),
+        panes: world.panes.clone(),
+    }))
+}
+
+/// A source of accepted connections: a TCP listener, or turmoil's in the simulation.
+pub trait Listen {
+    /// An accepted connection.
+    type Conn: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static;
+    /// Waits for the next connection.
+    fn accept(&mut self) -> impl std::future::Future<Output = std::io::Result<Self::Conn>>;
+}
+
+impl Listen for tokio::net::TcpListener {
+    type Conn = tokio::net::TcpStream;
+
+    async fn accept(&mut self) -> std::io::Result<tokio::net::TcpStream> {
+        let (stream, _) = tokio::net::TcpListener::accept(self).await?;
+        // Events are small and must not wait for Nagle's algorithm.
+        let _ = stream.set_nodelay(true);
+        Ok(stream)
+    }
+}
+
+/// Serves HTTP/1.1 on every connection `listener` accepts, until `shutdown` resolves.
+pub async fn accept_loop<L: Listen>(
+    mut listener: L,
+    app: Arc<App>,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok(stream) = accepted else { continue };
+                let app = app.clone();
+                tokio::spawn(async move {
+                    let svc = service_fn(move |req| http::handle(app.clone(), req));
+                    let _ = http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), svc).await;
+                });
+            }
+            _ = &mut shutdown => break,
+        }
+    }
 }

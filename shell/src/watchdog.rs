@@ -3,7 +3,8 @@
 //! or a dead pane, degrades to transcript-only, logged at DEBUG.
 
 use crate::driver::Msg;
-use crate::pgstore::PgStore;
+use crate::world::{Panes, Store};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::process::Command;
 use tokio::sync::mpsc;
@@ -16,8 +17,6 @@ pub struct PaneSettings {
     pub interval: Duration,
     /// Lines captured.
     pub lines: u32,
-    /// `tmux -L` socket name; the user's default server when `None`.
-    pub socket: Option<String>,
 }
 
 /// Captures a pane's last `lines` lines, with a timeout.
@@ -51,7 +50,12 @@ pub async fn capture(socket: Option<&str>, pane: &str, lines: u32) -> Option<Str
 }
 
 /// Runs the capture loop and the core's ticker until the core stops.
-pub fn start(store: PgStore, core: mpsc::UnboundedSender<Msg>, settings: PaneSettings) {
+pub fn start(
+    store: Arc<dyn Store>,
+    panes: Arc<dyn Panes>,
+    core: mpsc::UnboundedSender<Msg>,
+    settings: PaneSettings,
+) {
     let ticker = core.clone();
     tokio::spawn(async move {
         let mut t = tokio::time::interval(Duration::from_millis(250));
@@ -66,16 +70,15 @@ pub fn start(store: PgStore, core: mpsc::UnboundedSender<Msg>, settings: PaneSet
         let mut t = tokio::time::interval(settings.interval);
         loop {
             t.tick().await;
-            let panes = match store.panes().await {
+            let listed = match store.panes().await {
                 Ok(p) => p,
                 Err(e) => {
                     debug!("[TMUX_WATCHDOG] cannot list panes: {e}");
                     continue;
                 }
             };
-            for pane in panes {
-                if let Some(text) = capture(settings.socket.as_deref(), &pane, settings.lines).await
-                {
+            for pane in listed {
+                if let Some(text) = panes.capture(&pane, settings.lines).await {
                     if core.send(Msg::Pane { pane, text }).is_err() {
                         return;
                     }

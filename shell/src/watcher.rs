@@ -1,12 +1,14 @@
-//! The transcript watcher: `notify` over `<claude-dir>/projects/**`, and a periodic sweep
-//! that catches whatever the OS dropped. Both only say "this file may have changed"; the
-//! driver reads from where it left off.
+//! The transcript watcher: `notify` over `<claude-dir>/projects/**` (on disk), and a periodic
+//! sweep through [`Files`] that catches whatever the OS dropped. Both only say "this file may
+//! have changed"; the driver reads from where it left off.
 
 use crate::driver::Msg;
+use crate::world::{FileStat, Files};
 use notify::{RecursiveMode, Watcher};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
@@ -15,28 +17,8 @@ fn rel_of(claude_dir: &Path, p: &Path) -> Option<String> {
     (p.extension()? == "jsonl").then(|| rel.to_string_lossy().into_owned())
 }
 
-/// Lists `projects/<dir>/*.jsonl` with size and modification time.
-fn scan(claude_dir: &Path) -> HashMap<String, (u64, Option<SystemTime>)> {
-    let mut out = HashMap::new();
-    let Ok(dirs) = std::fs::read_dir(claude_dir.join("projects")) else {
-        return out;
-    };
-    for d in dirs.flatten() {
-        let Ok(files) = std::fs::read_dir(d.path()) else {
-            continue;
-        };
-        for f in files.flatten() {
-            let p = f.path();
-            if let (Some(rel), Ok(meta)) = (rel_of(claude_dir, &p), f.metadata()) {
-                out.insert(rel, (meta.len(), meta.modified().ok()));
-            }
-        }
-    }
-    out
-}
-
-/// Watches until the process ends; keeps the notify watcher alive in its task.
-pub fn start(claude_dir: PathBuf, core: mpsc::UnboundedSender<Msg>, sweep_every: Duration) {
+/// Watches the claude dir on disk with `notify` until the process ends.
+pub fn start_notify(claude_dir: PathBuf, core: mpsc::UnboundedSender<Msg>) {
     let projects = claude_dir.join("projects");
     if let Err(e) = std::fs::create_dir_all(&projects) {
         warn!(
@@ -44,45 +26,40 @@ pub fn start(claude_dir: PathBuf, core: mpsc::UnboundedSender<Msg>, sweep_every:
             projects.display()
         );
     }
-    let notify_tx = core.clone();
     let dir = claude_dir.clone();
     let watcher =
         notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
             Ok(ev) => {
                 for p in ev.paths {
                     if let Some(rel) = rel_of(&dir, &p) {
-                        let _ = notify_tx.send(Msg::FileChanged(rel));
+                        let _ = core.send(Msg::FileChanged(rel));
                     }
                 }
             }
             Err(e) => debug!("[WATCHER] notify error: {e}"),
         });
-    let watcher = match watcher {
+    match watcher {
         Ok(mut w) => match w.watch(&projects, RecursiveMode::Recursive) {
-            Ok(()) => Some(w),
-            Err(e) => {
-                warn!(
-                    "[WATCHER] cannot watch {}: {e}; relying on the sweep",
-                    projects.display()
-                );
-                None
-            }
+            // The watcher lives as long as the process.
+            Ok(()) => std::mem::forget(w),
+            Err(e) => warn!(
+                "[WATCHER] cannot watch {}: {e}; relying on the sweep",
+                projects.display()
+            ),
         },
-        Err(e) => {
-            warn!("[WATCHER] no file notifications: {e}; relying on the sweep");
-            None
-        }
-    };
+        Err(e) => warn!("[WATCHER] no file notifications: {e}; relying on the sweep"),
+    }
+}
+
+/// Sweeps every `sweep_every`: each transcript whose length or identity changed since the
+/// last sweep gets a change notice, in path order.
+pub fn start_sweep(files: Arc<dyn Files>, core: mpsc::UnboundedSender<Msg>, sweep_every: Duration) {
     tokio::spawn(async move {
-        let _keep = watcher;
-        let mut known: HashMap<String, (u64, Option<SystemTime>)> = HashMap::new();
+        let mut known: BTreeMap<String, FileStat> = BTreeMap::new();
         let mut tick = tokio::time::interval(sweep_every);
         loop {
             tick.tick().await;
-            let dir = claude_dir.clone();
-            let now = tokio::task::spawn_blocking(move || scan(&dir))
-                .await
-                .unwrap_or_default();
+            let now: BTreeMap<String, FileStat> = files.list().into_iter().collect();
             for (rel, stat) in &now {
                 if known.get(rel) != Some(stat) && core.send(Msg::FileChanged(rel.clone())).is_err()
                 {

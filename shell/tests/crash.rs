@@ -159,7 +159,10 @@ fn sigkill_twenty_times_loses_and_doubles_nothing() {
         want.difference(&stored).collect::<Vec<_>>()
     );
     assert_eq!(stored, want);
-    eprintln!("crash test: {kills} SIGKILLs, {} turn lines, each stored once", want.len());
+    eprintln!(
+        "crash test: {kills} SIGKILLs, {} turn lines, each stored once",
+        want.len()
+    );
     assert_eq!(
         psql(
             &db,

@@ -60,6 +60,10 @@ impl Core {
                 }
             }
             HookEvent::Stop => {
+                if self.planted(crate::planted::Bug::SkipFenceTtl) {
+                    self.fenced_stop(agent_id);
+                    return;
+                }
                 self.set_flags(agent_id, None, Some(false));
                 let task = self.hook_task(agent_id, hook.session_id.as_deref(), stamp);
                 if let (Some(msg), Some(key)) = (hook.last_assistant_message.as_deref(), hook_key) {
@@ -340,7 +344,7 @@ impl Core {
             );
             return;
         }
-        let key = Key::new(Kind::Prompt, &text, hook.prompt_id.as_deref());
+        let key = self.key(Kind::Prompt, &text, hook.prompt_id.as_deref());
         if self.match_hook_to_entry(agent_id, &key, &hook_key) {
             return;
         }
@@ -379,7 +383,7 @@ impl Core {
         hook_key: String,
     ) {
         let text = msg.trim().to_string();
-        let key = Key::new(Kind::AgentText, &text, None);
+        let key = self.key(Kind::AgentText, &text, None);
         if self.match_hook_to_entry(agent_id, &key, &hook_key) {
             return;
         }
@@ -416,7 +420,7 @@ impl Core {
                 .question_ids
                 .insert(hash128(id.as_bytes()));
         }
-        let key = Key::new(Kind::Question, &text, hook.tool_use_id.as_deref());
+        let key = self.key(Kind::Question, &text, hook.tool_use_id.as_deref());
         if self.match_hook_to_entry(agent_id, &key, &hook_key) {
             return;
         }
@@ -465,6 +469,9 @@ impl Core {
     }
 
     pub(super) fn add_hook_turn(&mut self, mut row: TurnRow, key: Key) {
+        if self.rolled_back(row.agent_id, row.task_id, row.actor) {
+            return;
+        }
         row.id = self.new_turn_id();
         let (agent_id, task_id) = (row.agent_id, row.task_id);
         let from = self.agents[&agent_id].tasks[&task_id].state;
@@ -478,6 +485,28 @@ impl Core {
             .index
             .add_provisional(Slot::of(&row, key));
         self.persist_turn(row);
+        self.recompute(agent_id, task_id);
+    }
+
+    /// The planted sm#232 fence: a Stop within 8 s of a `/clear` is swallowed; any other Stop
+    /// ends the agent's latest task, whenever it was emitted.
+    fn fenced_stop(&mut self, agent_id: AgentId) {
+        let now = self.now;
+        let agent = self.agent_mut(agent_id);
+        if let Some(armed) = agent.fence_armed_at.take() {
+            if now.millis() - armed.millis() < 8_000 {
+                return;
+            }
+        }
+        let Some(task_id) = agent.latest else { return };
+        self.set_flags(agent_id, None, Some(false));
+        let task = self
+            .agent_mut(agent_id)
+            .tasks
+            .get_mut(&task_id)
+            .expect("task of agent");
+        task.hook_turn_end_at = Some(now);
+        self.mark_task(agent_id, task_id);
         self.recompute(agent_id, task_id);
     }
 

@@ -35,6 +35,9 @@ pub struct Config {
     pub trust_ms: i64,
     /// How long a `send` counts as running when no prompt follows it.
     pub send_timeout_ms: i64,
+    /// A known bug planted for the simulator to catch (test builds only).
+    #[cfg(feature = "planted-bugs")]
+    pub planted: Option<crate::planted::Bug>,
 }
 
 impl Config {
@@ -45,6 +48,8 @@ impl Config {
             gap_threshold_ms: 5_000,
             trust_ms: 10_000,
             send_timeout_ms: 60_000,
+            #[cfg(feature = "planted-bugs")]
+            planted: None,
         }
     }
 }
@@ -87,6 +92,8 @@ struct AgentState {
     last_signal_at: Timestamp,
     /// The text of the pending `send`, when known (lost on restart: the stamp decides then).
     sent_text: Option<u128>,
+    /// The planted skip fence: when a `/clear` armed it (simulator only).
+    fence_armed_at: Option<Timestamp>,
 }
 
 #[derive(Debug)]
@@ -211,6 +218,27 @@ impl Core {
             .copied()
     }
 
+    /// True when `bug` is planted (never without the `planted-bugs` feature).
+    #[inline]
+    fn planted(&self, bug: crate::planted::Bug) -> bool {
+        #[cfg(feature = "planted-bugs")]
+        return self.config.planted == Some(bug);
+        #[cfg(not(feature = "planted-bugs"))]
+        {
+            let _ = bug;
+            false
+        }
+    }
+
+    /// The matching key of a turn's text (every key the engine makes comes from here).
+    fn key(&self, kind: Kind, text: &str, id: Option<&str>) -> Key {
+        if self.planted(crate::planted::Bug::PrefixHash200) {
+            let prefix: String = text.chars().take(200).collect();
+            return Key::new(kind, &prefix, id);
+        }
+        Key::new(kind, text, id)
+    }
+
     /// Slots held by the matching indexes of all agents (for memory accounting).
     pub fn index_len(&self) -> usize {
         self.agents.values().map(|a| a.index.len()).sum()
@@ -236,6 +264,7 @@ impl AgentState {
             pane_idle_readings: 0,
             last_signal_at: Timestamp(i64::MIN),
             sent_text: None,
+            fence_armed_at: None,
         }
     }
 }

@@ -113,6 +113,14 @@ impl Core {
         }
     }
 
+    /// The planted single-transaction bug: an agent turn for a task already shown complete
+    /// fails its state change, and the turn is rolled back with it.
+    pub(super) fn rolled_back(&self, agent_id: AgentId, task_id: TaskId, actor: Actor) -> bool {
+        self.planted(crate::planted::Bug::SingleTransactionRollback)
+            && actor == Actor::Agent
+            && self.agents[&agent_id].tasks[&task_id].state == TaskState::Complete
+    }
+
     pub(super) fn mark_task(&mut self, agent_id: AgentId, task_id: TaskId) {
         let state = self.agents[&agent_id].tasks[&task_id].state;
         self.dirty_tasks.entry((agent_id, task_id)).or_insert(state);

@@ -36,6 +36,10 @@ impl Core {
         let push = framer.push(offset, data, |line, _end| {
             self.process_line(path, agent_id, line)
         });
+        if self.planted(crate::planted::Bug::SkipPartialLine) {
+            // The planted bug: whatever follows the last newline is dropped, not buffered.
+            framer.reset(framer.expected_offset());
+        }
         let file = self.files.get_mut(path).expect("file still open");
         file.framer = framer;
         if let Push::Gap { expected } = push {
@@ -116,8 +120,13 @@ impl Core {
                     return;
                 }
                 self.prompt_seen(agent_id, timestamp, &text);
-                let key = Key::new(Kind::Prompt, &text, prompt_id.as_deref());
-                if let Some(slot) = self.agent_mut(agent_id).index.claim(&key) {
+                let key = self.key(Kind::Prompt, &text, prompt_id.as_deref());
+                if let Some(slot) = self
+                    .agent_mut(agent_id)
+                    .index
+                    .claim(&key)
+                    .filter(|s| self.claimable(s, timestamp))
+                {
                     self.set_file_task(path, slot.task_id);
                     self.claim(agent_id, slot, uuid, timestamp, slot.task_id);
                     return;
@@ -160,8 +169,13 @@ impl Core {
                 }
                 let task = self.entry_task(path, agent_id, timestamp);
                 self.overtake_hook_turn_end(agent_id, task, timestamp);
-                let key = Key::new(Kind::AgentText, &text, None);
-                if let Some(slot) = self.agent_mut(agent_id).index.claim(&key) {
+                let key = self.key(Kind::AgentText, &text, None);
+                if let Some(slot) = self
+                    .agent_mut(agent_id)
+                    .index
+                    .claim(&key)
+                    .filter(|s| self.claimable(s, timestamp))
+                {
                     self.claim(agent_id, slot, uuid, timestamp, task);
                     return;
                 }
@@ -195,8 +209,13 @@ impl Core {
                 }
                 let task = self.entry_task(path, agent_id, timestamp);
                 self.overtake_hook_turn_end(agent_id, task, timestamp);
-                let key = Key::new(Kind::Question, &text, tool_use_id.as_deref());
-                if let Some(slot) = self.agent_mut(agent_id).index.claim(&key) {
+                let key = self.key(Kind::Question, &text, tool_use_id.as_deref());
+                if let Some(slot) = self
+                    .agent_mut(agent_id)
+                    .index
+                    .claim(&key)
+                    .filter(|s| self.claimable(s, timestamp))
+                {
                     self.claim(agent_id, slot, uuid, timestamp, task);
                     return;
                 }
@@ -283,6 +302,15 @@ impl Core {
     }
 
     /// True the first time an entry uuid is seen for this agent: re-reads add nothing.
+    /// Whether an entry written at `timestamp` may claim `slot`: always, but for the planted
+    /// 30-second match window (which drops the slot, as that design did).
+    fn claimable(&self, slot: &Slot, timestamp: Option<Timestamp>) -> bool {
+        if !self.planted(crate::planted::Bug::MatchWindow30s) {
+            return true;
+        }
+        timestamp.is_none_or(|ts| (ts.millis() - slot.stamp.millis()).abs() <= 30_000)
+    }
+
     pub(super) fn first_sight(&mut self, agent_id: AgentId, uuid: &str) -> bool {
         self.agent_mut(agent_id).seen_entries.insert(uuid_key(uuid))
     }
@@ -295,6 +323,11 @@ impl Core {
         agent_id: AgentId,
         timestamp: Option<Timestamp>,
     ) -> TaskId {
+        if self.planted(crate::planted::Bug::RecoveredOnLatestTask) {
+            if let Some(t) = self.agents[&agent_id].latest {
+                return t;
+            }
+        }
         if let Some(t) = self.files[path].task {
             return t;
         }
@@ -367,6 +400,9 @@ impl Core {
     /// Persists a turn made from a transcript entry that no hook announced, and lets it drive
     /// its task's state like any other turn (a recovered question awaits input).
     pub(super) fn add_entry_turn(&mut self, mut row: TurnRow, key: Option<Key>) {
+        if self.rolled_back(row.agent_id, row.task_id, row.actor) {
+            return;
+        }
         row.id = self.new_turn_id();
         let (agent_id, task_id) = (row.agent_id, row.task_id);
         info!(

@@ -84,6 +84,9 @@ impl Core {
         agent.row.sent_at = Some(now);
         agent.sent_text = text.map(crate::matching::text_hash);
         agent.pane_idle_readings = 0;
+        if text.is_some_and(|t| t.trim() == "/clear") {
+            agent.fence_armed_at = Some(now);
+        }
         self.dirty_agents.insert(agent_id);
         self.publish(agent_id, "card_refresh", json!({"agent_id": agent_id}));
     }

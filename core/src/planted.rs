@@ -1,0 +1,53 @@
+//! Known bugs that can be planted in the core, so the simulation can show it catches each of
+//! them (`headspace-sim swarm --inject-bug NAME`). They exist only with the `planted-bugs`
+//! feature, which only the simulator turns on; without it [`Bug`] has no way in, and every
+//! check below is a constant `false`.
+
+/// A bug from the field, or from the designs we chose not to copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Bug {
+    /// The seed's root bug: a turn and its state change in one transaction, rolled back
+    /// together when the state machine refuses the change (here: an agent turn that reaches
+    /// a task already shown complete).
+    SingleTransactionRollback,
+    /// Dedup on a hash of the first 200 characters: different long turns merge.
+    PrefixHash200,
+    /// A provisional turn is claimable only within 30 s: late entries duplicate it.
+    MatchWindow30s,
+    /// The seed's sm#232 fix: a `/clear` arms an 8 s fence that swallows the next Stop,
+    /// instead of ordering hooks by their emission stamps.
+    SkipFenceTtl,
+    /// A partial line at the end of a read is skipped instead of buffered.
+    SkipPartialLine,
+    /// Recovered turns go to the agent's latest task instead of the one they belong to.
+    RecoveredOnLatestTask,
+}
+
+impl Bug {
+    /// Every bug, in name order.
+    pub const ALL: [Bug; 6] = [
+        Bug::MatchWindow30s,
+        Bug::PrefixHash200,
+        Bug::RecoveredOnLatestTask,
+        Bug::SingleTransactionRollback,
+        Bug::SkipFenceTtl,
+        Bug::SkipPartialLine,
+    ];
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bug::SingleTransactionRollback => "single-transaction-rollback",
+            Bug::PrefixHash200 => "prefix-hash-200",
+            Bug::MatchWindow30s => "match-window-30s",
+            Bug::SkipFenceTtl => "skip-fence-ttl",
+            Bug::SkipPartialLine => "skip-partial-line",
+            Bug::RecoveredOnLatestTask => "recovered-on-latest-task",
+        }
+    }
+
+    /// The bug of a name.
+    pub fn parse(name: &str) -> Option<Bug> {
+        Bug::ALL.into_iter().find(|b| b.name() == name)
+    }
+}
