@@ -19,8 +19,9 @@ deps:
 	  $$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q $$missing; \
 	fi
 
+## The server's binaries only: the simulator's planted bugs never reach them.
 build:
-	$(CARGO) build --release --workspace
+	$(CARGO) build --release -p headspace
 
 ## The whole test suite, with a throwaway PostgreSQL started and stopped around it.
 test: deps
@@ -35,6 +36,13 @@ bench: deps
 	$(CARGO) build --release -p headspace --bins --examples
 	$(CARGO) run --release -p headspace-core --example replay_bench
 	scripts/with-test-postgres.sh target/release/examples/server_bench
+
+## The long simulation: proof that each planted bug is caught, then a big swarm of random
+## seeds (each failure is printed with the command that reproduces it).
+sim:
+	$(CARGO) build --release -p headspace-sim
+	target/release/headspace-sim catch --seeds 200
+	target/release/headspace-sim swarm --seeds $${SEEDS:-2000}
 
 ## Three stand-in agents and the server in tmux session headspace-demo.
 demo: deps build

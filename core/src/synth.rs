@@ -150,6 +150,32 @@ impl SessionWriter {
         )
     }
 
+    /// The `system/stop_hook_summary` line Claude Code writes after its Stop hooks ran.
+    pub fn stop_hook_summary(&mut self) -> Line {
+        self.line(
+            json!({"type": "system", "subtype": "stop_hook_summary", "hookCount": 1, "hookInfos": [{"command": "headspace hook-forward"}], "preventedContinuation": false}),
+            false,
+        )
+    }
+
+    /// A local slash command as the transcript records it (e.g. `/clear`; not a turn).
+    pub fn local_command(&mut self, name: &str) -> Line {
+        let content = format!("<command-name>/{name}</command-name>\n<command-message>{name}</command-message>\n<command-args></command-args>");
+        self.line(
+            json!({"type": "user", "message": {"role": "user", "content": content}}),
+            false,
+        )
+    }
+
+    /// Starts a new session in the same pane (after `/clear` or compaction): a new id and
+    /// transcript file, the same project and clock.
+    pub fn next_session(&mut self, n: u64) -> SessionWriter {
+        let mut s = SessionWriter::new(self.salt, self.clock);
+        s.session_id = format!("5e55{:04x}-{n:04x}-4000-8000-{:012x}", self.salt, self.salt);
+        s.seq = self.seq + 1_000;
+        s
+    }
+
     /// `[Request interrupted by user]`.
     pub fn interrupt(&mut self) -> Line {
         self.line(json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user]"}]}}), false)

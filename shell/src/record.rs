@@ -6,9 +6,9 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::io::Write as _;
 
-/// Appends trace lines to a file.
+/// Appends trace lines to a file (or any sink: the simulator keeps its traces in memory).
 pub struct Recorder {
-    out: std::io::BufWriter<std::fs::File>,
+    out: Box<dyn std::io::Write + Send>,
     epoch: Timestamp,
     recorded: HashMap<String, u64>,
 }
@@ -27,15 +27,31 @@ impl Recorder {
             .create(true)
             .append(true)
             .open(path)?;
+        Recorder::start(
+            existing.as_deref(),
+            Box::new(std::io::BufWriter::new(file)),
+            claude_dir,
+            now,
+        )
+    }
+
+    /// Starts recording into `out`, after the trace `existing` already holds (a `restart`
+    /// step), or from a new header.
+    pub fn start(
+        existing: Option<&str>,
+        out: Box<dyn std::io::Write + Send>,
+        claude_dir: &str,
+        now: Timestamp,
+    ) -> std::io::Result<Recorder> {
         let mut r = Recorder {
-            out: std::io::BufWriter::new(file),
+            out,
             epoch: now,
             recorded: HashMap::new(),
         };
         match existing {
             Some(text) => {
                 // Continue the old trace's clock and file lengths.
-                let trace = headspace_core::trace::Trace::parse(&text)
+                let trace = headspace_core::trace::Trace::parse(text)
                     .map_err(|e| std::io::Error::other(e.to_string()))?;
                 r.epoch = trace.epoch;
                 for (_, step) in &trace.steps {

@@ -159,9 +159,10 @@ async fn serve(args: ServeArgs, claude_dir: PathBuf, url: String) -> Result<(), 
         ),
         None => None,
     };
+    let mut core = headspace_core::Config::new(claude_dir.display().to_string());
+    core.gap_threshold_ms = (args.gap_seconds * 1000.0) as i64;
     let settings = Settings {
-        claude_dir: claude_dir.display().to_string(),
-        gap_threshold_ms: (args.gap_seconds * 1000.0) as i64,
+        core,
         sweep_every: Duration::from_secs_f64(args.sweep_seconds.max(0.05)),
         pane_interval: Duration::from_secs_f64(args.pane_poll_seconds.max(0.05)),
         pane_lines: args.pane_lines,
@@ -215,11 +216,10 @@ async fn serve(args: ServeArgs, claude_dir: PathBuf, url: String) -> Result<(), 
 }
 
 /// What a server runs with besides its adapters.
+#[derive(Clone, Debug)]
 pub struct Settings {
-    /// The claude dir as hooks name it (transcript paths are relative to it).
-    pub claude_dir: String,
-    /// Milliseconds new pane output may go without a turn before the transcript is read.
-    pub gap_threshold_ms: i64,
+    /// The core's configuration (claude dir, gap threshold, trust window).
+    pub core: headspace_core::Config,
     /// Time between transcript sweeps.
     pub sweep_every: Duration,
     /// Time between captures of each pane.
@@ -257,8 +257,7 @@ pub async fn start(
     health
         .healthy
         .store(true, std::sync::atomic::Ordering::Relaxed);
-    let mut config = headspace_core::Config::new(settings.claude_dir.clone());
-    config.gap_threshold_ms = settings.gap_threshold_ms;
+    let config = settings.core.clone();
     let shared = driver::Shared {
         hub: hub.clone(),
         metrics: metrics.clone(),

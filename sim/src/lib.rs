@@ -1,18 +1,21 @@
-//! # headspace-sim — deterministic simulation of Headspace (planned)
+//! # headspace-sim — the real Headspace server under deterministic simulation
 //!
-//! This crate will run the real core and the real shell inside turmoil against simulated
-//! Claude Code sessions and injected faults, checking the invariants of DESIGN.md (S1–S5 at
-//! every step, L1–L3 at the end). What exists to build on:
+//! The real core and the real shell (`headspace::serve::start`, its driver, writer, HTTP
+//! routes, transcript sweep and pane watchdog) run on a turmoil host. Their adapters — store,
+//! transcript files, panes, clock — are the simulated ones of [`world`], behind the shell's own
+//! traits. Simulated Claude Code agents ([`session`]) write transcripts and post hooks over
+//! turmoil's network. The harness ([`run`]) crashes and restarts the server, the store fails
+//! commits and goes down, panes go stale; [`check`] holds the invariants of DESIGN.md.
 //!
-//! - `headspace_core::synth`: simulated sessions (prompts, streamed text, tools,
-//!   AskUserQuestion, answers, turn_duration, interrupts) and hook bodies with stamps;
-//! - `headspace_core::replay::Replayer`: the core with a store that survives restarts and
-//!   simulated files; `MemStore::violations()` records S1 breaches;
-//! - `core/tests/properties.rs`: the fault schedule (drop, duplicate, delay, reorder, split
-//!   appends, restarts) as proptest strategies.
-//!
-//! The shell's next step for this crate: put its adapters behind small traits (the store
-//! `PgStore::apply/snapshot`, the transcript `Reader`, the pane `capture`, the clock `now`)
-//! so turmoil can swap them.
+//! A run is a function of its plan and seed: the same seed gives the same trace, byte for byte.
 
-pub use headspace_core::synth;
+pub mod check;
+pub mod faults;
+pub mod plan;
+pub mod rng;
+pub mod run;
+pub mod scenario;
+pub mod session;
+pub mod world;
+
+pub use headspace_core::planted::Bug;

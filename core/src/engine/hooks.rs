@@ -355,8 +355,11 @@ impl Core {
         let current = self.hook_task(agent_id, session.as_deref(), stamp);
         let current_state = current.map(|t| self.agents[&agent_id].tasks[&t].state);
         let intent = intent::detect_user(&text, current_state);
+        // A prompt hook means Claude Code started a new turn: it answers the current task
+        // only while a question is open. A task that seems still to run had in fact ended
+        // (its Stop is late or lost); the prompt opens the next one (found by the simulation).
         let task = match (intent, current) {
-            (Intent::Answer, Some(t)) => t,
+            (Intent::Answer, Some(t)) if current_state == Some(TaskState::AwaitingInput) => t,
             (_, Some(t)) if current_state == Some(TaskState::Idle) => t,
             _ => self.create_task(agent_id, session.clone(), stamp),
         };

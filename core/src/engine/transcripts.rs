@@ -127,8 +127,9 @@ impl Core {
                     .claim(&key)
                     .filter(|s| self.claimable(s, timestamp))
                 {
-                    self.set_file_task(path, slot.task_id);
-                    self.claim(agent_id, slot, uuid, timestamp, slot.task_id);
+                    let task = self.prompt_task_in_order(path, agent_id, &slot, &text, timestamp);
+                    self.set_file_task(path, task);
+                    self.claim(agent_id, slot, uuid, timestamp, task);
                     return;
                 }
                 let file_task = self.files[path].task;
@@ -292,7 +293,11 @@ impl Core {
                             self.recompute(agent_id, task_id);
                         }
                     }
-                    Signal::CompactBoundary | Signal::ToolUse => {
+                    Signal::ToolUse => {
+                        self.overtake_hook_turn_end(agent_id, task_id, timestamp);
+                        self.reopen_on_tool_use(agent_id, task_id);
+                    }
+                    Signal::CompactBoundary => {
                         self.overtake_hook_turn_end(agent_id, task_id, timestamp)
                     }
                 }
@@ -301,16 +306,59 @@ impl Core {
         }
     }
 
-    /// True the first time an entry uuid is seen for this agent: re-reads add nothing.
-    /// Whether an entry written at `timestamp` may claim `slot`: always, but for the planted
-    /// 30-second match window (which drops the slot, as that design did).
-    fn claimable(&self, slot: &Slot, timestamp: Option<Timestamp>) -> bool {
+    /// A tool call after a text that read like a completion ("All tests pass.") shows the
+    /// agent still works: only a turn end finishes the turn (found by the simulation: the
+    /// agent showed idle while it worked).
+    fn reopen_on_tool_use(&mut self, agent_id: AgentId, task_id: TaskId) {
+        let task = self
+            .agent_mut(agent_id)
+            .tasks
+            .get_mut(&task_id)
+            .expect("task");
+        if task.transcript_state == TaskState::Complete {
+            task.transcript_state = TaskState::Processing;
+            self.mark_task(agent_id, task_id);
+            self.recompute(agent_id, task_id);
+        }
+    }
+
+    /// The task of a prompt whose hook came first. The hook may have taken it for an answer
+    /// within the task the agent seemed still to work on (its Stop not in yet); when the
+    /// transcript shows that task had ended before the prompt, the prompt opens a new task, as
+    /// in transcript order (found by the simulation: the agent showed idle while it worked).
+    fn prompt_task_in_order(
+        &mut self,
+        path: &str,
+        agent_id: AgentId,
+        slot: &Slot,
+        text: &str,
+        timestamp: Option<Timestamp>,
+    ) -> TaskId {
+        if self.files[path].task != Some(slot.task_id) {
+            return slot.task_id;
+        }
+        let tx = self.agents[&agent_id].tasks[&slot.task_id].transcript_state;
+        let intent = intent::detect_user(text, Some(tx));
+        match transition(tx, Actor::User, intent) {
+            Outcome::OpenNew | Outcome::CompleteAndOpenNew => {
+                let session = self.files[path].session_id.clone();
+                self.create_task(agent_id, Some(session), timestamp.unwrap_or(slot.stamp))
+            }
+            _ => slot.task_id,
+        }
+    }
+
+    /// Whether an entry read now may claim `slot`: always, but for the planted 30-second
+    /// match window (an entry read more than 30 s after its hook drops the slot, as that
+    /// design did).
+    fn claimable(&self, slot: &Slot, _timestamp: Option<Timestamp>) -> bool {
         if !self.planted(crate::planted::Bug::MatchWindow30s) {
             return true;
         }
-        timestamp.is_none_or(|ts| (ts.millis() - slot.stamp.millis()).abs() <= 30_000)
+        self.now.millis() - slot.stamp.millis() <= 30_000
     }
 
+    /// True the first time an entry uuid is seen for this agent: re-reads add nothing.
     pub(super) fn first_sight(&mut self, agent_id: AgentId, uuid: &str) -> bool {
         self.agent_mut(agent_id).seen_entries.insert(uuid_key(uuid))
     }

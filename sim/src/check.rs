@@ -1,0 +1,311 @@
+//! The invariants of DESIGN.md, checked against what the simulated sessions really did.
+//!
+//! Safety, after every commit:
+//! - S1 no duplicate: the store never refuses a turn for repeating an entry, and a claimed
+//!   turn is the entry that claimed it (its text);
+//! - S2 no loss once seen: every turn ever committed is still there at the end;
+//! - S3 isolation: a turn's entry comes from a session of its own agent's pane;
+//! - S4 order: a claimed turn carries the transcript's timestamp, `timestamp_source = jsonl`;
+//! - S5 valid states: a task never goes back to `idle` once it left it;
+//! - A1 no false idle: an agent whose current prompt the server has seen is never shown idle
+//!   while the session is still working on it (sm#232);
+//! - A2 no stuck running (calm scenarios): a session idle for a while is shown idle (sm#240).
+//!
+//! Liveness, at the end of the calm phase:
+//! - L1 completeness: every transcript turn line has exactly one turn, and no hook-made turn is
+//!   left unclaimed;
+//! - L2 convergence: every agent's activity equals its session's (idle, waiting), and every
+//!   agent turn sits in the task of the prompt it answers.
+//!
+//! L3 (determinism) is checked by running a seed twice (see `run`).
+
+use headspace_core::activity::{agent_activity, current_task, Activity};
+use headspace_core::matching::normalise_display;
+use headspace_core::model::TimestampSource;
+use headspace_core::state::TaskState;
+use headspace_core::store::MemStore;
+use headspace_core::{Timestamp, Write};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One transcript turn line, as the session wrote it.
+#[derive(Clone, Debug)]
+pub struct LineTruth {
+    /// The pane of its session.
+    pub pane: String,
+    /// Its text, normalised for display.
+    pub text: String,
+    /// Its timestamp.
+    pub timestamp: Timestamp,
+    /// The uuid of the prompt it answers (itself for a prompt).
+    pub prompt_uuid: String,
+    /// True for the user's prompt of an exchange.
+    pub is_prompt: bool,
+    /// True once the whole line is in the file.
+    pub written: bool,
+}
+
+/// What a session is doing, as the checker needs it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Phase {
+    /// The activity the session truly has.
+    pub activity: Activity,
+    /// The prompt being worked on.
+    pub prompt_uuid: Option<String>,
+    /// Its `prompt_id`, when the session's shape has one.
+    pub prompt_id: Option<String>,
+    /// Since when.
+    pub since: Timestamp,
+}
+
+/// A broken invariant.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Violation {
+    /// Which (S1…S5, A1, L1, L2).
+    pub invariant: &'static str,
+    /// When, in simulated time.
+    pub at: Timestamp,
+    /// What.
+    pub detail: String,
+}
+
+/// Ground truth and the checks against it.
+#[derive(Debug, Default)]
+pub struct Checker {
+    /// Turn lines by uuid.
+    pub lines: BTreeMap<String, LineTruth>,
+    /// Each pane's session right now.
+    pub phases: BTreeMap<String, Phase>,
+    /// What broke, in order.
+    pub violations: Vec<Violation>,
+    store_violations: usize,
+    entries: BTreeSet<String>,
+    prompt_ids: BTreeSet<String>,
+    committed: BTreeSet<u64>,
+    left_idle: BTreeSet<u64>,
+    false_idle_reported: BTreeSet<String>,
+}
+
+impl Checker {
+    fn fail(&mut self, invariant: &'static str, at: Timestamp, detail: String) {
+        if self.violations.len() < 50 {
+            self.violations.push(Violation {
+                invariant,
+                at,
+                detail,
+            });
+        }
+    }
+
+    /// Checks a commit just applied to `store`.
+    pub fn after_commit(&mut self, now: Timestamp, store: &MemStore, writes: &[Write]) {
+        let refused = store.violations();
+        if refused.len() > self.store_violations {
+            for v in refused[self.store_violations..].iter().cloned().collect::<Vec<_>>() {
+                self.fail("S1", now, v);
+            }
+            self.store_violations = refused.len();
+        }
+        let mut touched = Vec::new();
+        for w in writes {
+            match w {
+                Write::Turn(t) => {
+                    self.committed.insert(t.id);
+                    if let Some(p) = &t.prompt_id {
+                        self.prompt_ids.insert(p.clone());
+                    }
+                    touched.push(t.id);
+                }
+                Write::Claim { turn_id, .. } => touched.push(*turn_id),
+                Write::Task(t) => {
+                    if t.state != TaskState::Idle {
+                        self.left_idle.insert(t.id);
+                    } else if self.left_idle.contains(&t.id) {
+                        self.fail("S5", now, format!("task {} went back to idle", t.id));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if !touched.is_empty() {
+            let turns: BTreeMap<u64, _> = store
+                .turns()
+                .filter(|t| touched.contains(&t.id))
+                .map(|t| (t.id, t.clone()))
+                .collect();
+            for t in turns.values() {
+                let Some(uuid) = &t.entry_uuid else { continue };
+                self.entries.insert(uuid.clone());
+                let Some(truth) = self.lines.get(uuid).cloned() else {
+                    continue; // not a turn line the sessions know of (cannot happen: S3 below)
+                };
+                if normalise_display(&t.text) != truth.text {
+                    self.fail(
+                        "S1",
+                        now,
+                        format!(
+                            "turn {} claimed by entry {uuid} has another turn's text: {:?} vs {:?}",
+                            t.id, t.text, truth.text
+                        ),
+                    );
+                }
+                if t.timestamp != truth.timestamp || t.timestamp_source != TimestampSource::Jsonl {
+                    self.fail(
+                        "S4",
+                        now,
+                        format!(
+                            "turn {} of entry {uuid} is at {} ({:?}), the transcript says {}",
+                            t.id, t.timestamp, t.timestamp_source, truth.timestamp
+                        ),
+                    );
+                }
+                let pane = store
+                    .agents()
+                    .find(|a| a.id == t.agent_id)
+                    .and_then(|a| a.tmux_pane.clone());
+                if pane.as_ref().is_some_and(|p| *p != truth.pane) {
+                    self.fail(
+                        "S3",
+                        now,
+                        format!(
+                            "turn {} of pane {}'s entry {uuid} went to agent {} of pane {:?}",
+                            t.id, truth.pane, t.agent_id, pane
+                        ),
+                    );
+                }
+            }
+        }
+        self.check_false_idle(now, store);
+    }
+
+    /// A1: no agent is idle while its session works on a prompt the server has seen.
+    fn check_false_idle(&mut self, now: Timestamp, store: &MemStore) {
+        let phases: Vec<(String, Phase)> = self
+            .phases
+            .iter()
+            .filter(|(_, p)| p.activity == Activity::Running)
+            .map(|(k, p)| (k.clone(), p.clone()))
+            .collect();
+        for (pane, phase) in phases {
+            let Some(prompt) = phase.prompt_uuid.clone() else {
+                continue;
+            };
+            let seen = self.entries.contains(&prompt)
+                || phase
+                    .prompt_id
+                    .as_ref()
+                    .is_some_and(|p| self.prompt_ids.contains(p));
+            if !seen || self.false_idle_reported.contains(&prompt) {
+                continue;
+            }
+            if activity_of_pane(store, &pane) == Some(Activity::Idle) {
+                self.false_idle_reported.insert(prompt.clone());
+                self.fail(
+                    "A1",
+                    now,
+                    format!("pane {pane} shown idle while its session works on prompt {prompt}"),
+                );
+            }
+        }
+    }
+
+    /// A2: a session idle for more than `bound_ms` must not be shown running.
+    pub fn check_stuck(&mut self, now: Timestamp, store: &MemStore, bound_ms: i64) {
+        let late: Vec<String> = self
+            .phases
+            .iter()
+            .filter(|(_, p)| {
+                p.activity == Activity::Idle && now.millis() - p.since.millis() > bound_ms
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        for pane in late {
+            if activity_of_pane(store, &pane) == Some(Activity::Running) {
+                let since = self.phases[&pane].since;
+                let key = format!("stuck {pane} {since}");
+                if self.false_idle_reported.insert(key) {
+                    self.fail(
+                        "A2",
+                        now,
+                        format!("pane {pane} idle since {since} is still shown running"),
+                    );
+                }
+            }
+        }
+    }
+
+    /// The end-of-run checks (L1, L2, S2).
+    pub fn finish(&mut self, now: Timestamp, store: &MemStore) {
+        let by_entry: BTreeMap<&str, _> = store
+            .turns()
+            .filter_map(|t| t.entry_uuid.as_deref().map(|u| (u, t)))
+            .collect();
+        let ids: BTreeSet<u64> = store.turns().map(|t| t.id).collect();
+        let lost: Vec<u64> = self.committed.difference(&ids).copied().collect();
+        if !lost.is_empty() {
+            self.fail("S2", now, format!("committed turns gone: {lost:?}"));
+        }
+        let mut problems = Vec::new();
+        for (uuid, line) in &self.lines {
+            if !line.written {
+                continue;
+            }
+            match by_entry.get(uuid.as_str()) {
+                None => problems.push((
+                    "L1",
+                    format!("transcript line {uuid} ({:?}) has no turn", line.text),
+                )),
+                Some(turn) if !line.is_prompt => {
+                    let prompt_task = by_entry.get(line.prompt_uuid.as_str()).map(|p| p.task_id);
+                    if prompt_task.is_some_and(|pt| pt != turn.task_id) {
+                        problems.push((
+                            "L2",
+                            format!(
+                                "turn {} ({:?}) is in task {}, its prompt's turn in task {}",
+                                turn.id,
+                                line.text,
+                                turn.task_id,
+                                prompt_task.unwrap_or_default()
+                            ),
+                        ));
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        for t in store.turns().filter(|t| t.entry_uuid.is_none()) {
+            problems.push((
+                "L1",
+                format!(
+                    "hook-made turn {} ({:?}) was never claimed by a transcript entry",
+                    t.id, t.text
+                ),
+            ));
+        }
+        for (pane, phase) in &self.phases {
+            let shown = activity_of_pane(store, pane);
+            if shown != Some(phase.activity) {
+                problems.push((
+                    "L2",
+                    format!(
+                        "pane {pane}: the session is {}, the server shows {}",
+                        phase.activity.as_str(),
+                        shown.map_or("no agent", |a| a.as_str())
+                    ),
+                ));
+            }
+        }
+        for (inv, detail) in problems {
+            self.fail(inv, now, detail);
+        }
+    }
+}
+
+/// The activity the store shows for the agent of a pane.
+pub fn activity_of_pane(store: &MemStore, pane: &str) -> Option<Activity> {
+    let agent = store
+        .agents()
+        .filter(|a| a.tmux_pane.as_deref() == Some(pane))
+        .max_by_key(|a| (a.last_seen_at, a.id))?;
+    let task = current_task(store.tasks().filter(|t| t.agent_id == agent.id));
+    Some(agent_activity(agent, task))
+}

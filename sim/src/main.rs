@@ -1,0 +1,263 @@
+//! `headspace-sim`: list the scenarios, run one with a seed, or run a swarm of seeds.
+
+use clap::{Parser, Subcommand};
+use headspace_sim::rng::Rng;
+use headspace_sim::run::{run, Outcome};
+use headspace_sim::scenario::{find, Scenario, SCENARIOS};
+use headspace_sim::Bug;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+#[derive(Parser)]
+#[command(
+    name = "headspace-sim",
+    about = "Runs the real Headspace server under deterministic simulation"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Lists the scenarios and the bugs that can be planted.
+    List,
+    /// Runs one scenario with one seed and prints what broke.
+    Run {
+        /// The scenario (see `list`).
+        scenario: String,
+        /// The seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Plants a known bug in the server (see `list`).
+        #[arg(long)]
+        inject_bug: Option<String>,
+        /// Writes the core's inputs as a `headspace replay` trace.
+        #[arg(long)]
+        trace: Option<std::path::PathBuf>,
+        /// Prints the store (agents, tasks, turns) at the end.
+        #[arg(long)]
+        dump: bool,
+    },
+    /// Shows each planted bug is caught: the first seed (of `--seeds`) where it breaks an
+    /// invariant that holds without it.
+    Catch {
+        /// Seeds to try per bug.
+        #[arg(long, default_value_t = 200)]
+        seeds: u64,
+    },
+    /// Runs many seeds; prints each failure with the command that reproduces it.
+    Swarm {
+        /// How many seeds.
+        #[arg(long, default_value_t = 100)]
+        seeds: u64,
+        /// The first seed.
+        #[arg(long, default_value_t = 1)]
+        first: u64,
+        /// The scenario.
+        #[arg(long, default_value = "random")]
+        scenario: String,
+        /// Plants a known bug in the server (see `list`).
+        #[arg(long)]
+        inject_bug: Option<String>,
+        /// Stops at the first failing seed.
+        #[arg(long)]
+        until_found: bool,
+    },
+}
+
+fn scenario(name: &str) -> Result<&'static Scenario, String> {
+    find(name).ok_or_else(|| {
+        format!(
+            "no scenario {name:?}; there are: {}",
+            SCENARIOS
+                .iter()
+                .map(|s| s.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
+}
+
+fn bug(name: Option<&str>) -> Result<Option<Bug>, String> {
+    name.map(|n| {
+        Bug::parse(n).ok_or_else(|| {
+            format!(
+                "no planted bug {n:?}; there are: {}",
+                Bug::ALL.map(|b| b.name()).join(", ")
+            )
+        })
+    })
+    .transpose()
+}
+
+fn reproduce(s: &Scenario, seed: u64, b: Option<Bug>) -> String {
+    let bug = b
+        .map(|b| format!(" --inject-bug {}", b.name()))
+        .unwrap_or_default();
+    format!("headspace-sim run {} --seed {seed}{bug}", s.name)
+}
+
+fn report(o: &Outcome) {
+    for v in &o.violations {
+        println!("  {} at {}: {}", v.invariant, v.at, v.detail);
+    }
+}
+
+fn main() -> ExitCode {
+    match real_main() {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("headspace-sim: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn real_main() -> Result<ExitCode, String> {
+    match Cli::parse().command {
+        Cmd::List => {
+            println!("scenarios:");
+            for s in SCENARIOS {
+                println!("  {:<34} {}", s.name, s.about);
+            }
+            println!("planted bugs (--inject-bug):");
+            for b in Bug::ALL {
+                println!("  {}", b.name());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Run {
+            scenario: name,
+            seed,
+            inject_bug,
+            trace,
+            dump,
+        } => {
+            let s = scenario(&name)?;
+            let b = bug(inject_bug.as_deref())?;
+            let plan = (s.plan)(&mut Rng::new(seed));
+            println!(
+                "scenario {} · seed {seed} · {} agents{}",
+                s.name,
+                plan.agents.len(),
+                b.map(|b| format!(" · planted bug {}", b.name()))
+                    .unwrap_or_default()
+            );
+            print!("{}", plan.faults);
+            let o = run(&plan, seed, b);
+            if let Some(p) = trace {
+                std::fs::write(&p, &o.trace)
+                    .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+                println!("trace written to {}", p.display());
+            }
+            println!(
+                "{:.0} simulated seconds in {:.2} s ({:.0}× real time) · {} turns · {} commits · {} crashes",
+                o.sim_ms as f64 / 1000.0,
+                o.wall.as_secs_f64(),
+                o.sim_ms as f64 / 1000.0 / o.wall.as_secs_f64().max(1e-9),
+                o.turns,
+                o.commits,
+                o.crashes
+            );
+            if dump {
+                println!("{}", o.store);
+            }
+            if o.passed() {
+                println!("passed: S1–S5, A1–A2, L1–L2 hold");
+                Ok(ExitCode::SUCCESS)
+            } else {
+                println!("FAILED ({} violations):", o.violations.len());
+                report(&o);
+                Ok(ExitCode::FAILURE)
+            }
+        }
+        Cmd::Catch { seeds } => {
+            let mut missed = 0;
+            for b in Bug::ALL {
+                let started = Instant::now();
+                match headspace_sim::run::catching_seed(b, 1..=seeds) {
+                    Some((seed, scenario, v)) => println!(
+                        "{:<28} caught at seed {seed} ({scenario}, {:.1} s): {} {} — reproduce: headspace-sim run {scenario} --seed {seed} --inject-bug {}",
+                        b.name(),
+                        started.elapsed().as_secs_f64(),
+                        v.invariant,
+                        v.detail,
+                        b.name()
+                    ),
+                    None => {
+                        missed += 1;
+                        println!("{:<28} NOT caught in {seeds} seeds", b.name());
+                    }
+                }
+            }
+            println!("{} caught, {missed} missed", Bug::ALL.len() - missed);
+            Ok(if missed == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        Cmd::Swarm {
+            seeds,
+            first,
+            scenario: name,
+            inject_bug,
+            until_found,
+        } => {
+            let s = scenario(&name)?;
+            let b = bug(inject_bug.as_deref())?;
+            let started = Instant::now();
+            let (mut passed, mut failed, mut sim_ms) = (0u64, 0u64, 0u64);
+            let mut failures = Vec::new();
+            for (i, seed) in (first..first + seeds).enumerate() {
+                let plan = (s.plan)(&mut Rng::new(seed));
+                let o = run(&plan, seed, b);
+                sim_ms += o.sim_ms;
+                if o.passed() {
+                    passed += 1;
+                } else {
+                    failed += 1;
+                    let first = &o.violations[0];
+                    failures.push(format!(
+                        "seed {seed}: {} {} — reproduce: {}",
+                        first.invariant,
+                        first.detail,
+                        reproduce(s, seed, b)
+                    ));
+                }
+                let done = i as u64 + 1;
+                let width = 30;
+                let filled = (done * width / seeds.max(1)) as usize;
+                eprint!(
+                    "\r[{}{}] {done}/{seeds} seeds · {failed} failed · {:.0}× real time ",
+                    "#".repeat(filled),
+                    ".".repeat(width as usize - filled),
+                    sim_ms as f64 / 1000.0 / started.elapsed().as_secs_f64().max(1e-9)
+                );
+                let _ = std::io::stderr().flush();
+                if until_found && failed > 0 {
+                    break;
+                }
+            }
+            eprintln!();
+            for f in &failures {
+                println!("{f}");
+            }
+            let wall = started.elapsed().max(Duration::from_millis(1));
+            println!(
+                "{:.0} simulated seconds in {:.1} s: {:.0}× real time",
+                sim_ms as f64 / 1000.0,
+                wall.as_secs_f64(),
+                sim_ms as f64 / 1000.0 / wall.as_secs_f64()
+            );
+            println!("{passed} passed, {failed} failed");
+            Ok(if failed == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! One simulated run: the real server (core, driver, writer, HTTP, sweep, watchdog) on a
+//! turmoil host over the simulated world, the agents on a client host, crashes and restarts
+//! from the harness, invariants after every commit and at the end.
+
+use crate::check::{Checker, Violation};
+use crate::plan::Plan;
+use crate::rng::Rng;
+use crate::session::{pane_segment, post, run_agent};
+use crate::world::{sim_now, AdapterFaults, SimWorld, EPOCH_MS};
+use headspace::record::Recorder;
+use headspace::serve::{accept_loop, start, Listen, Settings};
+use headspace_core::planted::Bug;
+use headspace_core::synth::CLAUDE_DIR;
+use std::time::{Duration, Instant};
+
+/// Simulated time per turmoil step.
+pub const TICK_MS: u64 = 10;
+
+/// What a run found.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Broken invariants (empty: the run passed).
+    pub violations: Vec<Violation>,
+    /// The core's inputs as a `headspace replay` trace, all server incarnations.
+    pub trace: Vec<u8>,
+    /// Simulated time covered.
+    pub sim_ms: u64,
+    /// Wall time taken.
+    pub wall: Duration,
+    /// Turns stored at the end.
+    pub turns: usize,
+    /// Server crashes.
+    pub crashes: u32,
+    /// Store commits.
+    pub commits: u64,
+    /// The store at the end (agents, tasks, turns), as JSON.
+    pub store: String,
+}
+
+impl Outcome {
+    /// True when nothing broke.
+    pub fn passed(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
+
+struct SimListener(turmoil::net::TcpListener);
+
+impl Listen for SimListener {
+    type Conn = turmoil::net::TcpStream;
+
+    async fn accept(&mut self) -> std::io::Result<turmoil::net::TcpStream> {
+        Ok(self.0.accept().await?.0)
+    }
+}
+
+/// The server host: the real shell's `start` and `accept_loop` over the simulated adapters.
+async fn server(world: SimWorld, bug: Option<Bug>) -> turmoil::Result {
+    world.lock().server_started();
+    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", 5055)).await?;
+    let mut core = headspace_core::Config::new(CLAUDE_DIR);
+    core.planted = bug;
+    let settings = Settings {
+        core,
+        sweep_every: Duration::from_millis(500),
+        pane_interval: Duration::from_secs(2),
+        pane_lines: 20,
+        max_body: 1 << 20,
+        token: None,
+        static_dir: "/nonexistent".into(),
+        core_home: headspace::driver::CoreHome::Task,
+    };
+    let adapters = world.adapters();
+    let app = loop {
+        let existing = String::from_utf8_lossy(&world.lock().trace).into_owned();
+        let existing = (!existing.is_empty()).then_some(existing);
+        let recorder = Recorder::start(
+            existing.as_deref(),
+            Box::new(world.trace_sink()),
+            CLAUDE_DIR,
+            sim_now(),
+        )?;
+        match start(&adapters, settings.clone(), Some(recorder)).await {
+            Ok(app) => break app,
+            // The store is down: try again, as a supervisor would restart us.
+            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+        }
+    };
+    accept_loop(SimListener(listener), app, std::future::pending()).await;
+    Ok(())
+}
+
+/// Runs `plan` with `seed` (turmoil's network and every fault draw), with `bug` planted.
+pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
+    let wall = Instant::now();
+    let mut rng = Rng::new(seed);
+    let f = &plan.faults;
+    // The safety phase's length, roughly: the longest agent.
+    let horizon: u64 = plan
+        .agents
+        .iter()
+        .map(|a| a.start_ms + a.steps.len() as u64 * 8_000)
+        .max()
+        .unwrap_or(10_000)
+        .max(10_000);
+    let outages = (0..f.store_outages)
+        .map(|_| {
+            let at = rng.range(0, horizon) as i64;
+            (at, at + rng.range(2_000, 10_000) as i64)
+        })
+        .collect();
+    let mut crashes: Vec<(u64, u64)> = (0..f.crashes)
+        .map(|_| (rng.range(1_000, horizon), rng.range(500, 5_000)))
+        .collect();
+    crashes.sort();
+    let reconciles: Vec<(u64, usize)> = (0..f.reconciles)
+        .map(|_| {
+            (
+                rng.range(1_000, horizon),
+                rng.range(0, plan.agents.len() as u64) as usize,
+            )
+        })
+        .collect();
+    let world = SimWorld::new(
+        rng.fork(),
+        AdapterFaults {
+            store_fail: f.store_fail,
+            outages,
+            crash_after_turn: f.crash_after_turn,
+            pane_fail: f.pane_fail,
+            pane_stale_ms: f.pane_stale_ms as i64,
+        },
+        Checker::default(),
+    );
+    let mut sim = turmoil::Builder::new()
+        .simulation_duration(Duration::from_secs(24 * 3600))
+        .tick_duration(Duration::from_millis(TICK_MS))
+        .epoch(std::time::UNIX_EPOCH + Duration::from_millis(EPOCH_MS as u64))
+        .rng_seed(seed)
+        // A hook storm opens hundreds of connections at once.
+        .tcp_capacity(65_536)
+        .build();
+    let w = world.clone();
+    sim.host("server", move || server(w.clone(), bug));
+    let (w, agents, faults, mut arng) = (
+        world.clone(),
+        plan.agents.clone(),
+        plan.faults.clone(),
+        rng.fork(),
+    );
+    sim.client("claude", async move {
+        let mut handles = Vec::new();
+        for (i, a) in agents.into_iter().enumerate() {
+            handles.push(tokio::spawn(run_agent(
+                i,
+                a,
+                w.clone(),
+                faults.clone(),
+                arng.fork(),
+            )));
+        }
+        for h in handles {
+            let _ = h.await;
+        }
+        Ok(())
+    });
+    sim.client("ops", async move {
+        // Pairs of reconciles of the same agent at once, from the endpoint.
+        for (at, agent) in reconciles {
+            let now = turmoil::sim_elapsed().unwrap_or_default().as_millis() as u64;
+            tokio::time::sleep(Duration::from_millis(at.saturating_sub(now))).await;
+            let path = format!(
+                "/api/agents/{}/reconcile",
+                pane_segment(&format!("%{}", agent + 1))
+            );
+            let p2 = path.clone();
+            let other = tokio::spawn(async move { post(&p2, b"").await });
+            post(&path, b"").await;
+            let _ = other.await;
+        }
+        Ok(())
+    });
+    let mut crashed_until: Option<u64> = None;
+    let mut crash_count = 0;
+    let mut settle_until: Option<u64> = None;
+    let mut next_crash = 0;
+    loop {
+        let done = match sim.step() {
+            Ok(d) => d,
+            Err(e) => {
+                world.lock().checker.violations.push(Violation {
+                    invariant: "HOST",
+                    at: headspace_core::Timestamp(EPOCH_MS + sim.elapsed().as_millis() as i64),
+                    detail: format!("a simulated host failed: {e}"),
+                });
+                break;
+            }
+        };
+        let now = sim.elapsed().as_millis() as u64;
+        let hostile = settle_until.is_none();
+        if let Some(bound) = plan.idle_within_ms {
+            if crashed_until.is_none() && now % 250 < TICK_MS {
+                let mut s = world.lock();
+                let crate::world::State { checker, store, .. } = &mut *s;
+                checker.check_stuck(
+                    headspace_core::Timestamp(EPOCH_MS + now as i64),
+                    store,
+                    bound as i64,
+                );
+            }
+        }
+        if let Some(until) = crashed_until {
+            if now >= until {
+                sim.bounce("server");
+                crashed_until = None;
+            }
+        } else if hostile {
+            let requested = std::mem::take(&mut world.lock().crash_requested);
+            let scheduled = crashes.get(next_crash).is_some_and(|(at, _)| now >= *at);
+            if requested || scheduled {
+                let down = if scheduled {
+                    next_crash += 1;
+                    crashes[next_crash - 1].1
+                } else {
+                    1_000
+                };
+                sim.crash("server");
+                crash_count += 1;
+                crashed_until = Some(now + down);
+            }
+        }
+        if done && settle_until.is_none() {
+            world.lock().hostile = false;
+            settle_until = Some(now + plan.settle_ms);
+        }
+        if settle_until.is_some_and(|u| now >= u) && crashed_until.is_none() {
+            break;
+        }
+    }
+    let sim_ms = sim.elapsed().as_millis() as u64;
+    drop(sim);
+    let mut s = world.lock();
+    let now = headspace_core::Timestamp(EPOCH_MS + sim_ms as i64);
+    let crate::world::State { checker, store, .. } = &mut *s;
+    checker.finish(now, store);
+    Outcome {
+        violations: s.checker.violations.clone(),
+        trace: std::mem::take(&mut s.trace),
+        sim_ms,
+        wall: wall.elapsed(),
+        turns: s.store.turns().count(),
+        crashes: crash_count,
+        commits: s.commits,
+        store: serde_json::to_string_pretty(&s.store.replay_output()).unwrap_or_default(),
+    }
+}
+
+/// The first seed in `seeds` where the planted `bug` breaks an invariant that holds without
+/// it, with what broke: the proof that the simulation catches the bug. Seed `n` runs the
+/// scenario `n mod` the number of scenarios, so every scenario takes part.
+pub fn catching_seed(
+    bug: Bug,
+    seeds: std::ops::RangeInclusive<u64>,
+) -> Option<(u64, &'static str, Violation)> {
+    use crate::scenario::SCENARIOS;
+    for seed in seeds {
+        let s = &SCENARIOS[(seed % SCENARIOS.len() as u64) as usize];
+        let plan = (s.plan)(&mut Rng::new(seed));
+        let with = run(&plan, seed, Some(bug));
+        if with.passed() {
+            continue;
+        }
+        if run(&plan, seed, None).passed() {
+            return Some((seed, s.name, with.violations[0].clone()));
+        }
+    }
+    None
+}

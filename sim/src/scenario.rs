@@ -1,0 +1,239 @@
+//! Named scenarios: the recorded incidents replayed against the real server, and `random`,
+//! whose plan and faults come from the seed.
+
+use crate::faults::Faults;
+use crate::plan::{AgentPlan, Exchange, Fate, Plan, Step};
+use crate::rng::Rng;
+
+/// A scenario: its name, what it replays, and how to build its plan from a seed.
+pub struct Scenario {
+    /// Its name on the command line.
+    pub name: &'static str,
+    /// What it shows.
+    pub about: &'static str,
+    /// Its plan for a seed.
+    pub plan: fn(&mut Rng) -> Plan,
+}
+
+fn agent(new_shape: bool, steps: Vec<Step>) -> AgentPlan {
+    AgentPlan {
+        start_ms: 500,
+        new_shape,
+        turn_duration: false,
+        steps,
+    }
+}
+
+fn calm(agents: Vec<AgentPlan>) -> Plan {
+    Plan {
+        agents,
+        faults: Faults::none(),
+        settle_ms: 60_000,
+        idle_within_ms: None,
+    }
+}
+
+fn long_work(prompt: &str) -> Exchange {
+    Exchange {
+        progress: vec![
+            "Reading the code.".into(),
+            "Running the tests.".into(),
+            "Fixing.".into(),
+        ],
+        step_ms: 4_000,
+        ..Exchange::simple(prompt, "All tests pass.")
+    }
+}
+
+/// Every named scenario, `random` first.
+pub const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "random",
+        about: "five agents, plan and faults drawn from the seed",
+        plan: |rng| Plan::random(rng, 5),
+    },
+    Scenario {
+        name: "agent-583",
+        about: "a question while awaiting input (AWAITING_INPUT + agent QUESTION), hooks late",
+        plan: |_| {
+            let x = Exchange {
+                questions: vec![3_000, 2_000],
+                ..Exchange::simple("Which database should we use?", "Done.")
+            };
+            let mut p = calm(vec![agent(true, vec![Step::Prompt(x)])]);
+            p.faults.hook_delay_ms = 1_500;
+            p
+        },
+    },
+    Scenario {
+        name: "sm232-late-clear-stop",
+        about: "/clear's Stop arrives 12 s late, while the next prompt (sent through the server) runs",
+        plan: |_| {
+            let mut next = long_work("run the tests");
+            next.via_send = true;
+            let mut p = calm(vec![agent(
+                false,
+                vec![
+                    Step::Prompt(Exchange::simple("fix it", "Done.")),
+                    Step::Clear {
+                        stop_hook: Fate::Late(12_000),
+                    },
+                    Step::Prompt(next),
+                ],
+            )]);
+            p.idle_within_ms = Some(5_000);
+            p
+        },
+    },
+    Scenario {
+        name: "sm232-lost-clear-stop-fast-task",
+        about: "/clear's Stop is lost and the next task ends within 8 s: idle at once (the fence's blind spot)",
+        plan: |_| {
+            let fast = Exchange {
+                step_ms: 300,
+                via_send: true,
+                stop_hook: Fate::OnTime,
+                ..Exchange::simple("go on", "Done.")
+            };
+            let mut p = calm(vec![agent(
+                false,
+                vec![
+                    Step::Prompt(Exchange::simple("fix it", "Done.")),
+                    Step::Clear {
+                        stop_hook: Fate::Lost,
+                    },
+                    Step::Prompt(fast),
+                    Step::Pause(20_000),
+                ],
+            )]);
+            p.idle_within_ms = Some(3_000);
+            p
+        },
+    },
+    Scenario {
+        name: "sm240-lost-stop",
+        about: "the Stop hook is lost and the transcript has no end marker: the pane makes it idle within the trust window",
+        plan: |_| {
+            let x = Exchange {
+                stop_hook: Fate::Lost,
+                ..long_work("run the tests")
+            };
+            let mut p = calm(vec![agent(false, vec![Step::Prompt(x), Step::Pause(30_000)])]);
+            // Trust window (10 s) + two pane readings (2 s apart) + a margin.
+            p.idle_within_ms = Some(16_000);
+            p
+        },
+    },
+    Scenario {
+        name: "user-turn-data-loss",
+        about: "a tool hook lands before the prompt's hook (0.7 ms apart in the incident)",
+        plan: |_| {
+            let x = Exchange {
+                step_ms: 1,
+                prompt_hook: Fate::Late(40),
+                ..Exchange::simple("run the tests", "All tests pass.")
+            };
+            calm(vec![agent(false, vec![Step::Prompt(x.clone()), Step::Prompt(x)])])
+        },
+    },
+    Scenario {
+        name: "hook-storm",
+        about: "hundreds of copies of the same prompt hook",
+        plan: |_| {
+            let x = Exchange {
+                prompt_hook: Fate::Repeated(300),
+                ..Exchange::simple("fix it", "Done.")
+            };
+            calm(vec![agent(false, vec![Step::Prompt(x.clone()), Step::Prompt(x)])])
+        },
+    },
+    Scenario {
+        name: "identical-short-replies",
+        about: "many \"yes\" prompts and \"Done.\" replies, hooks dropped and reordered",
+        plan: |_| {
+            let x = Exchange::simple("yes", "Done.");
+            let mut p = calm(vec![
+                agent(false, vec![Step::Prompt(x.clone()); 6]),
+                agent(false, vec![Step::Prompt(x); 6]),
+            ]);
+            p.faults.hook_drop = 0.3;
+            p.faults.hook_delay_ms = 2_500;
+            p.faults.transcript_lag_ms = 1_500;
+            p
+        },
+    },
+    Scenario {
+        name: "compaction-new-session",
+        about: "compaction and /clear give new session ids and files in the same pane: one agent",
+        plan: |_| {
+            let x = Exchange::simple("go on", "Done.");
+            let mut p = calm(vec![agent(
+                true,
+                vec![
+                    Step::Prompt(x.clone()),
+                    Step::Compact,
+                    Step::Prompt(x.clone()),
+                    Step::Clear {
+                        stop_hook: Fate::Drawn,
+                    },
+                    Step::Prompt(x),
+                ],
+            )]);
+            p.faults.hook_delay_ms = 1_000;
+            p.faults.transcript_lag_ms = 2_000;
+            p
+        },
+    },
+    Scenario {
+        name: "stop-before-transcript",
+        about: "every Stop arrives before the transcript holds the final text",
+        plan: |_| {
+            let x = Exchange {
+                stop_hook: Fate::OnTime,
+                ..Exchange::simple("fix it", "All tests pass.")
+            };
+            let mut p = calm(vec![agent(true, vec![Step::Prompt(x.clone()), Step::Prompt(x)])]);
+            p.faults.transcript_lag_ms = 3_000;
+            p
+        },
+    },
+    Scenario {
+        name: "long-shared-prefix",
+        about: "long prompts alike for their first 200 characters, one prompt hook lost: each keeps its own text",
+        plan: |rng| {
+            let preamble = "Please review the following change carefully, keeping in mind the project's conventions, the error handling policy, the logging format, the test layout and the documentation rules that the README describes in detail, then";
+            let first = Exchange {
+                prompt_hook: Fate::Lost,
+                ..Exchange::simple(&format!("{preamble} fix the parser"), "Done.")
+            };
+            let second = Exchange {
+                step_ms: rng.range(100, 2_000),
+                ..Exchange::simple(&format!("{preamble} fix the lexer"), "All tests pass.")
+            };
+            let mut p = calm(vec![agent(false, vec![Step::Prompt(first), Step::Prompt(second)])]);
+            // The transcript comes after both hooks.
+            p.faults.transcript_lag_ms = 4_000;
+            p.faults.transcript_stall = 0.5;
+            p
+        },
+    },
+    Scenario {
+        name: "transcript-stall",
+        about: "the transcript writer stalls 30–45 s (a slow disk, a synced folder) while hooks arrive on time",
+        plan: |_| {
+            let x = Exchange::simple("run the tests", "All tests pass.");
+            let mut p = calm(vec![
+                agent(false, vec![Step::Prompt(x.clone()), Step::Prompt(x.clone())]),
+                agent(true, vec![Step::Prompt(x)]),
+            ]);
+            p.faults.transcript_stall = 0.3;
+            p.settle_ms = 120_000;
+            p
+        },
+    },
+];
+
+/// The scenario of a name.
+pub fn find(name: &str) -> Option<&'static Scenario> {
+    SCENARIOS.iter().find(|s| s.name == name)
+}

@@ -1,0 +1,424 @@
+//! A simulated Claude Code agent in a pane: it writes its transcript the way Claude Code does
+//! (one content block per line, tool calls and results, AskUserQuestion and answers,
+//! `stop_hook_summary`, `turn_duration`, interrupts), with lag and partial writes, and fires
+//! hooks the way the installed hook script does: stamped, detached, fire-and-forget, over
+//! turmoil's network. It tells the checker what really happened.
+
+use crate::check::{LineTruth, Phase};
+use crate::faults::Faults;
+use crate::plan::{AgentPlan, Exchange, Fate, Step};
+use crate::rng::Rng;
+use crate::world::{sim_now, Screen, SimWorld};
+use headspace_core::activity::Activity;
+use headspace_core::matching::normalise_display;
+use headspace_core::synth::{Line, SessionWriter};
+use headspace_core::Timestamp;
+use serde_json::{json, Value};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+/// The server's address on turmoil's network.
+pub const SERVER: (&str, u16) = ("server", 5055);
+
+/// Posts `body` to `path` on the server; the status, or `None` when it could not be reached
+/// within 5 s (like the hook script's curl timeout).
+pub async fn post(path: &str, body: &[u8]) -> Option<u16> {
+    let exchange = async {
+        let mut s = turmoil::net::TcpStream::connect(SERVER).await.ok()?;
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: server\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        s.write_all(head.as_bytes()).await.ok()?;
+        s.write_all(body).await.ok()?;
+        let mut buf = Vec::new();
+        s.read_to_end(&mut buf).await.ok()?;
+        let text = String::from_utf8_lossy(&buf);
+        text.split_whitespace().nth(1)?.parse().ok()
+    };
+    tokio::time::timeout(Duration::from_secs(5), exchange)
+        .await
+        .ok()
+        .flatten()
+}
+
+/// A pane id as a path segment (`%3` is `%253`).
+pub fn pane_segment(pane: &str) -> String {
+    pane.replace('%', "%25")
+}
+
+struct Chunk {
+    path: String,
+    bytes: Vec<u8>,
+    uuid: Option<String>,
+    created: Timestamp,
+}
+
+/// Writes one pane's transcript lines in order, each after its lag, some in two parts.
+async fn file_writer(
+    world: SimWorld,
+    mut rx: mpsc::UnboundedReceiver<Chunk>,
+    faults: Faults,
+    mut rng: Rng,
+) {
+    while let Some(c) = rx.recv().await {
+        let hostile = world.lock().hostile;
+        let mut due = c.created;
+        if hostile {
+            due = due.add_millis(rng.range(0, faults.transcript_lag_ms + 1) as i64);
+            if rng.chance(faults.transcript_stall) {
+                due = due.add_millis(rng.range(30_000, 45_000) as i64);
+            }
+        }
+        let wait = due.millis() - sim_now().millis();
+        if wait > 0 {
+            tokio::time::sleep(Duration::from_millis(wait as u64)).await;
+        }
+        if hostile && c.bytes.len() > 2 && rng.chance(faults.partial_write) {
+            let cut = rng.range(1, c.bytes.len() as u64 - 1) as usize;
+            world.append(&c.path, &c.bytes[..cut]);
+            tokio::time::sleep(Duration::from_millis(rng.range(1, 400))).await;
+            world.append(&c.path, &c.bytes[cut..]);
+        } else {
+            world.append(&c.path, &c.bytes);
+        }
+        if let Some(u) = c.uuid {
+            if let Some(l) = world.lock().checker.lines.get_mut(&u) {
+                l.written = true;
+            }
+        }
+    }
+}
+
+/// One agent's life.
+struct Agent {
+    pane: String,
+    world: SimWorld,
+    faults: Faults,
+    rng: Rng,
+    w: SessionWriter,
+    sessions: u64,
+    new_shape: bool,
+    turn_duration: bool,
+    files: mpsc::UnboundedSender<Chunk>,
+    /// Hooks in flight: the agent's host lives until they are delivered or lost.
+    in_flight: Vec<tokio::task::JoinHandle<()>>,
+}
+
+async fn sleep_ms(ms: u64) {
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+}
+
+impl Agent {
+    /// The writer's clock follows simulated time.
+    fn tick(&mut self) {
+        let now = sim_now();
+        if now > self.w.clock {
+            self.w.clock = now;
+        }
+    }
+
+    /// Queues a line; `truth` = (text, prompt uuid, is the prompt) for turn lines.
+    fn write(&mut self, line: &Line, truth: Option<(Option<String>, String, bool)>) {
+        let created = sim_now();
+        if let Some((text, prompt_uuid, is_prompt)) = truth {
+            let ts = serde_json::from_str::<Value>(&line.json)
+                .ok()
+                .and_then(|v| v["timestamp"].as_str().and_then(Timestamp::parse_rfc3339))
+                .unwrap_or(created);
+            self.world.lock().checker.lines.insert(
+                line.uuid.clone(),
+                LineTruth {
+                    pane: self.pane.clone(),
+                    text: text.unwrap_or_default(),
+                    timestamp: ts,
+                    prompt_uuid,
+                    is_prompt,
+                    written: false,
+                },
+            );
+        }
+        let _ = self.files.send(Chunk {
+            path: self.w.path(),
+            bytes: format!("{}\n", line.json).into_bytes(),
+            uuid: line.is_turn.then(|| line.uuid.clone()),
+            created,
+        });
+    }
+
+    fn phase(&self, activity: Activity, prompt_uuid: Option<String>, prompt_id: Option<String>) {
+        self.world.lock().checker.phases.insert(
+            self.pane.clone(),
+            Phase {
+                activity,
+                prompt_uuid,
+                prompt_id,
+                since: sim_now(),
+            },
+        );
+    }
+
+    /// Fires a hook as the script does: stamped now, posted in the background.
+    fn hook(&mut self, event: &str, extra: Value, fate: Fate) {
+        let stamp = sim_now();
+        let body = self.w.hook(event, Some(&self.pane), Some(stamp), extra);
+        let hostile = self.world.lock().hostile;
+        let delays: Vec<u64> = match fate {
+            Fate::Lost => vec![],
+            Fate::OnTime => vec![0],
+            Fate::Late(ms) => vec![ms],
+            Fate::Repeated(n) => vec![0; n as usize],
+            Fate::Drawn if !hostile => vec![0],
+            Fate::Drawn => {
+                let f = &self.faults;
+                if self.rng.chance(f.hook_drop) {
+                    vec![]
+                } else {
+                    let one = |rng: &mut Rng| {
+                        let mut d = rng.range(0, f.hook_delay_ms + 1);
+                        if rng.chance(f.hook_late) {
+                            d += rng.range(5_000, 25_000);
+                        }
+                        d
+                    };
+                    let first = one(&mut self.rng);
+                    if self.rng.chance(f.hook_dup) {
+                        vec![first, one(&mut self.rng)]
+                    } else {
+                        vec![first]
+                    }
+                }
+            }
+        };
+        let path = format!("/hook/{event}");
+        self.in_flight.retain(|h| !h.is_finished());
+        for d in delays {
+            let (path, body) = (path.clone(), body.clone());
+            self.in_flight.push(tokio::spawn(async move {
+                sleep_ms(d).await;
+                post(&path, &body).await;
+            }));
+        }
+    }
+
+    /// Waits up to 3 s for text typed into the pane through the server.
+    async fn typed(&self, want: &str) -> bool {
+        for _ in 0..60 {
+            if let Some(t) = self.world.take_typed(&self.pane) {
+                if t == want {
+                    return true;
+                }
+            }
+            sleep_ms(50).await;
+        }
+        false
+    }
+
+    async fn exchange(&mut self, x: &Exchange, n: usize) {
+        if x.via_send {
+            let body = json!({"text": x.prompt}).to_string();
+            let path = format!("/api/agents/{}/send", pane_segment(&self.pane));
+            if post(&path, body.as_bytes()).await == Some(200) {
+                self.typed(&x.prompt).await;
+            }
+        }
+        self.tick();
+        let prompt_id = self.new_shape.then(|| {
+            format!(
+                "p-{}-{}-{n}",
+                self.pane.trim_start_matches('%'),
+                self.sessions
+            )
+        });
+        let mut extra = json!({"prompt": x.prompt});
+        if let Some(p) = &prompt_id {
+            extra["prompt_id"] = json!(p);
+        }
+        self.world.show(&self.pane, Screen::Busy);
+        self.hook("UserPromptSubmit", extra, x.prompt_hook);
+        let line = self.w.prompt(&x.prompt, prompt_id.as_deref());
+        let puuid = line.uuid.clone();
+        self.phase(Activity::Running, Some(puuid.clone()), prompt_id.clone());
+        self.write(
+            &line,
+            Some((Some(normalise_display(&x.prompt)), puuid.clone(), true)),
+        );
+        let mut steps: Vec<u8> = x.progress.iter().map(|_| 0).collect();
+        let mut questions = x.questions.iter();
+        if !x.questions.is_empty() {
+            let at = (self.rng.range(0, steps.len() as u64 + 1)) as usize;
+            for _ in &x.questions {
+                steps.insert(at, 1);
+            }
+        }
+        if x.permission {
+            let at = (self.rng.range(0, steps.len() as u64 + 1)) as usize;
+            steps.insert(at, 2);
+        }
+        let mut progress = x.progress.iter();
+        for s in steps {
+            sleep_ms(x.step_ms).await;
+            self.tick();
+            match s {
+                0 => {
+                    let text = progress.next().cloned().unwrap_or_default();
+                    let l = self.w.agent_text(&text);
+                    self.write(
+                        &l,
+                        Some((Some(normalise_display(&text)), puuid.clone(), false)),
+                    );
+                    self.hook(
+                        "PreToolUse",
+                        json!({"tool_name": "Bash", "tool_input": {"command": "ls"}}),
+                        Fate::Drawn,
+                    );
+                    let [call, result] = self.w.tool("Bash", json!({"command": "ls"}), "ok");
+                    self.write(&call, None);
+                    self.write(&result, None);
+                    self.hook("PostToolUse", json!({"tool_name": "Bash"}), Fate::Drawn);
+                }
+                1 => {
+                    let (q, id, input) = self.w.question("Which option?", &["a", "b"]);
+                    self.hook(
+                        "PreToolUse",
+                        json!({"tool_name": "AskUserQuestion", "tool_use_id": id, "tool_input": input}),
+                        Fate::Drawn,
+                    );
+                    self.write(
+                        &q,
+                        Some((Some("Which option?".into()), puuid.clone(), false)),
+                    );
+                    self.world.show(&self.pane, Screen::Question);
+                    self.phase(Activity::Waiting, Some(puuid.clone()), prompt_id.clone());
+                    sleep_ms(questions.next().copied().unwrap_or(1_000)).await;
+                    self.tick();
+                    let a = self.w.answer(&id, "Which option?", "a");
+                    self.write(&a, Some((Some("a".into()), puuid.clone(), false)));
+                    self.hook(
+                        "PostToolUse",
+                        json!({"tool_name": "AskUserQuestion", "tool_use_id": id}),
+                        Fate::Drawn,
+                    );
+                    self.world.show(&self.pane, Screen::Busy);
+                    self.phase(Activity::Running, Some(puuid.clone()), prompt_id.clone());
+                }
+                _ => {
+                    self.hook(
+                        "PermissionRequest",
+                        json!({"tool_name": "Bash", "tool_input": {"command": "cargo test"}}),
+                        Fate::Drawn,
+                    );
+                    self.world.show(&self.pane, Screen::Permission);
+                    sleep_ms(self.rng.range(500, 4_000)).await;
+                    self.tick();
+                    let [call, result] =
+                        self.w.tool("Bash", json!({"command": "cargo test"}), "ok");
+                    self.write(&call, None);
+                    self.write(&result, None);
+                    self.hook("PostToolUse", json!({"tool_name": "Bash"}), Fate::Drawn);
+                    self.world.show(&self.pane, Screen::Busy);
+                }
+            }
+        }
+        sleep_ms(x.step_ms).await;
+        self.tick();
+        if x.interrupt {
+            let l = self.w.interrupt();
+            self.write(&l, None);
+        } else {
+            let l = self.w.agent_text(&x.last);
+            self.write(
+                &l,
+                Some((Some(normalise_display(&x.last)), puuid.clone(), false)),
+            );
+            let mut extra = json!({"stop_hook_active": false});
+            if self.new_shape {
+                extra["last_assistant_message"] = json!(x.last);
+            }
+            self.hook("Stop", extra, x.stop_hook);
+            if self.new_shape {
+                let s = self.w.stop_hook_summary();
+                self.write(&s, None);
+            }
+            if self.turn_duration {
+                let d = self.w.turn_duration();
+                self.write(&d, None);
+            }
+        }
+        self.world.show(&self.pane, Screen::Idle);
+        self.phase(Activity::Idle, None, None);
+    }
+
+    /// A new session in the same pane (after `/clear` or compaction).
+    fn new_session(&mut self, source: &str) {
+        self.sessions += 1;
+        self.tick();
+        self.w = self.w.next_session(self.sessions);
+        self.hook("SessionStart", json!({"source": source}), Fate::Drawn);
+    }
+
+    async fn clear(&mut self, stop_hook: Fate) {
+        let path = format!("/api/agents/{}/clear", pane_segment(&self.pane));
+        if post(&path, b"").await == Some(200) {
+            self.typed("/clear").await;
+        }
+        self.tick();
+        self.hook("UserPromptSubmit", json!({"prompt": "/clear"}), Fate::Drawn);
+        let l = self.w.local_command("clear");
+        self.write(&l, None);
+        self.hook("Stop", json!({"stop_hook_active": false}), stop_hook);
+        self.hook("SessionEnd", json!({"reason": "clear"}), Fate::Drawn);
+        self.new_session("clear");
+        self.world.show(&self.pane, Screen::Idle);
+    }
+}
+
+/// Runs one agent's plan in pane `%{index + 1}`.
+pub async fn run_agent(
+    index: usize,
+    plan: AgentPlan,
+    world: SimWorld,
+    faults: Faults,
+    mut rng: Rng,
+) {
+    sleep_ms(plan.start_ms).await;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let writer = tokio::spawn(file_writer(world.clone(), rx, faults.clone(), rng.fork()));
+    let mut agent = Agent {
+        pane: format!("%{}", index + 1),
+        world: world.clone(),
+        faults,
+        rng,
+        w: SessionWriter::new(index as u64 + 1, sim_now()),
+        sessions: 1,
+        new_shape: plan.new_shape,
+        turn_duration: plan.turn_duration,
+        files: tx,
+        in_flight: Vec::new(),
+    };
+    world.show(&agent.pane, Screen::Idle);
+    agent.phase(Activity::Idle, None, None);
+    agent.hook("SessionStart", json!({"source": "startup"}), Fate::Drawn);
+    for (n, step) in plan.steps.iter().enumerate() {
+        match step {
+            Step::Prompt(x) => agent.exchange(x, n).await,
+            Step::Clear { stop_hook } => agent.clear(*stop_hook).await,
+            Step::Compact => {
+                agent.hook("PreCompact", json!({"trigger": "auto"}), Fate::Drawn);
+                agent.new_session("compact");
+            }
+            Step::Pause(ms) => sleep_ms(*ms).await,
+        }
+        sleep_ms(200).await;
+    }
+    // The transcript's last lines and the last hooks still reach the world.
+    let Agent {
+        files, in_flight, ..
+    } = agent;
+    drop(files);
+    let _ = writer.await;
+    for h in in_flight {
+        let _ = h.await;
+    }
+}

@@ -1,0 +1,463 @@
+//! The simulated world the real server runs in: transcript files, a durable store, tmux
+//! panes and the clock, each implementing the shell's own adapter trait. Everything lives
+//! outside the server host, so it survives the host's crashes; what the server had not
+//! committed is lost with it.
+
+use crate::check::Checker;
+use crate::rng::Rng;
+use headspace::pgstore::{AgentView, LastTurn, StoreError};
+use headspace::tmux::Sent;
+use headspace::world::{BoxFuture, Clock, FileStat, Files, Panes, Store, Waited};
+use headspace_core::activity::current_task;
+use headspace_core::model::{Snapshot, TurnRow};
+use headspace_core::store::MemStore;
+use headspace_core::{Timestamp, Write};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// The epoch every simulation starts at.
+pub const EPOCH_MS: i64 = 1_793_523_600_000; // 2026-11-01T09:00:00Z
+
+/// Simulated time, from turmoil's clock (valid inside a host).
+pub fn sim_now() -> Timestamp {
+    let elapsed = turmoil::sim_elapsed().unwrap_or_default();
+    Timestamp(EPOCH_MS + elapsed.as_millis() as i64)
+}
+
+/// What a pane shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Screen {
+    /// Claude Code's idle prompt.
+    Idle,
+    /// A spinner above the input box.
+    Busy,
+    /// AskUserQuestion's options.
+    Question,
+    /// A permission dialog.
+    Permission,
+}
+
+impl Screen {
+    /// The screen as tmux would capture it (the shapes of `../shared/corpus/tui/`).
+    pub fn render(&self) -> String {
+        const RULE: &str = "────────────────────────────────────────────────────────────";
+        match self {
+            Screen::Idle => format!("⏺ Done.\n\n{RULE}\n❯\u{a0}\n{RULE}\n  ? for shortcuts\n"),
+            Screen::Busy => format!("⏺ Working\n\n✳ Simmering… (4s · ↓ 1.2k tokens · esc to interrupt)\n\n{RULE}\n❯\u{a0}\n{RULE}\n"),
+            Screen::Question => "☐ Choice\n\nWhich option?\n\n❯ 1. a\n  2. b\n  3. Type something.\n\nEnter to select · ↑/↓ to navigate · Esc to cancel\n".to_string(),
+            Screen::Permission => "╭──────────────────────────────────────╮\n│ Bash command                          │\n│   cargo test                          │\n│ Do you want to proceed?               │\n│ ❯ 1. Yes                              │\n│   2. No, and tell Claude what to do differently (esc) │\n╰──────────────────────────────────────╯\n".to_string(),
+        }
+    }
+}
+
+struct SimFile {
+    data: Vec<u8>,
+    ino: u64,
+}
+
+/// Faults the adapters apply, switched off for the liveness phase.
+#[derive(Clone, Debug, Default)]
+pub struct AdapterFaults {
+    /// Probability a commit fails.
+    pub store_fail: f64,
+    /// Outage windows (sim ms since the epoch start, from..to).
+    pub outages: Vec<(i64, i64)>,
+    /// Probability the server crashes right after a commit that holds a turn.
+    pub crash_after_turn: f64,
+    /// Probability a capture fails.
+    pub pane_fail: f64,
+    /// How stale a capture is, in ms.
+    pub pane_stale_ms: i64,
+}
+
+/// Everything the world holds.
+pub struct State {
+    files: BTreeMap<String, SimFile>,
+    next_ino: u64,
+    /// The durable store.
+    pub store: MemStore,
+    screens: BTreeMap<String, Vec<(Timestamp, Screen)>>,
+    inbox: BTreeMap<String, VecDeque<String>>,
+    /// The adapters' faults.
+    pub faults: AdapterFaults,
+    /// False once the liveness phase starts.
+    pub hostile: bool,
+    rng: Rng,
+    /// Set by the store: the harness crashes the server at the next step.
+    pub crash_requested: bool,
+    held_locks: BTreeSet<u64>,
+    /// The core's recorded inputs, as a `headspace replay` trace (all incarnations).
+    pub trace: Vec<u8>,
+    /// The invariant checker, fed every commit.
+    pub checker: Checker,
+    /// Commits so far.
+    pub commits: u64,
+}
+
+/// The shared world: cheap to clone, one per run.
+#[derive(Clone)]
+pub struct SimWorld(Arc<Mutex<State>>);
+
+impl SimWorld {
+    /// An empty world whose adapters draw their faults from `rng`.
+    pub fn new(rng: Rng, faults: AdapterFaults, checker: Checker) -> SimWorld {
+        SimWorld(Arc::new(Mutex::new(State {
+            files: BTreeMap::new(),
+            next_ino: 1,
+            store: MemStore::new(),
+            screens: BTreeMap::new(),
+            inbox: BTreeMap::new(),
+            faults,
+            hostile: true,
+            rng,
+            crash_requested: false,
+            held_locks: BTreeSet::new(),
+            trace: Vec::new(),
+            checker,
+            commits: 0,
+        })))
+    }
+
+    /// The state, locked (everything runs on one thread; the lock is never contended).
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Appends bytes to a transcript (creating it).
+    pub fn append(&self, rel: &str, bytes: &[u8]) {
+        let mut s = self.lock();
+        let ino = s.next_ino;
+        let f = s.files.entry(rel.to_string()).or_insert(SimFile {
+            data: Vec::new(),
+            ino,
+        });
+        f.data.extend_from_slice(bytes);
+        if f.ino == ino {
+            s.next_ino += 1;
+        }
+    }
+
+    /// The pane now shows `screen`.
+    pub fn show(&self, pane: &str, screen: Screen) {
+        let now = sim_now();
+        self.lock()
+            .screens
+            .entry(pane.to_string())
+            .or_default()
+            .push((now, screen));
+    }
+
+    /// Text typed into the pane by `send`, oldest first.
+    pub fn take_typed(&self, pane: &str) -> Option<String> {
+        self.lock().inbox.get_mut(pane)?.pop_front()
+    }
+
+    /// A sink for the recorder: bytes go to [`State::trace`].
+    pub fn trace_sink(&self) -> TraceSink {
+        TraceSink(self.clone())
+    }
+
+    /// The adapters, as the server's `World`.
+    pub fn adapters(&self) -> headspace::world::World {
+        headspace::world::World {
+            clock: Arc::new(SimClock),
+            store: Arc::new(self.clone()),
+            files: Arc::new(self.clone()),
+            panes: Arc::new(self.clone()),
+        }
+    }
+}
+
+/// Writes into the world's trace.
+pub struct TraceSink(SimWorld);
+
+impl std::io::Write for TraceSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().trace.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// turmoil's clock.
+pub struct SimClock;
+
+impl Clock for SimClock {
+    fn now(&self) -> Timestamp {
+        sim_now()
+    }
+}
+
+impl Files for SimWorld {
+    fn stat(&self, rel: &str) -> Option<FileStat> {
+        let s = self.lock();
+        s.files.get(rel).map(|f| FileStat {
+            len: f.data.len() as u64,
+            ino: f.ino,
+        })
+    }
+
+    fn read_at(&self, rel: &str, offset: u64, max: u64) -> std::io::Result<Vec<u8>> {
+        let s = self.lock();
+        let f = s
+            .files
+            .get(rel)
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
+        let from = (offset as usize).min(f.data.len());
+        let to = (from + max as usize).min(f.data.len());
+        Ok(f.data[from..to].to_vec())
+    }
+
+    fn list(&self) -> Vec<(String, FileStat)> {
+        let s = self.lock();
+        s.files
+            .iter()
+            .map(|(k, f)| {
+                (
+                    k.clone(),
+                    FileStat {
+                        len: f.data.len() as u64,
+                        ino: f.ino,
+                    },
+                )
+            })
+            .collect()
+    }
+}
+
+impl Panes for SimWorld {
+    fn capture<'a>(&'a self, pane: &'a str, _lines: u32) -> BoxFuture<'a, Option<String>> {
+        let now = sim_now();
+        let mut s = self.lock();
+        let (fail, stale) = (s.faults.pane_fail, s.faults.pane_stale_ms);
+        let hostile = s.hostile;
+        let out = if hostile && s.rng.chance(fail) {
+            None
+        } else {
+            let at = if hostile { now.add_millis(-stale) } else { now };
+            s.screens.get(pane).and_then(|h| {
+                h.iter()
+                    .rev()
+                    .find(|(t, _)| *t <= at)
+                    .or(h.first())
+                    .map(|(_, sc)| sc.render())
+            })
+        };
+        Box::pin(async move { out })
+    }
+
+    fn send<'a>(&'a self, pane: &'a str, text: &'a str) -> BoxFuture<'a, Result<Sent, String>> {
+        Box::pin(async move {
+            if !self.lock().screens.contains_key(pane) {
+                return Err(format!("can't find pane: {pane}"));
+            }
+            // Typing, the pause, Enter: the agent sees the text after a moment.
+            tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+            self.lock()
+                .inbox
+                .entry(pane.to_string())
+                .or_default()
+                .push_back(text.to_string());
+            Ok(Sent {
+                cleared_input: false,
+                retried_enter: false,
+                verified: true,
+            })
+        })
+    }
+}
+
+fn unavailable() -> StoreError {
+    StoreError("database unavailable (simulated outage)".into())
+}
+
+impl State {
+    /// A server (re)started: locks its previous incarnation held are gone with it.
+    pub fn server_started(&mut self) {
+        self.held_locks.clear();
+    }
+
+    fn down(&mut self, now: Timestamp) -> bool {
+        if !self.hostile {
+            return false;
+        }
+        let t = now.millis() - EPOCH_MS;
+        self.faults
+            .outages
+            .iter()
+            .any(|(a, b)| (*a..*b).contains(&t))
+    }
+
+    fn view(&self, agent_id: u64) -> Option<AgentView> {
+        let agent = self.store.agents().find(|a| a.id == agent_id)?.clone();
+        let tasks: Vec<_> = self
+            .store
+            .tasks()
+            .filter(|t| t.agent_id == agent_id)
+            .collect();
+        let task = current_task(tasks.iter().copied()).cloned();
+        let mut turns: Vec<&TurnRow> = self
+            .store
+            .turns()
+            .filter(|t| t.agent_id == agent_id)
+            .collect();
+        turns.sort_by_key(|t| (t.timestamp, t.id));
+        let command = task.as_ref().and_then(|task| {
+            turns
+                .iter()
+                .find(|t| t.task_id == task.id && t.actor == headspace_core::Actor::User)
+                .map(|t| t.text.clone())
+        });
+        let last_turn = turns.last().map(|t| LastTurn {
+            actor: match t.actor {
+                headspace_core::Actor::User => "user",
+                headspace_core::Actor::Agent => "agent",
+            }
+            .to_string(),
+            intent: t.intent.as_str().to_string(),
+            text: t.text.clone(),
+            timestamp: t.timestamp,
+        });
+        Some(AgentView {
+            agent,
+            task,
+            turn_count: turns.len() as i64,
+            command,
+            last_turn,
+            question: None,
+        })
+    }
+}
+
+impl Store for SimWorld {
+    fn ping(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        let down = self.lock().down(sim_now());
+        Box::pin(async move {
+            if down {
+                Err(unavailable())
+            } else {
+                Ok(())
+            }
+        })
+    }
+
+    fn apply<'a>(&'a self, writes: &'a [Write]) -> BoxFuture<'a, Result<(), StoreError>> {
+        let now = sim_now();
+        let mut s = self.lock();
+        let result = if s.down(now) {
+            Err(unavailable())
+        } else if s.hostile && {
+            let p = s.faults.store_fail;
+            s.rng.chance(p)
+        } {
+            Err(StoreError("simulated commit failure".into()))
+        } else {
+            for w in writes {
+                s.store.apply(w);
+            }
+            s.commits += 1;
+            let State { checker, store, .. } = &mut *s;
+            checker.after_commit(now, store, writes);
+            let has_turn = writes.iter().any(|w| matches!(w, Write::Turn(_)));
+            if has_turn && s.hostile && {
+                let p = s.faults.crash_after_turn;
+                s.rng.chance(p)
+            } {
+                s.crash_requested = true;
+            }
+            Ok(())
+        };
+        Box::pin(async move { result })
+    }
+
+    fn snapshot(&self) -> BoxFuture<'_, Result<Snapshot, StoreError>> {
+        let mut s = self.lock();
+        let r = if s.down(sim_now()) {
+            Err(unavailable())
+        } else {
+            Ok(s.store.snapshot())
+        };
+        Box::pin(async move { r })
+    }
+
+    fn agents(&self) -> BoxFuture<'_, Result<Vec<AgentView>, StoreError>> {
+        let s = self.lock();
+        let ids: Vec<u64> = s.store.agents().map(|a| a.id).collect();
+        let r = ids.into_iter().filter_map(|id| s.view(id)).collect();
+        Box::pin(async move { Ok(r) })
+    }
+
+    fn agent(&self, agent_id: u64) -> BoxFuture<'_, Result<Option<AgentView>, StoreError>> {
+        let r = self.lock().view(agent_id);
+        Box::pin(async move { Ok(r) })
+    }
+
+    fn panes(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        let s = self.lock();
+        let set: BTreeSet<String> = s
+            .store
+            .agents()
+            .filter(|a| !a.ended)
+            .filter_map(|a| a.tmux_pane.clone())
+            .collect();
+        Box::pin(async move { Ok(set.into_iter().collect()) })
+    }
+
+    fn resolve<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        let s = self.lock();
+        let by_id = reference.parse::<u64>().ok();
+        let r = s
+            .store
+            .agents()
+            .filter(|a| {
+                Some(a.id) == by_id
+                    || a.session_id == reference
+                    || a.sessions.iter().any(|x| x == reference)
+                    || a.tmux_pane.as_deref() == Some(reference)
+            })
+            .max_by_key(|a| (Some(a.id) == by_id, a.last_seen_at))
+            .map(|a| a.id);
+        Box::pin(async move { Ok(r) })
+    }
+
+    fn with_reconcile_lock<'a>(
+        &'a self,
+        agent_id: u64,
+        f: BoxFuture<'a, Waited>,
+    ) -> BoxFuture<'a, Result<Option<Waited>, StoreError>> {
+        Box::pin(async move {
+            if !self.lock().held_locks.insert(agent_id) {
+                return Ok(None);
+            }
+            let out = f.await;
+            self.lock().held_locks.remove(&agent_id);
+            Ok(Some(out))
+        })
+    }
+
+    fn turns(
+        &self,
+        agent_id: u64,
+        after: Option<u64>,
+        limit: i64,
+    ) -> BoxFuture<'_, Result<Vec<TurnRow>, StoreError>> {
+        let s = self.lock();
+        let mut turns: Vec<TurnRow> = s
+            .store
+            .turns()
+            .filter(|t| t.agent_id == agent_id)
+            .cloned()
+            .collect();
+        turns.sort_by_key(|t| (t.timestamp, t.id));
+        if let Some(a) = after {
+            if let Some(pos) = turns.iter().position(|t| t.id == a) {
+                turns.drain(..=pos);
+            }
+        }
+        turns.truncate(limit.max(0) as usize);
+        Box::pin(async move { Ok(turns) })
+    }
+}
