@@ -100,8 +100,8 @@ impl Checker {
     pub fn after_commit(&mut self, now: Timestamp, store: &MemStore, writes: &[Write]) {
         let refused = store.violations();
         if refused.len() > self.store_violations {
-            for v in refused[self.store_violations..].iter().cloned().collect::<Vec<_>>() {
-                self.fail("S1", now, v);
+            for v in &refused[self.store_violations..] {
+                self.fail("S1", now, v.clone());
             }
             self.store_violations = refused.len();
         }
