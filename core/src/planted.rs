@@ -1,7 +1,8 @@
 //! Known bugs that can be planted in the core, so the simulation can show it catches each of
-//! them (`headspace-sim swarm --inject-bug NAME`). They exist only with the `planted-bugs`
-//! feature, which only the simulator turns on; without it [`Bug`] has no way in, and every
-//! check below is a constant `false`.
+//! them (`headspace-sim swarm --inject-bug NAME`). This module only names them; they can be
+//! planted only with the `planted-bugs` feature, which only the simulator turns on. Without
+//! it `Config` has no field to plant one, every check of one is a constant `false`, and the
+//! fence's extra code and state are not compiled.
 
 /// A bug from the field, or from the designs we chose not to copy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

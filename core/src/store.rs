@@ -115,6 +115,11 @@ impl MemStore {
         }
     }
 
+    /// One turn by id.
+    pub fn turn(&self, id: TurnId) -> Option<&TurnRow> {
+        self.turns.get(&id)
+    }
+
     /// All turns, by id.
     pub fn turns(&self) -> impl Iterator<Item = &TurnRow> {
         self.turns.values()

@@ -49,10 +49,7 @@ impl SessionWriter {
 
     /// The transcript path relative to the claude dir.
     pub fn path(&self) -> String {
-        format!(
-            "projects/-home-u-project{}/{}.jsonl",
-            self.salt, self.session_id
-        )
+        format!("projects/{}/{}.jsonl", self.dir, self.session_id)
     }
 
     /// Advances the clock by `ms`.
@@ -181,6 +178,17 @@ impl SessionWriter {
         self.line(json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user]"}]}}), false)
     }
 }
+
+/// Short prompts where identical texts come often (two "yes" are two turns), for generated
+/// conversations.
+pub const SHORT_PROMPTS: &[&str] = &[
+    "yes",
+    "yes",
+    "go on",
+    "fix it",
+    "run the tests",
+    "Which one is faster?",
+];
 
 /// The claude dir the synthetic hooks name.
 pub const CLAUDE_DIR: &str = "/home/u/.claude";

@@ -102,6 +102,8 @@ fn replay_file(name: &str, chunk: usize) -> Vec<TurnRow> {
             },
         );
     }
+    // The store refuses a second turn for an entry and records it: that must never happen.
+    assert_eq!(r.store().violations(), &[] as &[String], "{name}: S1");
     r.store().turns().cloned().collect()
 }
 

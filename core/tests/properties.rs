@@ -17,14 +17,7 @@ use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Small vocabularies so identical texts (two "yes") happen often.
-const PROMPTS: &[&str] = &[
-    "yes",
-    "yes",
-    "go on",
-    "fix it",
-    "run the tests",
-    "Which one is faster?",
-];
+const PROMPTS: &[&str] = headspace_core::synth::SHORT_PROMPTS;
 const TEXTS: &[&str] = &[
     "Looking at it.",
     "Done.",

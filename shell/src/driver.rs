@@ -6,9 +6,9 @@
 use crate::metrics::Metrics;
 use crate::record::Recorder;
 use crate::sse::Hub;
-use crate::world::{Clock, Files, Store, World};
+use crate::world::{Clock, FileStat, Files, Store, World};
 use headspace_core::io::{RequestId, Write};
-use headspace_core::{Command, Core, Input, Reply};
+use headspace_core::{Command, Core, Input, Reply, Timestamp};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -53,8 +53,6 @@ pub struct Health {
     pub healthy: AtomicBool,
     /// Commands waiting to be written.
     pub backlog: AtomicU64,
-    /// The last store error.
-    pub last_error: Mutex<Option<String>>,
 }
 
 /// What the driver shares with the rest of the server.
@@ -79,21 +77,27 @@ struct Reader {
 const CHUNK: u64 = 4 << 20;
 
 impl Reader {
-    /// Reads `rel` from `from` to its end, in chunks; the last chunk carries `read`.
-    fn read(&mut self, rel: &str, from: u64, read: Option<u64>) -> Vec<Input> {
-        let mut inputs = Vec::new();
-        let Some(stat) = self.files.stat(rel) else {
-            debug!("[TRANSCRIPT] cannot open {rel}");
-            if read.is_some() {
-                inputs.push(Input::Transcript {
+    /// Answers the core's read of `rel` from `from`: the bytes to the end, or an empty read
+    /// when the file is gone (so the core's read still finishes).
+    fn answer(&mut self, rel: &str, from: u64, read: u64) -> Vec<Input> {
+        match self.files.stat(rel) {
+            Some(stat) => self.read(rel, stat, from, Some(read)),
+            None => {
+                debug!("[TRANSCRIPT] cannot open {rel}");
+                vec![Input::Transcript {
                     path: rel.to_string(),
                     offset: from,
                     data: Vec::new(),
-                    read,
-                });
+                    read: Some(read),
+                }]
             }
-            return inputs;
-        };
+        }
+    }
+
+    /// Reads `rel` (of length `stat.len`) from `from` to its end, in chunks; the last chunk
+    /// carries `read`.
+    fn read(&mut self, rel: &str, stat: FileStat, from: u64, read: Option<u64>) -> Vec<Input> {
+        let mut inputs = Vec::new();
         let mut at = from.min(stat.len);
         loop {
             let want = (stat.len - at).min(CHUNK);
@@ -134,8 +138,8 @@ impl Reader {
                 }]
             }
             Some((fed, _)) if stat.len == fed => Vec::new(),
-            Some((fed, _)) => self.read(rel, fed, None),
-            None => self.read(rel, 0, None),
+            Some((fed, _)) => self.read(rel, stat, fed, None),
+            None => self.read(rel, stat, 0, None),
         }
     }
 }
@@ -155,21 +159,23 @@ struct CoreLoop {
 }
 
 impl CoreLoop {
-    fn feed(&mut self, input: Input) {
-        let now = self.clock.now();
+    /// Records `input` (when recording) and hands it to the core.
+    fn handle(&mut self, now: Timestamp, input: Input) {
         if let Some(r) = self.recorder.as_mut() {
             r.record(now, &input);
         }
         self.core.handle(now, input);
+    }
+
+    fn feed(&mut self, input: Input) {
+        let now = self.clock.now();
+        self.handle(now, input);
         let mut batch = Vec::new();
         while let Some(cmd) = self.core.poll_command() {
             match cmd {
                 Command::ReadTranscript { path, from, read } => {
-                    for input in self.reader.read(&path, from, Some(read)) {
-                        if let Some(r) = self.recorder.as_mut() {
-                            r.record(now, &input);
-                        }
-                        self.core.handle(now, input);
+                    for input in self.reader.answer(&path, from, read) {
+                        self.handle(now, input);
                     }
                 }
                 other => batch.push(other),
@@ -262,6 +268,17 @@ pub fn start(
         health,
         metrics,
     };
+    // The core's timers (gaps, send timeouts) are checked four times a second.
+    let ticker = tx.clone();
+    tokio::spawn(async move {
+        let mut t = tokio::time::interval(std::time::Duration::from_millis(250));
+        loop {
+            t.tick().await;
+            if ticker.send(Msg::Tick).is_err() {
+                return;
+            }
+        }
+    });
     match home {
         CoreHome::Thread => {
             std::thread::Builder::new()
@@ -313,16 +330,15 @@ async fn writer(
                 Err(_) => break,
             }
         }
-        let writes: Vec<Write> = batch
-            .iter()
-            .filter_map(|c| {
-                if let Command::Store(w) = c {
-                    Some(w.clone())
-                } else {
-                    None
-                }
-            })
-            .collect();
+        // Writes are moved out, not copied: a batch may hold thousands of turns.
+        let queued = batch.len() as u64;
+        let (mut writes, mut rest) = (Vec::new(), Vec::new());
+        for c in batch {
+            match c {
+                Command::Store(w) => writes.push(w),
+                other => rest.push(other),
+            }
+        }
         let mut delay = std::time::Duration::from_millis(50);
         loop {
             match store.apply(&writes).await {
@@ -334,7 +350,6 @@ async fn writer(
                     if health.healthy.swap(false, Relaxed) {
                         warn!("[STORE] write failed, retrying until the database is back: {e}");
                     }
-                    *health.last_error.lock().expect("health") = Some(e.to_string());
                     metrics.store_retries.fetch_add(1, Relaxed);
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(std::time::Duration::from_secs(2));
@@ -353,8 +368,8 @@ async fn writer(
                 };
             }
         }
-        health.backlog.fetch_sub(batch.len() as u64, Relaxed);
-        for cmd in batch {
+        health.backlog.fetch_sub(queued, Relaxed);
+        for cmd in rest {
             match cmd {
                 Command::Publish(e) => {
                     hub.publish(e.name, &e.data);

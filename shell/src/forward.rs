@@ -29,12 +29,7 @@ pub fn stamp(payload: &[u8], pane: Option<&str>, now: headspace_core::Timestamp)
 
 /// The hook side: stamp, detach, exit. Never fails loudly: Claude Code must not be disturbed.
 pub fn forward(event: &str, url: &str) {
-    let now = headspace_core::Timestamp(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0),
-    );
+    let now = crate::world::Clock::now(&crate::world::SystemClock);
     let mut payload = Vec::new();
     let _ = std::io::stdin().take(MAX_PAYLOAD).read_to_end(&mut payload);
     let body = stamp(&payload, std::env::var("TMUX_PANE").ok().as_deref(), now);

@@ -257,7 +257,7 @@ pub async fn start(
     health
         .healthy
         .store(true, std::sync::atomic::Ordering::Relaxed);
-    let config = settings.core.clone();
+    let config = settings.core;
     let shared = driver::Shared {
         hub: hub.clone(),
         metrics: metrics.clone(),
@@ -276,10 +276,8 @@ pub async fn start(
         world.store.clone(),
         world.panes.clone(),
         core.clone(),
-        crate::watchdog::PaneSettings {
-            interval: settings.pane_interval,
-            lines: settings.pane_lines,
-        },
+        settings.pane_interval,
+        settings.pane_lines,
     );
     Ok(Arc::new(App {
         core,

@@ -6,24 +6,11 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{broadcast, mpsc};
 
-/// One event as sent.
+/// One event, framed once for every client.
 #[derive(Debug)]
-pub struct SseEvent {
-    /// Its id.
-    pub id: u64,
-    /// Its name.
-    pub name: &'static str,
-    /// Its JSON payload.
-    pub data: String,
-}
-
-impl SseEvent {
-    fn frame(&self) -> Bytes {
-        Bytes::from(format!(
-            "id: {}\nevent: {}\ndata: {}\n\n",
-            self.id, self.name, self.data
-        ))
-    }
+struct SseEvent {
+    id: u64,
+    frame: Bytes,
 }
 
 struct Ring {
@@ -69,8 +56,7 @@ impl Hub {
         ring.next_id += 1;
         let ev = Arc::new(SseEvent {
             id,
-            name,
-            data: data.to_string(),
+            frame: Bytes::from(format!("id: {id}\nevent: {name}\ndata: {data}\n\n")),
         });
         ring.events.push_back(ev.clone());
         if ring.events.len() > self.capacity {
@@ -123,7 +109,7 @@ impl Hub {
                 );
             }
             for ev in replay {
-                if !send(&out, ev.frame()).await {
+                if !send(&out, ev.frame.clone()).await {
                     hub.clients
                         .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
                     return;
@@ -135,7 +121,7 @@ impl Hub {
                 tokio::select! {
                     r = live.recv() => match r {
                         Ok(ev) => {
-                            if !send(&out, ev.frame()).await {
+                            if !send(&out, ev.frame.clone()).await {
                                 break; // stuck or gone: dropped, it reconnects with Last-Event-ID
                             }
                         }

@@ -5,6 +5,7 @@
 use headspace_core::pane::read_pane;
 use std::time::Duration;
 use tokio::process::Command;
+use tracing::debug;
 
 async fn tmux(socket: Option<&str>, args: &[&str]) -> Result<String, String> {
     let mut cmd = Command::new("tmux");
@@ -18,6 +19,16 @@ async fn tmux(socket: Option<&str>, args: &[&str]) -> Result<String, String> {
         Ok(Err(e)) => Err(format!("tmux is not available: {e}")),
         Err(_) => Err("tmux did not answer within 3 s".into()),
     }
+}
+
+/// Captures a pane's last `lines` lines; `None` (logged at DEBUG) when tmux or the pane is
+/// not there.
+pub async fn capture(socket: Option<&str>, pane: &str, lines: u32) -> Option<String> {
+    let start = format!("-{lines}");
+    tmux(socket, &["capture-pane", "-p", "-t", pane, "-S", &start])
+        .await
+        .map_err(|e| debug!("[TMUX_WATCHDOG] cannot capture pane {pane}: {e}"))
+        .ok()
 }
 
 /// What a send did.

@@ -59,7 +59,7 @@ pub fn start_sweep(files: Arc<dyn Files>, core: mpsc::UnboundedSender<Msg>, swee
         let mut tick = tokio::time::interval(sweep_every);
         loop {
             tick.tick().await;
-            let now: BTreeMap<String, FileStat> = files.list().into_iter().collect();
+            let now: BTreeMap<String, FileStat> = files.list().await.into_iter().collect();
             for (rel, stat) in &now {
                 if known.get(rel) != Some(stat) && core.send(Msg::FileChanged(rel.clone())).is_err()
                 {

@@ -89,8 +89,9 @@ pub trait Files: Send + Sync {
     fn stat(&self, rel: &str) -> Option<FileStat>;
     /// Up to `max` bytes from `offset`.
     fn read_at(&self, rel: &str, offset: u64, max: u64) -> std::io::Result<Vec<u8>>;
-    /// Every transcript (`projects/<dir>/*.jsonl`), in path order.
-    fn list(&self) -> Vec<(String, FileStat)>;
+    /// Every transcript (`projects/<dir>/*.jsonl`), in path order. Async: a directory scan
+    /// must not hold up the runtime.
+    fn list(&self) -> BoxFuture<'_, Vec<(String, FileStat)>>;
 }
 
 /// The real file system under a claude dir.
@@ -118,36 +119,46 @@ impl Files for DiskFiles {
         Ok(data)
     }
 
-    fn list(&self) -> Vec<(String, FileStat)> {
-        use std::os::unix::fs::MetadataExt;
-        let mut out = Vec::new();
-        let Ok(dirs) = std::fs::read_dir(self.claude_dir.join("projects")) else {
-            return out;
+    fn list(&self) -> BoxFuture<'_, Vec<(String, FileStat)>> {
+        let dir = self.claude_dir.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || scan(&dir))
+                .await
+                .unwrap_or_default()
+        })
+    }
+}
+
+/// Lists `projects/<dir>/*.jsonl` under `claude_dir` with their stats, in path order.
+fn scan(claude_dir: &std::path::Path) -> Vec<(String, FileStat)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let Ok(dirs) = std::fs::read_dir(claude_dir.join("projects")) else {
+        return out;
+    };
+    for d in dirs.flatten() {
+        let Ok(files) = std::fs::read_dir(d.path()) else {
+            continue;
         };
-        for d in dirs.flatten() {
-            let Ok(files) = std::fs::read_dir(d.path()) else {
+        for f in files.flatten() {
+            let p = f.path();
+            if p.extension().is_none_or(|e| e != "jsonl") {
+                continue;
+            }
+            let (Ok(rel), Ok(m)) = (p.strip_prefix(claude_dir), f.metadata()) else {
                 continue;
             };
-            for f in files.flatten() {
-                let p = f.path();
-                if p.extension().is_none_or(|e| e != "jsonl") {
-                    continue;
-                }
-                let (Ok(rel), Ok(m)) = (p.strip_prefix(&self.claude_dir), f.metadata()) else {
-                    continue;
-                };
-                out.push((
-                    rel.to_string_lossy().into_owned(),
-                    FileStat {
-                        len: m.len(),
-                        ino: m.ino(),
-                    },
-                ));
-            }
+            out.push((
+                rel.to_string_lossy().into_owned(),
+                FileStat {
+                    len: m.len(),
+                    ino: m.ino(),
+                },
+            ));
         }
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        out
     }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
 }
 
 /// The agents' terminal panes.
@@ -170,11 +181,7 @@ pub struct TmuxPanes {
 
 impl Panes for TmuxPanes {
     fn capture<'a>(&'a self, pane: &'a str, lines: u32) -> BoxFuture<'a, Option<String>> {
-        Box::pin(crate::watchdog::capture(
-            self.socket.as_deref(),
-            pane,
-            lines,
-        ))
+        Box::pin(crate::tmux::capture(self.socket.as_deref(), pane, lines))
     }
 
     fn send<'a>(

@@ -82,7 +82,7 @@ pub struct Checker {
     prompt_ids: BTreeSet<String>,
     committed: BTreeSet<u64>,
     left_idle: BTreeSet<u64>,
-    false_idle_reported: BTreeSet<String>,
+    reported: BTreeSet<String>,
 }
 
 impl Checker {
@@ -126,52 +126,47 @@ impl Checker {
                 _ => {}
             }
         }
-        if !touched.is_empty() {
-            let turns: BTreeMap<u64, _> = store
-                .turns()
-                .filter(|t| touched.contains(&t.id))
-                .map(|t| (t.id, t.clone()))
-                .collect();
-            for t in turns.values() {
-                let Some(uuid) = &t.entry_uuid else { continue };
-                self.entries.insert(uuid.clone());
-                let Some(truth) = self.lines.get(uuid).cloned() else {
-                    continue; // not a turn line the sessions know of (cannot happen: S3 below)
-                };
-                if normalise_display(&t.text) != truth.text {
-                    self.fail(
-                        "S1",
-                        now,
-                        format!(
-                            "turn {} claimed by entry {uuid} has another turn's text: {:?} vs {:?}",
-                            t.id, t.text, truth.text
-                        ),
-                    );
-                }
-                if t.timestamp != truth.timestamp || t.timestamp_source != TimestampSource::Jsonl {
-                    self.fail(
-                        "S4",
-                        now,
-                        format!(
-                            "turn {} of entry {uuid} is at {} ({:?}), the transcript says {}",
-                            t.id, t.timestamp, t.timestamp_source, truth.timestamp
-                        ),
-                    );
-                }
-                let pane = store
-                    .agents()
-                    .find(|a| a.id == t.agent_id)
-                    .and_then(|a| a.tmux_pane.clone());
-                if pane.as_ref().is_some_and(|p| *p != truth.pane) {
-                    self.fail(
-                        "S3",
-                        now,
-                        format!(
-                            "turn {} of pane {}'s entry {uuid} went to agent {} of pane {:?}",
-                            t.id, truth.pane, t.agent_id, pane
-                        ),
-                    );
-                }
+        touched.sort_unstable();
+        touched.dedup();
+        for t in touched.into_iter().filter_map(|id| store.turn(id)) {
+            let Some(uuid) = &t.entry_uuid else { continue };
+            self.entries.insert(uuid.clone());
+            let Some(truth) = self.lines.get(uuid).cloned() else {
+                continue; // not a turn line the sessions know of (cannot happen: S3 below)
+            };
+            if normalise_display(&t.text) != truth.text {
+                self.fail(
+                    "S1",
+                    now,
+                    format!(
+                        "turn {} claimed by entry {uuid} has another turn's text: {:?} vs {:?}",
+                        t.id, t.text, truth.text
+                    ),
+                );
+            }
+            if t.timestamp != truth.timestamp || t.timestamp_source != TimestampSource::Jsonl {
+                self.fail(
+                    "S4",
+                    now,
+                    format!(
+                        "turn {} of entry {uuid} is at {} ({:?}), the transcript says {}",
+                        t.id, t.timestamp, t.timestamp_source, truth.timestamp
+                    ),
+                );
+            }
+            let pane = store
+                .agents()
+                .find(|a| a.id == t.agent_id)
+                .and_then(|a| a.tmux_pane.clone());
+            if pane.as_ref().is_some_and(|p| *p != truth.pane) {
+                self.fail(
+                    "S3",
+                    now,
+                    format!(
+                        "turn {} of pane {}'s entry {uuid} went to agent {} of pane {:?}",
+                        t.id, truth.pane, t.agent_id, pane
+                    ),
+                );
             }
         }
         self.check_false_idle(now, store);
@@ -194,11 +189,11 @@ impl Checker {
                     .prompt_id
                     .as_ref()
                     .is_some_and(|p| self.prompt_ids.contains(p));
-            if !seen || self.false_idle_reported.contains(&prompt) {
+            if !seen || self.reported.contains(&prompt) {
                 continue;
             }
             if activity_of_pane(store, &pane) == Some(Activity::Idle) {
-                self.false_idle_reported.insert(prompt.clone());
+                self.reported.insert(prompt.clone());
                 self.fail(
                     "A1",
                     now,
@@ -222,7 +217,7 @@ impl Checker {
             if activity_of_pane(store, &pane) == Some(Activity::Running) {
                 let since = self.phases[&pane].since;
                 let key = format!("stuck {pane} {since}");
-                if self.false_idle_reported.insert(key) {
+                if self.reported.insert(key) {
                     self.fail(
                         "A2",
                         now,

@@ -88,14 +88,8 @@ pub struct Plan {
 
 /// Short texts repeat on purpose (two "yes" are two turns); long ones share 200-character
 /// prefixes on purpose (a prefix hash would merge them).
-const PROMPTS: &[&str] = &[
-    "yes",
-    "yes",
-    "go on",
-    "fix it",
-    "run the tests",
-    "Which one is faster?",
-];
+const PROMPTS: &[&str] = headspace_core::synth::SHORT_PROMPTS;
+/// Final texts: no question among them (the session would be left waiting, not idle).
 const TEXTS: &[&str] = &[
     "Looking at it.",
     "Done.",
@@ -108,7 +102,8 @@ const PROGRESS: &[&str] = &[
     "Let me check the logs.",
     "Let me check the logs.",
 ];
-const PREAMBLE: &str = "Please review the following change carefully, keeping in mind the project's conventions, the error handling policy, the logging format, the test layout and the documentation rules that the README describes in detail: ";
+/// Over 200 characters, the start of every long text.
+pub const PREAMBLE: &str = "Please review the following change carefully, keeping in mind the project's conventions, the error handling policy, the logging format, the test layout and the documentation rules that the README describes in detail: ";
 
 fn text(rng: &mut Rng, short: &[&str], tail: &str) -> String {
     if rng.chance(0.2) {

@@ -2,7 +2,7 @@
 //! turmoil host over the simulated world, the agents on a client host, crashes and restarts
 //! from the harness, invariants after every commit and at the end.
 
-use crate::check::{Checker, Violation};
+use crate::check::Violation;
 use crate::plan::Plan;
 use crate::rng::Rng;
 use crate::session::{pane_segment, post, run_agent};
@@ -71,21 +71,20 @@ async fn server(world: SimWorld, bug: Option<Bug>) -> turmoil::Result {
         core_home: headspace::driver::CoreHome::Task,
     };
     let adapters = world.adapters();
-    let app = loop {
-        let existing = String::from_utf8_lossy(&world.lock().trace).into_owned();
-        let existing = (!existing.is_empty()).then_some(existing);
-        let recorder = Recorder::start(
-            existing.as_deref(),
-            Box::new(world.trace_sink()),
-            CLAUDE_DIR,
-            sim_now(),
-        )?;
-        match start(&adapters, settings.clone(), Some(recorder)).await {
-            Ok(app) => break app,
-            // The store is down: try again, as a supervisor would restart us.
-            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
-        }
-    };
+    // While the store is down, wait, as a supervisor would before restarting us; only then
+    // does the recorder mark the restart in the trace.
+    while adapters.store.ping().await.is_err() {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let existing = String::from_utf8_lossy(&world.lock().trace).into_owned();
+    let existing = (!existing.is_empty()).then_some(existing);
+    let recorder = Recorder::start(
+        existing.as_deref(),
+        Box::new(world.trace_sink()),
+        CLAUDE_DIR,
+        sim_now(),
+    )?;
+    let app = start(&adapters, settings, Some(recorder)).await?;
     accept_loop(SimListener(listener), app, std::future::pending()).await;
     Ok(())
 }
@@ -130,7 +129,6 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
             pane_fail: f.pane_fail,
             pane_stale_ms: f.pane_stale_ms as i64,
         },
-        Checker::default(),
     );
     let mut sim = turmoil::Builder::new()
         .simulation_duration(Duration::from_secs(24 * 3600))
@@ -200,11 +198,8 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
         let hostile = settle_until.is_none();
         if let Some(bound) = plan.idle_within_ms {
             if crashed_until.is_none() && now % 250 < TICK_MS {
-                let mut s = world.lock();
-                let crate::world::State { checker, store, .. } = &mut *s;
-                checker.check_stuck(
+                world.lock().check_stuck(
                     headspace_core::Timestamp(EPOCH_MS + now as i64),
-                    store,
                     bound as i64,
                 );
             }
@@ -241,8 +236,7 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
     drop(sim);
     let mut s = world.lock();
     let now = headspace_core::Timestamp(EPOCH_MS + sim_ms as i64);
-    let crate::world::State { checker, store, .. } = &mut *s;
-    checker.finish(now, store);
+    s.finish(now);
     Outcome {
         violations: s.checker.violations.clone(),
         trace: std::mem::take(&mut s.trace),

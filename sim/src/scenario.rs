@@ -2,7 +2,7 @@
 //! whose plan and faults come from the seed.
 
 use crate::faults::Faults;
-use crate::plan::{AgentPlan, Exchange, Fate, Plan, Step};
+use crate::plan::{AgentPlan, Exchange, Fate, Plan, Step, PREAMBLE};
 use crate::rng::Rng;
 
 /// A scenario: its name, what it replays, and how to build its plan from a seed.
@@ -31,6 +31,14 @@ fn calm(agents: Vec<AgentPlan>) -> Plan {
         settle_ms: 60_000,
         idle_within_ms: None,
     }
+}
+
+/// One calm agent (old payload shapes) doing `x` twice.
+fn twice(x: Exchange) -> Plan {
+    calm(vec![agent(
+        false,
+        vec![Step::Prompt(x.clone()), Step::Prompt(x)],
+    )])
 }
 
 fn long_work(prompt: &str) -> Exchange {
@@ -133,7 +141,7 @@ pub const SCENARIOS: &[Scenario] = &[
                 prompt_hook: Fate::Late(40),
                 ..Exchange::simple("run the tests", "All tests pass.")
             };
-            calm(vec![agent(false, vec![Step::Prompt(x.clone()), Step::Prompt(x)])])
+            twice(x)
         },
     },
     Scenario {
@@ -144,7 +152,7 @@ pub const SCENARIOS: &[Scenario] = &[
                 prompt_hook: Fate::Repeated(300),
                 ..Exchange::simple("fix it", "Done.")
             };
-            calm(vec![agent(false, vec![Step::Prompt(x.clone()), Step::Prompt(x)])])
+            twice(x)
         },
     },
     Scenario {
@@ -201,14 +209,13 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "long-shared-prefix",
         about: "long prompts alike for their first 200 characters, one prompt hook lost: each keeps its own text",
         plan: |rng| {
-            let preamble = "Please review the following change carefully, keeping in mind the project's conventions, the error handling policy, the logging format, the test layout and the documentation rules that the README describes in detail, then";
             let first = Exchange {
                 prompt_hook: Fate::Lost,
-                ..Exchange::simple(&format!("{preamble} fix the parser"), "Done.")
+                ..Exchange::simple(&format!("{PREAMBLE}fix the parser"), "Done.")
             };
             let second = Exchange {
                 step_ms: rng.range(100, 2_000),
-                ..Exchange::simple(&format!("{preamble} fix the lexer"), "All tests pass.")
+                ..Exchange::simple(&format!("{PREAMBLE}fix the lexer"), "All tests pass.")
             };
             let mut p = calm(vec![agent(false, vec![Step::Prompt(first), Step::Prompt(second)])]);
             // The transcript comes after both hooks.

@@ -55,6 +55,15 @@ struct SimFile {
     ino: u64,
 }
 
+impl SimFile {
+    fn stat(&self) -> FileStat {
+        FileStat {
+            len: self.data.len() as u64,
+            ino: self.ino,
+        }
+    }
+}
+
 /// Faults the adapters apply, switched off for the liveness phase.
 #[derive(Clone, Debug, Default)]
 pub struct AdapterFaults {
@@ -100,7 +109,7 @@ pub struct SimWorld(Arc<Mutex<State>>);
 
 impl SimWorld {
     /// An empty world whose adapters draw their faults from `rng`.
-    pub fn new(rng: Rng, faults: AdapterFaults, checker: Checker) -> SimWorld {
+    pub fn new(rng: Rng, faults: AdapterFaults) -> SimWorld {
         SimWorld(Arc::new(Mutex::new(State {
             files: BTreeMap::new(),
             next_ino: 1,
@@ -113,7 +122,7 @@ impl SimWorld {
             crash_requested: false,
             held_locks: BTreeSet::new(),
             trace: Vec::new(),
-            checker,
+            checker: Checker::default(),
             commits: 0,
         })))
     }
@@ -126,15 +135,22 @@ impl SimWorld {
     /// Appends bytes to a transcript (creating it).
     pub fn append(&self, rel: &str, bytes: &[u8]) {
         let mut s = self.lock();
-        let ino = s.next_ino;
-        let f = s.files.entry(rel.to_string()).or_insert(SimFile {
-            data: Vec::new(),
-            ino,
-        });
-        f.data.extend_from_slice(bytes);
-        if f.ino == ino {
+        if !s.files.contains_key(rel) {
+            let ino = s.next_ino;
             s.next_ino += 1;
+            s.files.insert(
+                rel.to_string(),
+                SimFile {
+                    data: Vec::new(),
+                    ino,
+                },
+            );
         }
+        s.files
+            .get_mut(rel)
+            .expect("just made")
+            .data
+            .extend_from_slice(bytes);
     }
 
     /// The pane now shows `screen`.
@@ -193,11 +209,7 @@ impl Clock for SimClock {
 
 impl Files for SimWorld {
     fn stat(&self, rel: &str) -> Option<FileStat> {
-        let s = self.lock();
-        s.files.get(rel).map(|f| FileStat {
-            len: f.data.len() as u64,
-            ino: f.ino,
-        })
+        self.lock().files.get(rel).map(SimFile::stat)
     }
 
     fn read_at(&self, rel: &str, offset: u64, max: u64) -> std::io::Result<Vec<u8>> {
@@ -211,20 +223,14 @@ impl Files for SimWorld {
         Ok(f.data[from..to].to_vec())
     }
 
-    fn list(&self) -> Vec<(String, FileStat)> {
-        let s = self.lock();
-        s.files
+    fn list(&self) -> BoxFuture<'_, Vec<(String, FileStat)>> {
+        let out = self
+            .lock()
+            .files
             .iter()
-            .map(|(k, f)| {
-                (
-                    k.clone(),
-                    FileStat {
-                        len: f.data.len() as u64,
-                        ino: f.ino,
-                    },
-                )
-            })
-            .collect()
+            .map(|(k, f)| (k.clone(), f.stat()))
+            .collect();
+        Box::pin(async move { out })
     }
 }
 
@@ -275,6 +281,16 @@ fn unavailable() -> StoreError {
 }
 
 impl State {
+    /// A2 on the store as it is now.
+    pub fn check_stuck(&mut self, now: Timestamp, bound_ms: i64) {
+        self.checker.check_stuck(now, &self.store, bound_ms);
+    }
+
+    /// The end-of-run checks on the store as it is now.
+    pub fn finish(&mut self, now: Timestamp) {
+        self.checker.finish(now, &self.store);
+    }
+
     /// A server (re)started: locks its previous incarnation held are gone with it.
     pub fn server_started(&mut self) {
         self.held_locks.clear();
@@ -359,8 +375,8 @@ impl Store for SimWorld {
                 s.store.apply(w);
             }
             s.commits += 1;
-            let State { checker, store, .. } = &mut *s;
-            checker.after_commit(now, store, writes);
+            let st = &mut *s;
+            st.checker.after_commit(now, &st.store, writes);
             let has_turn = writes.iter().any(|w| matches!(w, Write::Turn(_)));
             if has_turn && s.hostile && {
                 let p = s.faults.crash_after_turn;

@@ -60,6 +60,7 @@ impl Core {
                 }
             }
             HookEvent::Stop => {
+                #[cfg(feature = "planted-bugs")]
                 if self.planted(crate::planted::Bug::SkipFenceTtl) {
                     self.fenced_stop(agent_id);
                     return;
@@ -493,6 +494,7 @@ impl Core {
 
     /// The planted sm#232 fence: a Stop within 8 s of a `/clear` is swallowed; any other Stop
     /// ends the agent's latest task, whenever it was emitted.
+    #[cfg(feature = "planted-bugs")]
     fn fenced_stop(&mut self, agent_id: AgentId) {
         let now = self.now;
         let agent = self.agent_mut(agent_id);

@@ -92,7 +92,8 @@ struct AgentState {
     last_signal_at: Timestamp,
     /// The text of the pending `send`, when known (lost on restart: the stamp decides then).
     sent_text: Option<u128>,
-    /// The planted skip fence: when a `/clear` armed it (simulator only).
+    /// The planted skip fence: when a `/clear` armed it.
+    #[cfg(feature = "planted-bugs")]
     fence_armed_at: Option<Timestamp>,
 }
 
@@ -264,6 +265,7 @@ impl AgentState {
             pane_idle_readings: 0,
             last_signal_at: Timestamp(i64::MIN),
             sent_text: None,
+            #[cfg(feature = "planted-bugs")]
             fence_armed_at: None,
         }
     }

@@ -121,12 +121,7 @@ impl Core {
                 }
                 self.prompt_seen(agent_id, timestamp, &text);
                 let key = self.key(Kind::Prompt, &text, prompt_id.as_deref());
-                if let Some(slot) = self
-                    .agent_mut(agent_id)
-                    .index
-                    .claim(&key)
-                    .filter(|s| self.claimable(s, timestamp))
-                {
+                if let Some(slot) = self.claim_slot(agent_id, &key) {
                     let task = self.prompt_task_in_order(path, agent_id, &slot, &text, timestamp);
                     self.set_file_task(path, task);
                     self.claim(agent_id, slot, uuid, timestamp, task);
@@ -171,12 +166,7 @@ impl Core {
                 let task = self.entry_task(path, agent_id, timestamp);
                 self.overtake_hook_turn_end(agent_id, task, timestamp);
                 let key = self.key(Kind::AgentText, &text, None);
-                if let Some(slot) = self
-                    .agent_mut(agent_id)
-                    .index
-                    .claim(&key)
-                    .filter(|s| self.claimable(s, timestamp))
-                {
+                if let Some(slot) = self.claim_slot(agent_id, &key) {
                     self.claim(agent_id, slot, uuid, timestamp, task);
                     return;
                 }
@@ -211,12 +201,7 @@ impl Core {
                 let task = self.entry_task(path, agent_id, timestamp);
                 self.overtake_hook_turn_end(agent_id, task, timestamp);
                 let key = self.key(Kind::Question, &text, tool_use_id.as_deref());
-                if let Some(slot) = self
-                    .agent_mut(agent_id)
-                    .index
-                    .claim(&key)
-                    .filter(|s| self.claimable(s, timestamp))
-                {
+                if let Some(slot) = self.claim_slot(agent_id, &key) {
                     self.claim(agent_id, slot, uuid, timestamp, task);
                     return;
                 }
@@ -348,14 +333,13 @@ impl Core {
         }
     }
 
-    /// Whether an entry read now may claim `slot`: always, but for the planted 30-second
-    /// match window (an entry read more than 30 s after its hook drops the slot, as that
-    /// design did).
-    fn claimable(&self, slot: &Slot, _timestamp: Option<Timestamp>) -> bool {
-        if !self.planted(crate::planted::Bug::MatchWindow30s) {
-            return true;
-        }
-        self.now.millis() - slot.stamp.millis() <= 30_000
+    /// The provisional turn an entry with `key` claims, if any. (The planted 30-second match
+    /// window drops a slot whose hook came more than 30 s before the entry is read.)
+    fn claim_slot(&mut self, agent_id: AgentId, key: &Key) -> Option<Slot> {
+        let slot = self.agent_mut(agent_id).index.claim(key)?;
+        let window_shut = self.planted(crate::planted::Bug::MatchWindow30s)
+            && self.now.millis() - slot.stamp.millis() > 30_000;
+        (!window_shut).then_some(slot)
     }
 
     /// True the first time an entry uuid is seen for this agent: re-reads add nothing.

@@ -84,6 +84,7 @@ impl Core {
         agent.row.sent_at = Some(now);
         agent.sent_text = text.map(crate::matching::text_hash);
         agent.pane_idle_readings = 0;
+        #[cfg(feature = "planted-bugs")]
         if text.is_some_and(|t| t.trim() == "/clear") {
             agent.fence_armed_at = Some(now);
         }
