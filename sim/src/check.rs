@@ -78,8 +78,9 @@ pub struct Checker {
     /// What broke, in order.
     pub violations: Vec<Violation>,
     store_violations: usize,
-    entries: BTreeSet<String>,
-    prompt_ids: BTreeSet<String>,
+    /// Committed turns by entry uuid and by prompt id.
+    entries: BTreeMap<String, u64>,
+    prompt_ids: BTreeMap<String, u64>,
     committed: BTreeSet<u64>,
     left_idle: BTreeSet<u64>,
     reported: BTreeSet<String>,
@@ -111,7 +112,7 @@ impl Checker {
                 Write::Turn(t) => {
                     self.committed.insert(t.id);
                     if let Some(p) = &t.prompt_id {
-                        self.prompt_ids.insert(p.clone());
+                        self.prompt_ids.insert(p.clone(), t.id);
                     }
                     touched.push(t.id);
                 }
@@ -130,7 +131,7 @@ impl Checker {
         touched.dedup();
         for t in touched.into_iter().filter_map(|id| store.turn(id)) {
             let Some(uuid) = &t.entry_uuid else { continue };
-            self.entries.insert(uuid.clone());
+            self.entries.insert(uuid.clone(), t.id);
             let Some(truth) = self.lines.get(uuid).cloned() else {
                 continue; // not a turn line the sessions know of (cannot happen: S3 below)
             };
@@ -184,11 +185,20 @@ impl Checker {
             let Some(prompt) = phase.prompt_uuid.clone() else {
                 continue;
             };
-            let seen = self.entries.contains(&prompt)
-                || phase
+            // Seen means the server holds the prompt's turn in the pane's agent. A new session
+            // read from its transcript before any hook named its pane cannot be tied to the
+            // pane yet; the pane's busy screen must bring the agent back (A2's business).
+            let turn = self.entries.get(&prompt).or_else(|| {
+                phase
                     .prompt_id
                     .as_ref()
-                    .is_some_and(|p| self.prompt_ids.contains(p));
+                    .and_then(|p| self.prompt_ids.get(p))
+            });
+            let seen = turn.and_then(|&id| store.turn(id)).is_some_and(|t| {
+                store
+                    .agents()
+                    .any(|a| a.id == t.agent_id && a.tmux_pane.as_deref() == Some(pane.as_str()))
+            });
             if !seen || self.reported.contains(&prompt) {
                 continue;
             }
@@ -197,7 +207,10 @@ impl Checker {
                 self.fail(
                     "A1",
                     now,
-                    format!("pane {pane} shown idle while its session works on prompt {prompt}"),
+                    format!(
+                        "pane {pane} shown idle while its session works on prompt {prompt}; {}",
+                        tasks_of_pane(store, &pane)
+                    ),
                 );
             }
         }
@@ -296,6 +309,31 @@ impl Checker {
 }
 
 /// The activity the store shows for the agent of a pane.
+/// The pane's agent's latest tasks, for a failure's detail.
+fn tasks_of_pane(store: &MemStore, pane: &str) -> String {
+    let Some(agent) = store
+        .agents()
+        .filter(|a| a.tmux_pane.as_deref() == Some(pane))
+        .max_by_key(|a| (a.last_seen_at, a.id))
+    else {
+        return "no agent".into();
+    };
+    let mut tasks: Vec<_> = store.tasks().filter(|t| t.agent_id == agent.id).collect();
+    tasks.sort_by_key(|t| (t.started_at, t.id));
+    let shown: Vec<String> = tasks
+        .iter()
+        .rev()
+        .take(3)
+        .map(|t| {
+            format!(
+                "task {} {:?}/{:?} started {} hook end {:?}",
+                t.id, t.state, t.transcript_state, t.started_at, t.hook_turn_end_at
+            )
+        })
+        .collect();
+    format!("agent {}: {}", agent.id, shown.join(", "))
+}
+
 pub fn activity_of_pane(store: &MemStore, pane: &str) -> Option<Activity> {
     let agent = store
         .agents()

@@ -203,6 +203,8 @@ impl Core {
         a.seen_entries.extend(b.seen_entries);
         a.hook_keys.extend(b.hook_keys);
         a.question_ids.extend(b.question_ids);
+        a.questions.extend(b.questions);
+        a.task_turns.extend(b.task_turns);
         a.recovered += b.recovered;
         let previous = a.latest;
         a.latest = a.task_order.last().map(|(_, t)| *t);
@@ -359,8 +361,15 @@ impl Core {
         // A prompt hook means Claude Code started a new turn: it answers the current task
         // only while a question is open. A task that seems still to run had in fact ended
         // (its Stop is late or lost); the prompt opens the next one (found by the simulation).
+        // A question asked with the AskUserQuestion tool is answered inside the tool: a prompt
+        // after it means the dialog was answered or dismissed, and a new turn began.
+        let tool_question = current.is_some_and(|t| self.agents[&agent_id].tool_question(t));
         let task = match (intent, current) {
-            (Intent::Answer, Some(t)) if current_state == Some(TaskState::AwaitingInput) => t,
+            (Intent::Answer, Some(t))
+                if current_state == Some(TaskState::AwaitingInput) && !tool_question =>
+            {
+                t
+            }
             (_, Some(t)) if current_state == Some(TaskState::Idle) => t,
             _ => self.create_task(agent_id, session.clone(), stamp),
         };

@@ -74,6 +74,12 @@ struct AgentState {
     seen_entries: HashSet<u128>,
     hook_keys: HashSet<u128>,
     question_ids: HashSet<u128>,
+    /// Per task, its agent questions by turn id, and whether each was asked with the
+    /// AskUserQuestion tool. Such a question is answered inside the tool, so a prompt never
+    /// answers it. Kept by turn id so that a restart rebuilds exactly what claims moved.
+    questions: BTreeMap<TaskId, BTreeMap<TurnId, bool>>,
+    /// How many turns each task holds: a task whose only turns a claim moved away is retired.
+    task_turns: BTreeMap<TaskId, u32>,
     tasks: BTreeMap<TaskId, TaskRow>,
     /// Tasks by (start, id): the order "which task came last" is asked in.
     task_order: BTreeSet<(Timestamp, TaskId)>,
@@ -254,6 +260,8 @@ impl AgentState {
             seen_entries: HashSet::new(),
             hook_keys: HashSet::new(),
             question_ids: HashSet::new(),
+            questions: BTreeMap::new(),
+            task_turns: BTreeMap::new(),
             tasks: BTreeMap::new(),
             task_order: BTreeSet::new(),
             latest: None,
@@ -268,6 +276,27 @@ impl AgentState {
             #[cfg(feature = "planted-bugs")]
             fence_armed_at: None,
         }
+    }
+
+    /// Counts a new turn in its task, and remembers whether an agent question was asked with
+    /// the tool.
+    fn note_question(&mut self, turn: &TurnRow) {
+        *self.task_turns.entry(turn.task_id).or_default() += 1;
+        if turn.actor == Actor::Agent && turn.intent == Intent::Question {
+            self.questions
+                .entry(turn.task_id)
+                .or_default()
+                .insert(turn.id, turn.question.is_some());
+        }
+    }
+
+    /// Whether the task's latest question was asked with the AskUserQuestion tool.
+    fn tool_question(&self, task: TaskId) -> bool {
+        self.questions
+            .get(&task)
+            .and_then(|q| q.values().next_back())
+            .copied()
+            .unwrap_or(false)
     }
 }
 

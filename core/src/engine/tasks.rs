@@ -62,6 +62,25 @@ impl Core {
         }
     }
 
+    /// A claim moved a turn from task `from` to task `to`. A task left with no turns was only
+    /// a hook's guess (a question or a reply whose prompt the transcript shows elsewhere): it
+    /// is retired to the start of time, so it can never be the agent's current task, in the
+    /// core or in the store (found by the simulation: an emptied task showed the agent idle).
+    pub(super) fn move_turn(&mut self, agent_id: AgentId, turn: TurnId, from: TaskId, to: TaskId) {
+        let agent = self.agent_mut(agent_id);
+        if let Some(tool) = agent.questions.get_mut(&from).and_then(|q| q.remove(&turn)) {
+            agent.questions.entry(to).or_default().insert(turn, tool);
+        }
+        *agent.task_turns.entry(to).or_default() += 1;
+        let left = agent.task_turns.entry(from).or_default();
+        *left = left.saturating_sub(1);
+        if *left == 0 {
+            let start = agent.tasks[&from].started_at;
+            debug!("[LIFECYCLE] task {from} lost its last turn to task {to}; retired");
+            self.retime_task(agent_id, from, start, Timestamp(0));
+        }
+    }
+
     /// The state shown for a task: complete once a later task started; otherwise the
     /// transcript's state with the hooks' unconfirmed news (provisional turns, a turn end)
     /// applied on top in stamp order.

@@ -124,6 +124,7 @@ impl Core {
                 if let Some(slot) = self.claim_slot(agent_id, &key) {
                     let task = self.prompt_task_in_order(path, agent_id, &slot, &text, timestamp);
                     self.set_file_task(path, task);
+                    self.overtake_hook_turn_end(agent_id, task, timestamp);
                     self.claim(agent_id, slot, uuid, timestamp, task);
                     return;
                 }
@@ -142,6 +143,8 @@ impl Core {
                         t
                     }
                 };
+                // An answer written after a Stop's stamp shows the turn went on.
+                self.overtake_hook_turn_end(agent_id, task, timestamp);
                 let row = self.entry_turn(
                     agent_id,
                     task,
@@ -497,6 +500,7 @@ impl Core {
             }),
         );
         if slot.task_id != task_id {
+            self.move_turn(agent_id, slot.turn_id, slot.task_id, task_id);
             self.recompute(agent_id, slot.task_id);
         }
         self.fold_transcript(agent_id, task_id, slot.actor, slot.intent, slot.turn_id);

@@ -13,7 +13,9 @@ impl Core {
         let data = turn_json(&row);
         let agent_id = row.agent_id;
         let now = self.now;
-        self.agent_mut(agent_id).last_turn_at = now;
+        let agent = self.agent_mut(agent_id);
+        agent.last_turn_at = now;
+        agent.note_question(&row);
         self.out.push_back(Command::Store(Write::Turn(row)));
         self.publish(agent_id, "turn_created", data);
     }
