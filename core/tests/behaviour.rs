@@ -1127,3 +1127,98 @@ fn a_new_session_whose_transcript_comes_before_its_hooks_joins_its_pane_agent() 
     assert_eq!(w.r.store().turns().count(), 4);
     assert_eq!(w.state(), TaskState::Complete);
 }
+
+// ----- activity cases the random simulation found ---------------------------------------------
+
+#[test]
+fn a_prompt_after_an_ask_user_question_opens_a_new_task() {
+    let mut w = World::new();
+    w.prompt_hook("pick a dir");
+    let (_, id, input) = w.s.question("Where?", &["a/", "b/"]);
+    w.hook(
+        "PreToolUse",
+        json!({"tool_name": "AskUserQuestion", "tool_use_id": id, "tool_input": input}),
+    );
+    assert_eq!(w.state(), TaskState::AwaitingInput);
+    w.hook("PostToolUse", json!({"tool_name": "AskUserQuestion", "tool_use_id": id}));
+    // The tool took its answer; this prompt is the next turn, not an answer to the dialog.
+    w.prompt_hook("yes");
+    assert_eq!(w.r.store().tasks().count(), 2);
+    assert_eq!(w.activity(), Activity::Running);
+}
+
+#[test]
+fn an_answer_line_after_a_stale_stop_shows_running() {
+    let mut w = World::new();
+    for l in [
+        w.s.prompt("review the change", None),
+        w.s.agent_text("Which file should I change first?"),
+    ] {
+        w.append(&l);
+    }
+    w.stop_hook(None);
+    w.tick(3_000);
+    let answer = w.s.prompt("yes", None);
+    w.append(&answer);
+    assert_eq!(w.r.store().tasks().count(), 1, "the answer joins the task");
+    assert_eq!(w.state(), TaskState::Processing);
+}
+
+#[test]
+fn a_task_emptied_by_a_claim_is_never_the_current_task() {
+    let mut w = World::new();
+    // The prompt's hook is lost; the question's hook comes before the transcript.
+    let p = w.s.prompt("pick a dir", None);
+    w.tick(2_000);
+    let (q, id, input) = w.s.question("Where?", &["a/", "b/"]);
+    w.hook(
+        "PreToolUse",
+        json!({"tool_name": "AskUserQuestion", "tool_use_id": id, "tool_input": input}),
+    );
+    w.append(&p);
+    w.append(&q);
+    assert_eq!(w.turns().len(), 2);
+    assert_eq!(
+        w.state(),
+        TaskState::AwaitingInput,
+        "the question's task, not the empty one its hook opened"
+    );
+    w.restart();
+    assert_eq!(w.state(), TaskState::AwaitingInput);
+}
+
+#[test]
+fn a_stop_emitted_before_a_later_user_line_of_its_task_does_not_end_it() {
+    let mut w = World::new();
+    w.prompt_hook("go");
+    for l in [w.s.prompt("go", None), w.s.agent_text("Looking at it.")] {
+        w.append(&l);
+    }
+    let stop_emitted = w.now;
+    w.tick(400);
+    let answer = w.s.prompt("yes", None);
+    w.append(&answer);
+    w.tick(1_000);
+    w.hook_stamped("Stop", Some(stop_emitted), json!({}));
+    assert_eq!(w.r.store().tasks().count(), 1);
+    assert_eq!(w.activity(), Activity::Running);
+}
+
+#[test]
+fn a_late_hook_does_not_age_the_news_the_pane_must_wait_for() {
+    let mut w = World::new();
+    w.prompt_hook("a long job");
+    let prompt_at = w.now;
+    w.tick(5_000);
+    w.hook("PostToolUse", json!({"tool_name": "Bash"}));
+    // A hook emitted back at the prompt arrives now, very late.
+    w.hook_stamped("PreToolUse", Some(prompt_at), json!({"tool_name": "Bash"}));
+    w.tick(4_000);
+    w.pane(IDLE_SCREEN);
+    w.pane(IDLE_SCREEN);
+    assert_eq!(
+        w.activity(),
+        Activity::Running,
+        "the PostToolUse 7 s ago is still within the trust window"
+    );
+}

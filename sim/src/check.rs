@@ -77,6 +77,8 @@ pub struct Checker {
     pub phases: BTreeMap<String, Phase>,
     /// What broke, in order.
     pub violations: Vec<Violation>,
+    /// Panes some delivered hook named: only these can the server tie to a session.
+    pub named_panes: BTreeSet<String>,
     store_violations: usize,
     /// Committed turns by entry uuid and by prompt id.
     entries: BTreeMap<String, u64>,
@@ -171,6 +173,14 @@ impl Checker {
             }
         }
         self.check_false_idle(now, store);
+    }
+
+    /// The server crashed: a hook it answered but had not yet committed is gone with it. A
+    /// pane stays named only if the store ties it to an agent (hooks are answered at once, and
+    /// a pane is known from hooks alone; the next hook of its session names it again).
+    pub fn server_crashed(&mut self, store: &MemStore) {
+        let known: BTreeSet<String> = store.agents().filter_map(|a| a.tmux_pane.clone()).collect();
+        self.named_panes.retain(|p| known.contains(p));
     }
 
     /// A1: no agent is idle while its session works on a prompt the server has seen.
@@ -289,7 +299,9 @@ impl Checker {
                 ),
             ));
         }
-        for (pane, phase) in &self.phases {
+        // A pane no delivered hook ever named is unknown to the server: its session's turns
+        // are kept (L1), but which pane shows them it cannot know.
+        for (pane, phase) in self.phases.iter().filter(|(p, _)| self.named_panes.contains(*p)) {
             let shown = activity_of_pane(store, pane);
             if shown != Some(phase.activity) {
                 problems.push((

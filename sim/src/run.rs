@@ -220,6 +220,7 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
                     1_000
                 };
                 sim.crash("server");
+                world.lock().server_crashed();
                 crash_count += 1;
                 crashed_until = Some(now + down);
             }

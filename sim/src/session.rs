@@ -195,9 +195,12 @@ impl Agent {
         self.in_flight.retain(|h| !h.is_finished());
         for d in delays {
             let (path, body) = (path.clone(), body.clone());
+            let (world, pane) = (self.world.clone(), self.pane.clone());
             self.in_flight.push(tokio::spawn(async move {
                 sleep_ms(d).await;
-                post(&path, &body).await;
+                if post(&path, &body).await.is_some_and(|s| s < 300) {
+                    world.lock().checker.named_panes.insert(pane);
+                }
             }));
         }
     }

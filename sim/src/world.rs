@@ -291,6 +291,11 @@ impl State {
         self.checker.finish(now, &self.store);
     }
 
+    /// The server crashed: what it answered but had not committed is gone.
+    pub fn server_crashed(&mut self) {
+        self.checker.server_crashed(&self.store);
+    }
+
     /// A server (re)started: locks its previous incarnation held are gone with it.
     pub fn server_started(&mut self) {
         self.held_locks.clear();

@@ -21,7 +21,10 @@ impl Core {
             return;
         };
         self.note_transcript_path(agent_id, &hook);
-        self.agent_mut(agent_id).last_signal_at = stamp;
+        // A late hook says nothing newer than what was heard already (found by the simulation:
+        // an 18 s late hook let a stale idle screen end a working turn).
+        let agent = self.agent_mut(agent_id);
+        agent.last_signal_at = agent.last_signal_at.max(stamp);
         let announces = match hook.event {
             HookEvent::UserPromptSubmit => {
                 hook.prompt.as_deref().is_some_and(|p| !p.trim().is_empty())
@@ -204,6 +207,7 @@ impl Core {
         a.hook_keys.extend(b.hook_keys);
         a.question_ids.extend(b.question_ids);
         a.questions.extend(b.questions);
+        a.user_entry_at.extend(b.user_entry_at);
         a.task_turns.extend(b.task_turns);
         a.recovered += b.recovered;
         let previous = a.latest;
@@ -535,6 +539,16 @@ impl Core {
         let Some(task_id) = self.hook_task(agent_id, session, stamp) else {
             return;
         };
+        if self.agents[&agent_id]
+            .user_entry_at
+            .get(&task_id)
+            .is_some_and(|&at| at > stamp)
+        {
+            debug!(
+                "[HOOK_RECEIVER] turn end emitted at {stamp} is older than task {task_id}'s latest user line; a turn went on after it"
+            );
+            return;
+        }
         let task = self
             .agent_mut(agent_id)
             .tasks

@@ -78,6 +78,9 @@ struct AgentState {
     /// AskUserQuestion tool. Such a question is answered inside the tool, so a prompt never
     /// answers it. Kept by turn id so that a restart rebuilds exactly what claims moved.
     questions: BTreeMap<TaskId, BTreeMap<TurnId, bool>>,
+    /// Per task, the transcript time of its latest user line (prompt or answer): a Stop
+    /// emitted before it belongs to an earlier turn and must not end the task.
+    user_entry_at: BTreeMap<TaskId, Timestamp>,
     /// How many turns each task holds: a task whose only turns a claim moved away is retired.
     task_turns: BTreeMap<TaskId, u32>,
     tasks: BTreeMap<TaskId, TaskRow>,
@@ -261,6 +264,7 @@ impl AgentState {
             hook_keys: HashSet::new(),
             question_ids: HashSet::new(),
             questions: BTreeMap::new(),
+            user_entry_at: BTreeMap::new(),
             task_turns: BTreeMap::new(),
             tasks: BTreeMap::new(),
             task_order: BTreeSet::new(),
@@ -278,16 +282,25 @@ impl AgentState {
         }
     }
 
-    /// Counts a new turn in its task, and remembers whether an agent question was asked with
-    /// the tool.
-    fn note_question(&mut self, turn: &TurnRow) {
+    /// Counts a new turn in its task, remembers whether an agent question was asked with the
+    /// tool, and when the transcript's user lines were written.
+    fn note_turn(&mut self, turn: &TurnRow) {
         *self.task_turns.entry(turn.task_id).or_default() += 1;
+        if turn.actor == Actor::User && turn.entry_uuid.is_some() {
+            self.note_user_entry(turn.task_id, turn.timestamp);
+        }
         if turn.actor == Actor::Agent && turn.intent == Intent::Question {
             self.questions
                 .entry(turn.task_id)
                 .or_default()
                 .insert(turn.id, turn.question.is_some());
         }
+    }
+
+    /// A user line of the transcript, written at `at`, is in `task`.
+    fn note_user_entry(&mut self, task: TaskId, at: Timestamp) {
+        let latest = self.user_entry_at.entry(task).or_insert(at);
+        *latest = (*latest).max(at);
     }
 
     /// Whether the task's latest question was asked with the AskUserQuestion tool.

@@ -47,7 +47,7 @@ impl Core {
             if let (Some(id), true) = (&turn.tool_use_id, turn.question.is_some()) {
                 agent.question_ids.insert(hash128(id.as_bytes()));
             }
-            agent.note_question(turn);
+            agent.note_turn(turn);
             if turn.source == TurnSource::Transcript {
                 agent.recovered += 1;
             }

@@ -499,6 +499,9 @@ impl Core {
                 "update_type": "timestamp_correction",
             }),
         );
+        if let (Actor::User, Some(ts)) = (slot.actor, timestamp) {
+            self.agent_mut(agent_id).note_user_entry(task_id, ts);
+        }
         if slot.task_id != task_id {
             self.move_turn(agent_id, slot.turn_id, slot.task_id, task_id);
             self.recompute(agent_id, slot.task_id);

@@ -15,7 +15,7 @@ impl Core {
         let now = self.now;
         let agent = self.agent_mut(agent_id);
         agent.last_turn_at = now;
-        agent.note_question(&row);
+        agent.note_turn(&row);
         self.out.push_back(Command::Store(Write::Turn(row)));
         self.publish(agent_id, "turn_created", data);
     }
