@@ -87,6 +87,7 @@ pub mod intent;
 pub mod io;
 pub mod matching;
 pub mod model;
+pub mod orchestration;
 pub mod pane;
 pub mod planted;
 pub mod replay;
