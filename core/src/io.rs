@@ -158,6 +158,7 @@ pub enum Reply {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Event {
     /// `turn_created`, `turn_updated`, `state_changed`, `card_refresh`, `session_created`,
+    /// `session_activity` (a transcript grew; at most every 5 s per file),
     /// `session_ended`.
     pub name: &'static str,
     /// The agent it concerns.

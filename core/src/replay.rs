@@ -19,6 +19,7 @@ pub struct Replayer {
     next_request: RequestId,
     replies: Vec<(RequestId, Reply)>,
     events: u64,
+    by_name: std::collections::BTreeMap<&'static str, u64>,
     gaps: u64,
 }
 
@@ -34,6 +35,7 @@ impl Replayer {
             next_request: 1,
             replies: Vec::new(),
             events: 0,
+            by_name: std::collections::BTreeMap::new(),
             gaps: 0,
         }
     }
@@ -76,7 +78,10 @@ impl Replayer {
         while let Some(cmd) = self.core.poll_command() {
             match cmd {
                 Command::Store(w) => self.store.apply(&w),
-                Command::Publish(_) => self.events += 1,
+                Command::Publish(e) => {
+                    self.events += 1;
+                    *self.by_name.entry(e.name).or_default() += 1;
+                }
                 Command::ReadTranscript { path, from, read } => {
                     let data = self
                         .files
@@ -118,6 +123,11 @@ impl Replayer {
     /// Gaps the watchdog detected so far.
     pub fn gaps(&self) -> u64 {
         self.gaps
+    }
+
+    /// Number of events of one name published so far.
+    pub fn events_named(&self, name: &str) -> u64 {
+        self.by_name.get(name).copied().unwrap_or(0)
     }
 
     /// Number of events published so far.

@@ -1222,3 +1222,23 @@ fn a_late_hook_does_not_age_the_news_the_pane_must_wait_for() {
         "the PostToolUse 7 s ago is still within the trust window"
     );
 }
+
+#[test]
+fn a_growing_transcript_publishes_session_activity_at_most_every_five_seconds() {
+    // A session started from a terminal, with no hooks at all, is still tracked.
+    let mut w = World::new();
+    let p = w.s.prompt("started in a terminal", None);
+    w.append(&p);
+    assert_eq!(w.r.events_named("session_created"), 1);
+    assert_eq!(w.r.events_named("session_activity"), 1);
+    for _ in 0..5 {
+        let l = w.s.agent_text("Looking at it.");
+        w.append(&l);
+    }
+    assert_eq!(w.r.events_named("session_activity"), 1, "throttled");
+    w.tick(5_000);
+    let l = w.s.agent_text("Done.");
+    w.append(&l);
+    assert_eq!(w.r.events_named("session_activity"), 2);
+    assert_eq!(w.r.events_named("session_created"), 1);
+}

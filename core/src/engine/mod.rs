@@ -64,7 +64,12 @@ struct FileState {
     task: Option<TaskId>,
     /// What the store holds for this file, to write the offset only when it moved.
     saved: (u64, Option<TaskId>),
+    /// When `session_activity` was last published for it.
+    activity_published: Option<Timestamp>,
 }
+
+/// How often, at most, a growing transcript publishes `session_activity`.
+pub const SESSION_ACTIVITY_EVERY_MS: i64 = 5_000;
 
 /// One agent's working state: everything here is rebuilt from stored rows on restore.
 #[derive(Debug)]

@@ -108,6 +108,7 @@ impl Core {
                 framer: LineFramer::new(offset),
                 task,
                 saved: (offset, task),
+                activity_published: None,
             },
         );
     }

@@ -30,8 +30,11 @@ impl Core {
             };
             self.open_file(path, &session, agent_id, 0, None);
         }
+        let agent_id = self.files[path].agent_id;
+        if !data.is_empty() {
+            self.note_session_activity(agent_id, path);
+        }
         let file = self.files.get_mut(path).expect("file just opened");
-        let agent_id = file.agent_id;
         let mut framer = std::mem::take(&mut file.framer);
         let push = framer.push(offset, data, |line, _end| {
             self.process_line(path, agent_id, line)
@@ -63,6 +66,32 @@ impl Core {
         if !matches!(push, Push::Gap { .. }) {
             self.finish_read(reconcile, read);
         }
+    }
+
+    /// Tells listeners (the dashboard, an orchestration runner) that a session's transcript
+    /// grew, whoever started the session: at most once per [`SESSION_ACTIVITY_EVERY_MS`].
+    fn note_session_activity(&mut self, agent_id: AgentId, path: &str) {
+        let now = self.now;
+        let file = self.files.get_mut(path).expect("file open");
+        if file
+            .activity_published
+            .is_some_and(|at| now.millis() - at.millis() < SESSION_ACTIVITY_EVERY_MS)
+        {
+            return;
+        }
+        file.activity_published = Some(now);
+        self.publish_session_activity(agent_id, path);
+    }
+
+    fn publish_session_activity(&mut self, agent_id: AgentId, path: &str) {
+        let data = json!({
+            "agent_id": agent_id,
+            "session_id": self.files[path].session_id,
+            "path": path,
+            "project": self.agents[&agent_id].row.project,
+            "at": self.now,
+        });
+        self.publish(agent_id, "session_activity", data);
     }
 
     pub(super) fn on_reset(&mut self, path: &str) {
