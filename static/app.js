@@ -57,14 +57,41 @@ function clock(iso) {
 
 const STATE_LABEL = { idle: 'Idle', commanded: 'Commanded', processing: 'Processing', awaiting_input: 'Awaiting input', complete: 'Complete' };
 
-function options(question) {
+function options(question, agentId) {
   // AskUserQuestion: {questions: [{question, options: [{label}]}]}; permission: {options: [...]}.
+  // With an agent, the first question's options are buttons that answer it in the pane (the
+  // terminal numbers them from 1); the rest are shown as they are.
   const box = el('div', 'options');
   const qs = (question && question.questions) || (question ? [question] : []);
-  for (const q of qs) {
-    for (const o of q.options || []) box.appendChild(el('span', null, typeof o === 'string' ? o : o.label));
-  }
+  qs.forEach((q, qi) => {
+    (q.options || []).forEach((o, i) => {
+      const label = typeof o === 'string' ? o : o.label;
+      if (agentId !== undefined && qi === 0) {
+        const b = el('button', 'answer', `${i + 1}. ${label}`);
+        b.dataset.answer = String(i + 1);
+        b.dataset.agent = String(agentId);
+        box.appendChild(b);
+      } else {
+        box.appendChild(el('span', null, label));
+      }
+    });
+  });
   return box.childElementCount ? box : null;
+}
+
+async function answer(agentId, option, button) {
+  button.disabled = true;
+  try {
+    const r = await api(`/api/agents/${agentId}/answer`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ option: Number(option) }),
+    });
+    toast(`Answered “${r.label}”${r.verified ? '' : ' (the pane did not change; check it)'}`, r.verified ? 'ok' : 'error');
+  } catch (e) {
+    button.disabled = false;
+    toast(`Could not answer: ${e.message}`, 'error');
+  }
 }
 
 // ---------- cards ---------------------------------------------------------------------------
@@ -92,7 +119,7 @@ function card(a) {
   }
   if ((a.state === 'awaiting_input' || a.activity === 'waiting') && a.question) {
     const q = el('div', 'question', a.question.text);
-    const o = options(a.question.question);
+    const o = options(a.question.question, a.id);
     if (o) q.appendChild(o);
     c.appendChild(q);
   }
@@ -425,6 +452,8 @@ document.addEventListener('DOMContentLoaded', async () => {
   $('agents').addEventListener('click', (e) => {
     const k = e.target.closest('[data-kebab]');
     if (k) { e.stopPropagation(); openMenu(Number(k.dataset.kebab), k); return; }
+    const b = e.target.closest('[data-answer]');
+    if (b) { e.stopPropagation(); answer(b.dataset.agent, b.dataset.answer, b); return; }
     const c = e.target.closest('.card');
     if (c) { const id = Number(c.dataset.id); select(id); openConversation(id); }
   });

@@ -90,6 +90,7 @@ pub mod model;
 pub mod orchestration;
 pub mod pane;
 pub mod planted;
+pub mod question;
 pub mod replay;
 pub mod state;
 pub mod store;

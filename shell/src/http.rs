@@ -8,6 +8,7 @@ use crate::world::{Panes, Store, Waited};
 use bytes::Bytes;
 use headspace_core::activity::{agent_activity, agent_state};
 use headspace_core::hook::Hook;
+use headspace_core::question::{open_question, OpenQuestion};
 use headspace_core::Reply;
 use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited};
 use hyper::body::{Frame, Incoming};
@@ -136,6 +137,22 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Bo
             }
         }
         (&Method::POST, ["api", "agents", id, "clear"]) => send(&app, id, "/clear").await,
+        (&Method::POST, ["api", "agents", id, "answer"]) => {
+            let id = id.to_string();
+            match read_body(&app, req).await {
+                Ok(body) => match serde_json::from_slice::<Value>(&body)
+                    .ok()
+                    .and_then(|v| v["option"].as_u64())
+                {
+                    Some(n) => answer(&app, &id, n as usize).await,
+                    None => error(
+                        StatusCode::BAD_REQUEST,
+                        "body must be {\"option\": N}, N numbered from 1 as on screen",
+                    ),
+                },
+                Err(r) => r,
+            }
+        }
         (&Method::GET, ["api", "events"]) => events(&app, &req),
         (&Method::GET, _) => static_file(&app, &path).await,
         _ => error(
@@ -231,12 +248,18 @@ pub fn agent_json(v: &AgentView) -> Value {
         "state_since": task.map(|t| t.state_since),
         "command": v.command,
         "last_turn": v.last_turn.as_ref().map(|l| json!({"actor": l.actor, "intent": l.intent, "text": l.text, "timestamp": l.timestamp})),
-        // The pane's permission dialog first: it is what the agent waits on right now.
-        "question": a.permission.as_ref().map(|p| json!({"text": p["question"], "question": p}))
-            .or_else(|| v.question.as_ref().map(|(text, q)| json!({"text": text, "question": q}))),
+        "question": open_question_of(v).map(|q| q.to_json()),
         "last_seen_at": a.last_seen_at,
         "turn_count": v.turn_count,
     })
+}
+
+/// The question the agent waits on (the core decides which one counts).
+fn open_question_of(v: &AgentView) -> Option<OpenQuestion> {
+    open_question(
+        v.agent.permission.as_ref(),
+        v.question.as_ref().map(|(text, q)| (text.as_str(), q.as_ref())),
+    )
 }
 
 async fn resolve(app: &App, reference: &str) -> Result<u64, Response<Body>> {
@@ -412,6 +435,46 @@ async fn wait(app: &App, reference: &str, query: Option<&str>) -> Response<Body>
 
 /// Types text into the agent's pane. The core hears of it first, so the agent counts as
 /// running from this moment: a `wait` right after never sees a false idle.
+/// Picks an option of the question the agent waits on, in its pane. The question clears
+/// when the agent goes on (its answer line or PostToolUse hook, or the dialog leaving the pane).
+async fn answer(app: &App, reference: &str, n: usize) -> Response<Body> {
+    let id = match resolve(app, reference).await {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
+    let view = match app.store.agent(id).await {
+        Ok(Some(v)) => v,
+        Ok(None) => return error(StatusCode::NOT_FOUND, format!("no agent {reference}")),
+        Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
+    };
+    let Some(question) = open_question_of(&view) else {
+        return error(
+            StatusCode::CONFLICT,
+            format!("agent {reference} is not waiting on a question"),
+        );
+    };
+    let label = match question.choose(n) {
+        Ok(l) => l,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e),
+    };
+    let Some(pane) = view.agent.tmux_pane.clone() else {
+        return error(
+            StatusCode::CONFLICT,
+            format!("agent {reference} has no tmux pane to answer in"),
+        );
+    };
+    match app.panes.choose(&pane, n, &label).await {
+        Ok(s) => json_response(
+            StatusCode::OK,
+            &json!({"status": "answered", "pane": pane, "option": n, "label": label, "question": question.text, "verified": s.verified, "retried_enter": s.retried_enter}),
+        ),
+        Err(e) => error(
+            StatusCode::BAD_GATEWAY,
+            format!("could not answer in pane {pane}: {e}"),
+        ),
+    }
+}
+
 async fn send(app: &App, reference: &str, text: &str) -> Response<Body> {
     let id = match resolve(app, reference).await {
         Ok(id) => id,

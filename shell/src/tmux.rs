@@ -42,6 +42,29 @@ pub struct Sent {
     pub verified: bool,
 }
 
+/// Picks option `n` of the dialog on `pane` by its number key, as a user would. Claude Code
+/// takes a number key at once; a screen that still shows the option afterwards (an older or
+/// line-reading UI) gets Enter too. Verified when the option's line is gone.
+pub async fn choose(socket: Option<&str>, pane: &str, n: usize, label: &str) -> Result<Sent, String> {
+    let line = format!("{n}. {label}");
+    let shows_option = |screen: &str| screen.lines().any(|l| l.contains(&line));
+    tmux(socket, &["send-keys", "-t", pane, "-l", &n.to_string()]).await?;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let mut after = tmux(socket, &["capture-pane", "-p", "-t", pane]).await?;
+    let mut retried_enter = false;
+    if shows_option(&after) {
+        retried_enter = true;
+        tmux(socket, &["send-keys", "-t", pane, "Enter"]).await?;
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        after = tmux(socket, &["capture-pane", "-p", "-t", pane]).await?;
+    }
+    Ok(Sent {
+        cleared_input: false,
+        retried_enter,
+        verified: !shows_option(&after),
+    })
+}
+
 /// Types `text` into `pane` and presses Enter, verified.
 pub async fn send(socket: Option<&str>, pane: &str, text: &str) -> Result<Sent, String> {
     let capture = |s: Option<&str>| {

@@ -171,6 +171,17 @@ pub trait Panes: Send + Sync {
         pane: &'a str,
         text: &'a str,
     ) -> BoxFuture<'a, Result<crate::tmux::Sent, String>>;
+    /// Picks option `n` (numbered from 1, labelled `label`) of the dialog on a pane. By
+    /// default the number is typed like any text.
+    fn choose<'a>(
+        &'a self,
+        pane: &'a str,
+        n: usize,
+        label: &'a str,
+    ) -> BoxFuture<'a, Result<crate::tmux::Sent, String>> {
+        let _ = label;
+        Box::pin(async move { self.send(pane, &n.to_string()).await })
+    }
 }
 
 /// tmux, on the user's server or a named socket.
@@ -190,6 +201,15 @@ impl Panes for TmuxPanes {
         text: &'a str,
     ) -> BoxFuture<'a, Result<crate::tmux::Sent, String>> {
         Box::pin(crate::tmux::send(self.socket.as_deref(), pane, text))
+    }
+
+    fn choose<'a>(
+        &'a self,
+        pane: &'a str,
+        n: usize,
+        label: &'a str,
+    ) -> BoxFuture<'a, Result<crate::tmux::Sent, String>> {
+        Box::pin(crate::tmux::choose(self.socket.as_deref(), pane, n, label))
     }
 }
 

@@ -310,6 +310,35 @@ fn the_dashboard_shows_live_cards_and_conversations_in_a_real_browser() {
     assert_eq!(browser.js("return document.getElementById('menu').hidden && getComputedStyle(document.getElementById('menu')).display"), json!("none"));
     browser.screenshot("dashboard-after-restart");
 
+    // A question: its options are buttons that answer in the pane. Pane %7 does not exist
+    // here, so the answer's error comes back as a toast, naming the pane.
+    server.post(
+        "/hook/PreToolUse",
+        &hook(
+            &s,
+            &claude,
+            "%7",
+            "PreToolUse",
+            json!({"tool_name": "AskUserQuestion", "tool_use_id": "toolu_dash1", "tool_input": {"questions": [{"question": "Which directory?", "options": [{"label": "src/"}, {"label": "docs/"}]}]}}),
+        ),
+    );
+    let buttons = browser.until(
+        "the answer buttons",
+        "const b = [...document.querySelectorAll('.card button.answer')].map(b => b.textContent); return b.length === 2 && b",
+    );
+    assert_eq!(buttons, json!(["1. src/", "2. docs/"]));
+    browser.js("document.querySelectorAll('.toast').forEach(t => t.remove()); document.querySelectorAll('.card button.answer')[1].click(); return true");
+    let toast = browser.until(
+        "the answer's toast",
+        "const t = document.querySelector('.toast'); return t && t.textContent",
+    );
+    let toast = toast.as_str().unwrap();
+    assert!(
+        toast.starts_with("Could not answer") && toast.contains("%7"),
+        "{toast}"
+    );
+    browser.screenshot("dashboard-question");
+
     // Dark theme renders too.
     browser.js("document.getElementById('theme').click(); return true");
     browser.screenshot("dashboard-dark");

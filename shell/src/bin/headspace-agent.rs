@@ -310,7 +310,13 @@ impl Agent {
                 self.think();
                 q.answer.clone()
             } else {
-                self.read_line().unwrap_or_else(|| q.answer.clone())
+                // A number picks that option, as Claude Code's dialog does; other text is
+                // the answer itself.
+                let typed = self.read_line().unwrap_or_else(|| q.answer.clone());
+                match typed.trim().parse::<usize>() {
+                    Ok(n) if (1..=q.options.len()).contains(&n) => q.options[n - 1].clone(),
+                    _ => typed,
+                }
             };
             self.stamp();
             let a = self.writer.answer(&id, &q.question, &answer);

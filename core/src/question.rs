@@ -1,0 +1,118 @@
+//! The question an agent waits on, as the dashboard shows it and `answer` picks from: the
+//! pane's permission dialog, else the task's open AskUserQuestion or plain-text question.
+
+use serde_json::{json, Value};
+
+/// What the agent is asked right now.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenQuestion {
+    /// The question's text.
+    pub text: String,
+    /// Its structure: a permission dialog (`{question, detail, options}`) or the
+    /// AskUserQuestion tool's input (`{questions: [{question, options: [{label}]}]}`).
+    pub question: Option<Value>,
+    /// True for the pane's permission dialog.
+    pub permission: bool,
+}
+
+impl OpenQuestion {
+    /// The question as the API shows it: `{"text", "question"}`.
+    pub fn to_json(&self) -> Value {
+        json!({"text": self.text, "question": self.question})
+    }
+
+    /// The labels to pick from, in the order the terminal numbers them (the first question's,
+    /// when the tool asks several). Empty for a plain-text question.
+    pub fn options(&self) -> Vec<String> {
+        let Some(q) = &self.question else {
+            return Vec::new();
+        };
+        let first = q
+            .get("questions")
+            .and_then(Value::as_array)
+            .and_then(|a| a.first())
+            .unwrap_or(q);
+        first
+            .get("options")
+            .and_then(Value::as_array)
+            .map(|opts| {
+                opts.iter()
+                    .filter_map(|o| o.as_str().or_else(|| o.get("label")?.as_str()))
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The label of option `n` (numbered from 1, as on screen), or why it cannot be picked.
+    pub fn choose(&self, n: usize) -> Result<String, String> {
+        let options = self.options();
+        if options.is_empty() {
+            return Err(format!(
+                "the question {:?} has no options to pick from; send the answer as text",
+                self.text
+            ));
+        }
+        match n.checked_sub(1).and_then(|i| options.get(i)) {
+            Some(label) => Ok(label.clone()),
+            None => Err(format!(
+                "option {n} does not exist: the question has options 1 to {}",
+                options.len()
+            )),
+        }
+    }
+}
+
+/// The question an agent waits on: the pane's permission dialog first (it is what blocks
+/// the agent right now), else the task's open question.
+pub fn open_question(
+    permission: Option<&Value>,
+    task_question: Option<(&str, Option<&Value>)>,
+) -> Option<OpenQuestion> {
+    if let Some(p) = permission {
+        return Some(OpenQuestion {
+            text: p
+                .get("question")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            question: Some(p.clone()),
+            permission: true,
+        });
+    }
+    task_question.map(|(text, q)| OpenQuestion {
+        text: text.to_string(),
+        question: q.cloned(),
+        permission: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_permission_dialog_outranks_the_task_question() {
+        let dialog = json!({"question": "Do you want to proceed?", "options": ["Yes", "No"]});
+        let tool = json!({"questions": [{"question": "Where?", "options": [{"label": "a/"}]}]});
+        let q = open_question(Some(&dialog), Some(("Where?", Some(&tool)))).unwrap();
+        assert!(q.permission);
+        assert_eq!(q.text, "Do you want to proceed?");
+        assert_eq!(q.options(), ["Yes", "No"]);
+        let q = open_question(None, Some(("Where?", Some(&tool)))).unwrap();
+        assert!(!q.permission);
+        assert_eq!(q.options(), ["a/"]);
+        assert_eq!(open_question(None, None), None);
+    }
+
+    #[test]
+    fn choosing_checks_the_range_and_plain_questions_have_no_options() {
+        let tool = json!({"questions": [{"question": "Where?", "options": [{"label": "a/"}, {"label": "b/"}]}]});
+        let q = open_question(None, Some(("Where?", Some(&tool)))).unwrap();
+        assert_eq!(q.choose(2).unwrap(), "b/");
+        assert!(q.choose(0).unwrap_err().contains("options 1 to 2"));
+        assert!(q.choose(3).unwrap_err().contains("options 1 to 2"));
+        let plain = open_question(None, Some(("Shall I go on?", None))).unwrap();
+        assert!(plain.choose(1).unwrap_err().contains("as text"));
+    }
+}

@@ -1,0 +1,106 @@
+//! Answering an agent's question from outside the terminal: `POST /api/agents/{id}/answer`
+//! picks an option of an AskUserQuestion and of a permission dialog, on a stand-in agent in a
+//! real tmux pane; the answer reaches the transcript and the agent goes on.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+fn post_json(server: &Server, path: &str, body: Value) -> (u16, Value) {
+    let (status, text) = server.post(path, body.to_string().as_bytes());
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+#[test]
+fn answering_picks_the_option_in_the_pane_and_the_agent_goes_on() {
+    let Some(db) = fresh_db("answer") else {
+        return;
+    };
+    let claude = temp_dir("answer");
+    let tmux = Tmux(format!("headspace-ans-{}", std::process::id()));
+    let server = Server::start(
+        &db,
+        &claude,
+        &["--tmux-socket", &tmux.0, "--pane-poll-seconds", "0.3"],
+    );
+    let url = format!("http://{}", server.addr);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
+        .args(["hooks", "install", "--url", &url, "--settings"])
+        .arg(claude.join("settings.json"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let script = claude.join("script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [{
+            "prompt": "tidy the build",
+            "replies": ["Looking.", "Done. All tidy."],
+            "question": {"question": "Which directory?", "options": ["src/", "target/", "docs/"], "answer": "src/"},
+            "permission": true
+        }]})
+        .to_string(),
+    )
+    .unwrap();
+    let cmd = format!(
+        "{} --claude-dir {} --script {} --session ans-1 --think-ms 200 --stay",
+        env!("CARGO_BIN_EXE_headspace-agent"),
+        claude.display(),
+        script.display()
+    );
+    tmux.run(&["new-session", "-d", "-s", "a", "-x", "120", "-y", "40", &cmd]);
+    let card = || server.try_json("/api/agents/ans-1");
+    assert!(
+        wait_for(Duration::from_secs(10), || card().filter(|a| a["activity"] == "idle")).is_some(),
+        "the agent registers, idle"
+    );
+    let (status, body) = post_json(&server, "/api/agents/ans-1/answer", json!({"option": 1}));
+    assert_eq!(status, 409, "nothing to answer while idle: {body}");
+    assert!(body["error"].as_str().unwrap().contains("not waiting"));
+
+    let (status, _) = post_json(&server, "/api/agents/ans-1/send", json!({"text": "tidy the build"}));
+    assert_eq!(status, 200);
+    let asked = wait_for(Duration::from_secs(15), || {
+        card().filter(|a| a["activity"] == "waiting" && a["question"]["text"] == "Which directory?")
+    })
+    .unwrap_or_else(|| panic!("the question reaches the card: {:?}\n{}", card(), server.log()));
+    assert_eq!(asked["state"], "awaiting_input");
+
+    let (status, body) = post_json(&server, "/api/agents/ans-1/answer", json!({"option": 4}));
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("options 1 to 3"), "{body}");
+    let (status, body) = post_json(&server, "/api/agents/ans-1/answer", json!({"choice": 1}));
+    assert_eq!(status, 400, "{body}");
+
+    let (status, body) = post_json(&server, "/api/agents/ans-1/answer", json!({"option": 2}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["label"], "target/");
+    assert_eq!(body["verified"], true, "{body}");
+    let answered = wait_for(Duration::from_secs(10), || {
+        let turns = server.try_json("/api/agents/ans-1/turns")?;
+        turns
+            .as_array()?
+            .iter()
+            .find(|t| t["intent"] == "answer")
+            .cloned()
+    })
+    .expect("the answer turn");
+    assert_eq!(answered["text"], "target/", "option 2's label reached the transcript");
+
+    // Next the permission dialog, read from the pane.
+    let dialog = wait_for(Duration::from_secs(15), || {
+        card().filter(|a| a["question"]["text"] == "Do you want to proceed?")
+    })
+    .unwrap_or_else(|| panic!("the permission dialog reaches the card: {:?}", card()));
+    assert_eq!(dialog["activity"], "waiting");
+    let (status, body) = post_json(&server, "/api/agents/ans-1/answer", json!({"option": 1}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["label"], "Yes");
+    let done = wait_for(Duration::from_secs(15), || {
+        card().filter(|a| a["activity"] == "idle" && a["question"].is_null())
+    })
+    .unwrap_or_else(|| panic!("the agent finishes and the question clears: {:?}", card()));
+    assert_eq!(done["state"], "complete");
+    server.stop();
+}
