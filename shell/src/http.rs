@@ -273,19 +273,32 @@ async fn resolve(app: &App, reference: &str) -> Result<u64, Response<Body>> {
     }
 }
 
+/// The agent a reference names, with its card; or the response that says why not.
+async fn agent_view(app: &App, reference: &str) -> Result<AgentView, Response<Body>> {
+    let id = resolve(app, reference).await?;
+    match app.store.agent(id).await {
+        Ok(Some(view)) => Ok(view),
+        Ok(None) => Err(error(StatusCode::NOT_FOUND, format!("no agent {reference}"))),
+        Err(e) => Err(error(StatusCode::SERVICE_UNAVAILABLE, e)),
+    }
+}
+
+/// The 409 for an agent with no tmux pane to type into.
+fn no_pane(reference: &str) -> Response<Body> {
+    error(
+        StatusCode::CONFLICT,
+        format!("agent {reference} has no tmux pane to type into"),
+    )
+}
+
 async fn with_agent(
     app: &App,
     reference: &str,
     f: impl FnOnce(&AgentView) -> Response<Body>,
 ) -> Response<Body> {
-    let id = match resolve(app, reference).await {
-        Ok(id) => id,
-        Err(r) => return r,
-    };
-    match app.store.agent(id).await {
-        Ok(Some(row)) => f(&row),
-        Ok(None) => error(StatusCode::NOT_FOUND, format!("no agent {reference}")),
-        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+    match agent_view(app, reference).await {
+        Ok(view) => f(&view),
+        Err(r) => r,
     }
 }
 
@@ -438,14 +451,9 @@ async fn wait(app: &App, reference: &str, query: Option<&str>) -> Response<Body>
 /// Picks an option of the question the agent waits on, in its pane. The question clears
 /// when the agent goes on (its answer line or PostToolUse hook, or the dialog leaving the pane).
 async fn answer(app: &App, reference: &str, n: usize) -> Response<Body> {
-    let id = match resolve(app, reference).await {
-        Ok(id) => id,
+    let view = match agent_view(app, reference).await {
+        Ok(v) => v,
         Err(r) => return r,
-    };
-    let view = match app.store.agent(id).await {
-        Ok(Some(v)) => v,
-        Ok(None) => return error(StatusCode::NOT_FOUND, format!("no agent {reference}")),
-        Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
     };
     let Some(question) = open_question_of(&view) else {
         return error(
@@ -458,10 +466,7 @@ async fn answer(app: &App, reference: &str, n: usize) -> Response<Body> {
         Err(e) => return error(StatusCode::BAD_REQUEST, e),
     };
     let Some(pane) = view.agent.tmux_pane.clone() else {
-        return error(
-            StatusCode::CONFLICT,
-            format!("agent {reference} has no tmux pane to answer in"),
-        );
+        return no_pane(reference);
     };
     match app.panes.choose(&pane, n, &label).await {
         Ok(s) => json_response(
@@ -476,21 +481,14 @@ async fn answer(app: &App, reference: &str, n: usize) -> Response<Body> {
 }
 
 async fn send(app: &App, reference: &str, text: &str) -> Response<Body> {
-    let id = match resolve(app, reference).await {
-        Ok(id) => id,
+    let view = match agent_view(app, reference).await {
+        Ok(v) => v,
         Err(r) => return r,
     };
-    let pane = match app.store.agent(id).await {
-        Ok(Some(v)) => v.agent.tmux_pane.clone(),
-        Ok(None) => return error(StatusCode::NOT_FOUND, format!("no agent {reference}")),
-        Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
+    let Some(pane) = view.agent.tmux_pane.clone() else {
+        return no_pane(reference);
     };
-    let Some(pane) = pane else {
-        return error(
-            StatusCode::CONFLICT,
-            format!("agent {reference} has no tmux pane to type into"),
-        );
-    };
+    let id = view.agent.id;
     let _ = app.core.send(Msg::Sent(id.to_string(), text.to_string()));
     match app.panes.send(&pane, text).await {
         Ok(s) => json_response(
