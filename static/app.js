@@ -306,18 +306,22 @@ function upsertTurn(t, bulk) {
   }
 }
 
+// The open conversation's turn count, kept current as turns arrive live.
+function showTurnCount(suffix) {
+  const n = hs.turns.size;
+  $('conv-status').textContent = `${n} turn${n === 1 ? '' : 's'}${suffix || ''}`;
+}
+
 async function loadTurns(id) {
   const started = performance.now();
   let after = null;
-  let total = 0;
   for (;;) {
     const page = await api(`/api/agents/${id}/turns?limit=2000${after ? `&after=${after}` : ''}`);
     if (hs.open !== id) return;
     const frag = document.createDocumentFragment();
     for (const t of page) upsertTurn(t, frag);
     $('turns').appendChild(frag);
-    total += page.length;
-    $('conv-status').textContent = `${total} turns${page.length === 2000 ? ' · loading…' : ''}`;
+    showTurnCount(page.length === 2000 ? ' · loading…' : '');
     if (page.length < 2000) break;
     after = page[page.length - 1].id;
   }
@@ -416,7 +420,7 @@ function connect() {
   es.onopen = () => { $('conn').dataset.state = 'live'; $('conn').title = 'Live'; };
   es.onerror = () => { $('conn').dataset.state = 'down'; $('conn').title = 'Reconnecting…'; };
   es.addEventListener('turn_created', (ev) => applyOnce(ev, (t) => {
-    if (hs.open === t.agent_id) upsertTurn(t);
+    if (hs.open === t.agent_id) { upsertTurn(t); showTurnCount(); }
     if (!hs.agents.has(t.agent_id)) loadAgents(); else refreshAgent(t.agent_id);
     if (hs.dismissed.delete(t.agent_id)) localStorage.setItem('hs.dismissed', JSON.stringify([...hs.dismissed]));
   }));

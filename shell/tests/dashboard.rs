@@ -338,6 +338,15 @@ fn the_dashboard_shows_live_cards_and_conversations_in_a_real_browser() {
         "{toast}"
     );
     browser.screenshot("dashboard-question");
+    let api_turns = server
+        .json(&format!("/api/agents/{}/turns", s.session_id))
+        .as_array()
+        .unwrap()
+        .len();
+    browser.until(
+        "the conversation's live turn count",
+        &format!("return document.getElementById('conv-status').textContent === '{api_turns} turns'"),
+    );
 
     // Dark theme renders too.
     browser.js("document.getElementById('theme').click(); return true");
