@@ -249,15 +249,37 @@ function fixTaskMark(index) {
   if (starts) cur.el.dataset.taskLabel = `Task ${cur.turn.task_id}`;
 }
 
+// A finished task's progress steps: folded behind a "show N steps" button on its completion.
 function collapse(taskId) {
-  let n = 0;
-  let last = null;
+  collapseGroup(taskId, taskGroups(taskId).get(taskId));
+}
+
+// After a bulk load: every finished task in one pass over the conversation, not one per task.
+function collapseAll() {
+  const groups = taskGroups();
+  for (const task of hs.done) collapseGroup(task, groups.get(task));
+}
+
+// Each task's progress steps and its last completion, in order (one task's, or all).
+function taskGroups(only) {
+  const groups = new Map();
   for (const [, id] of hs.order) {
     const e = hs.turns.get(id);
-    if (e.turn.task_id !== taskId) continue;
-    if (e.turn.intent === 'progress') { e.el.classList.add('collapsed'); n += 1; }
-    if (e.turn.intent === 'completion' || e.turn.intent === 'end_of_task') last = e;
+    const task = e.turn.task_id;
+    if (only !== undefined && task !== only) continue;
+    if (!groups.has(task)) groups.set(task, { steps: [], last: null });
+    const g = groups.get(task);
+    if (e.turn.intent === 'progress') g.steps.push(e);
+    if (e.turn.intent === 'completion' || e.turn.intent === 'end_of_task') g.last = e;
   }
+  return groups;
+}
+
+function collapseGroup(taskId, group) {
+  if (!group) return;
+  for (const e of group.steps) e.el.classList.add('collapsed');
+  const n = group.steps.length;
+  const last = group.last;
   if (last && n && !last.el.querySelector('.steps')) {
     const b = el('button', 'steps', `show ${n} step${n === 1 ? '' : 's'}`);
     b.addEventListener('click', (ev) => {
@@ -277,6 +299,7 @@ function upsertTurn(t, bulk) {
   const existing = hs.turns.get(t.id);
   if (existing) {
     const oldKey = key(existing.turn);
+    const oldTask = existing.turn.task_id;
     existing.turn = Object.assign({}, existing.turn, t);
     const newKey = key(existing.turn);
     existing.el.querySelector('.time').textContent = clock(existing.turn.timestamp);
@@ -287,6 +310,11 @@ function upsertTurn(t, bulk) {
       hs.order.splice(to, 0, newKey);
       placeAt(existing, to);
       for (const i of [from - 1, from, to - 1, to, to + 1]) fixTaskMark(i);
+    } else if (oldTask !== existing.turn.task_id) {
+      // A claim moved the turn to another task in place: its divider and its neighbour's.
+      const at = position(newKey);
+      fixTaskMark(at);
+      fixTaskMark(at + 1);
     }
     return;
   }
@@ -325,7 +353,7 @@ async function loadTurns(id) {
     if (page.length < 2000) break;
     after = page[page.length - 1].id;
   }
-  for (const task of hs.done) collapse(task);
+  collapseAll();
   hs.metrics.lastLoadMs = performance.now() - started;
 }
 
