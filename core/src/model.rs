@@ -125,6 +125,37 @@ pub struct TurnRow {
     pub session_id: Option<String>,
 }
 
+impl TurnRow {
+    /// A turn not stored yet (id 0), with a server-clock time and nothing optional set; the
+    /// hook and transcript sides fill in what they know.
+    pub fn new(
+        agent_id: AgentId,
+        task_id: TaskId,
+        (actor, intent): (Actor, Intent),
+        text: String,
+        timestamp: Timestamp,
+        source: TurnSource,
+    ) -> TurnRow {
+        TurnRow {
+            id: 0,
+            agent_id,
+            task_id,
+            actor,
+            intent,
+            text,
+            timestamp,
+            timestamp_source: TimestampSource::Server,
+            entry_uuid: None,
+            source,
+            hook_key: None,
+            prompt_id: None,
+            tool_use_id: None,
+            question: None,
+            session_id: None,
+        }
+    }
+}
+
 /// How far a transcript file has been read: everything before `offset` is in the store.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OffsetRow {

@@ -577,20 +577,10 @@ fn hook_turn(
     session: Option<String>,
 ) -> TurnRow {
     TurnRow {
-        id: 0,
-        agent_id,
-        task_id,
-        actor,
-        intent,
-        text,
-        timestamp: stamp,
         timestamp_source: TimestampSource::Server,
-        entry_uuid: None,
-        source: TurnSource::Hook,
         hook_key: Some(hook_key),
         prompt_id: hook.prompt_id.clone(),
-        tool_use_id: None,
-        question: None,
         session_id: session,
+        ..TurnRow::new(agent_id, task_id, (actor, intent), text, stamp, TurnSource::Hook)
     }
 }

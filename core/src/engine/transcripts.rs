@@ -438,26 +438,16 @@ impl Core {
         uuid: String,
         session: &str,
     ) -> TurnRow {
+        let at = timestamp.unwrap_or(self.now);
         TurnRow {
-            id: 0,
-            agent_id,
-            task_id,
-            actor,
-            intent,
-            text,
-            timestamp: timestamp.unwrap_or(self.now),
             timestamp_source: if timestamp.is_some() {
                 TimestampSource::Jsonl
             } else {
                 TimestampSource::Server
             },
             entry_uuid: Some(uuid),
-            source: TurnSource::Transcript,
-            hook_key: None,
-            prompt_id: None,
-            tool_use_id: None,
-            question: None,
             session_id: Some(session.to_string()),
+            ..TurnRow::new(agent_id, task_id, (actor, intent), text, at, TurnSource::Transcript)
         }
     }
 
