@@ -1036,3 +1036,235 @@ fn spawn_intent_blocks_for_thirty_seconds() {
     );
     assert_eq!(spawn_check(None, false, now()), SpawnCheck::Spawn);
 }
+
+// ============================ shell support: batches, observation, recovery ============================
+
+#[test]
+fn tasks_md_sections_with_open_tasks_become_batches() {
+    let md = "# Tasks\n- [ ] T000 Loose task\n## Setup\n- [x] T001 done\n- [ ] T002 Make it\n## Done\n- [x] T003 old\n## Core\n* [ ] T004 [P] Core\n- [ ] not a task\n";
+    let b = parse_batches(md, 15);
+    let got: Vec<_> = b
+        .iter()
+        .map(|b| (b.index, b.section.as_str(), b.task_ids.clone()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (Some(0), "Tasks", vec!["T000".to_string()]),
+            (Some(1), "Setup", vec!["T002".to_string()]),
+            (Some(2), "Core", vec!["T004".to_string()]),
+        ]
+    );
+    assert!(b.iter().all(|b| b.status == BatchStatus::Pending));
+}
+
+#[test]
+fn tasks_without_sections_are_cut_by_the_fallback_size_and_nothing_open_is_one_batch() {
+    let md: String = (1..=5).map(|i| format!("- [ ] T{i:03} x\n")).collect();
+    let sizes: Vec<_> = parse_batches(&md, 2)
+        .iter()
+        .map(|b| b.task_ids.len())
+        .collect();
+    assert_eq!(sizes, [2, 2, 1]);
+    let none = parse_batches("## Done\n- [x] T001\n", 15);
+    assert_eq!(none.len(), 1);
+    assert!(none[0].task_ids.is_empty());
+}
+
+#[test]
+fn observing_a_workflow_counts_its_cost_once() {
+    let mut s = state("design", "in_progress");
+    let mut e = exec("design");
+    e.executions.design = Some("wf-1".into());
+    let mut w = wf("running", 0);
+    w.cost_usd = 0.4;
+    assert!(observe_workflow(&mut s, &mut e, &w));
+    assert!(!observe_workflow(&mut s, &mut e, &w));
+    w.cost_usd = 1.0;
+    observe_workflow(&mut s, &mut e, &w);
+    assert!((e.total_cost_usd - 1.0).abs() < 1e-9);
+    assert_eq!(e.extra[WORKFLOW_COSTS_KEY]["wf-1"], json!(1.0));
+}
+
+#[test]
+fn observing_a_batch_workflow_settles_the_batch() {
+    let mut s = state("implement", "in_progress");
+    let mut e = exec_batches(&["running", "pending"], 0);
+    e.batches.items[0].workflow_execution_id = Some("wf-1".into());
+    observe_workflow(&mut s, &mut e, &wf("completed", 0));
+    assert_eq!(e.batches.items[0].status, BatchStatus::Completed);
+
+    let mut e = exec_batches(&["running"], 0);
+    e.batches.items[0].workflow_execution_id = Some("wf-1".into());
+    observe_workflow(&mut s, &mut e, &wf("failed", 0));
+    assert_eq!(e.batches.items[0].status, BatchStatus::Failed);
+    assert_eq!(
+        e.batches.items[0].error.as_deref(),
+        Some("Workflow wf-1 failed")
+    );
+
+    // A healer that finishes heals it.
+    e.batches.items[0].healer_execution_id = Some("wf-1".into());
+    observe_workflow(&mut s, &mut e, &wf("completed", 0));
+    assert_eq!(e.batches.items[0].status, BatchStatus::Healed);
+    // The step itself is the sub-command's, not the runner's.
+    assert_eq!(
+        s.orchestration.step.status.get(),
+        Some(&StepStatus::InProgress)
+    );
+}
+
+#[test]
+fn a_step_workflow_that_ended_without_completing_its_step_fails_the_step() {
+    let mut s = state("analyze", "in_progress");
+    let mut e = exec("analyze");
+    e.executions.analyze = Some("wf-1".into());
+    assert!(observe_workflow(&mut s, &mut e, &wf("completed", 0)));
+    assert_eq!(s.orchestration.step.status.get(), Some(&StepStatus::Failed));
+    assert_eq!(
+        s.orchestration.step.error.as_deref(),
+        Some("Workflow wf-1 completed without marking step analyze complete")
+    );
+    // A completed step is left alone; so is a workflow not linked to the step.
+    let mut s = state("analyze", "complete");
+    assert!(!observe_workflow(&mut s, &mut e, &wf("completed", 0)));
+    let mut s = state("analyze", "in_progress");
+    let mut other = wf("failed", 0);
+    other.id = "wf-other".into();
+    assert!(!observe_workflow(&mut s, &mut e, &other));
+    assert_eq!(
+        s.orchestration.step.status.get(),
+        Some(&StepStatus::InProgress)
+    );
+}
+
+#[test]
+fn decide_checked_validates_first_except_when_the_user_is_on_it() {
+    let mut s = state("analyze", "complete");
+    s.orchestration.step.index = Some(3);
+    let e = exec("analyze");
+    let d = decide_checked(&s, &e, None, now());
+    assert_eq!(action(&d), "needs_attention");
+    assert_eq!(d.reason, "Step index mismatch: analyze should be 1, got 3");
+    let mut paused = e.clone();
+    paused.status = ExecutionStatus::Paused;
+    assert_eq!(action(&decide_checked(&s, &paused, None, now())), "wait");
+    let mut done = e;
+    done.status = ExecutionStatus::Completed;
+    assert_eq!(action(&decide_checked(&s, &done, None, now())), "stop");
+}
+
+#[test]
+fn g3_4_a_recovered_state_needs_confidence_above_0_7() {
+    let st = json!({"orchestration": {"phase": {"number": "0010"}, "step": {"current": "verify", "index": 3}}});
+    let ok = json!({"recoverable": true, "confidence": 0.8, "state": st});
+    assert_eq!(
+        recovered_state(Some(&ok))
+            .unwrap()
+            .orchestration
+            .step
+            .current,
+        Some(Step::Verify)
+    );
+    let low = json!({"recoverable": true, "confidence": 0.7, "state": st});
+    assert!(recovered_state(Some(&low)).is_none());
+    let no = json!({"recoverable": false, "confidence": 0.99, "state": st});
+    assert!(recovered_state(Some(&no)).is_none());
+    assert!(recovered_state(None).is_none());
+}
+
+#[test]
+fn g3_9_g3_10_stale_answers_and_fallback() {
+    let p = stale_recovery(
+        Some(&json!({"action": "continue", "reasoning": "thinking"})),
+        12,
+    );
+    assert_eq!(
+        (p.recovery, p.log, p.kill),
+        (Recovery::Acknowledge, "stale_false_alarm", false)
+    );
+    let p = stale_recovery(Some(&json!({"action": "restart_task"})), 12);
+    assert_eq!((p.recovery, p.kill), (Recovery::Restart, true));
+    let p = stale_recovery(
+        Some(&json!({"action": "skip_task", "task": "T004", "blockReason": "needs a key"})),
+        12,
+    );
+    assert_eq!(
+        p.recovery,
+        Recovery::SkipTasks {
+            tasks: vec!["T004".into()]
+        }
+    );
+    assert_eq!(p.reason, "needs a key");
+    let p = stale_recovery(
+        Some(&json!({"action": "abort", "reasoning": "crashed"})),
+        12,
+    );
+    assert_eq!(
+        (p.recovery, p.kill),
+        (Recovery::Escalate("crashed".into()), true)
+    );
+    for answer in [None, Some(json!({"action": "dance"}))] {
+        let p = stale_recovery(answer.as_ref(), 12);
+        assert_eq!(
+            (p.recovery, p.kill),
+            (
+                Recovery::Escalate(
+                    "Workflow appears stale for 12 minutes - diagnosis failed".into()
+                ),
+                false
+            )
+        );
+    }
+}
+
+#[test]
+fn g3_12_to_g3_16_failed_step_answers_and_fallbacks() {
+    assert!(!failed_needs_helper(1, 1));
+    let p = failed_recovery(None, Some("boom"), 1, 1);
+    assert_eq!(
+        p.recovery,
+        Recovery::Escalate("Max heal attempts (1) reached".into())
+    );
+    assert!(failed_needs_helper(0, 1));
+    let p = failed_recovery(None, Some("boom"), 0, 1);
+    assert_eq!(
+        (p.recovery, p.log),
+        (Recovery::Retry, "failed_fallback_retry")
+    );
+    let p = failed_recovery(
+        Some(&json!({"action": "retry", "reasoning": "flaky"})),
+        None,
+        0,
+        2,
+    );
+    assert_eq!((p.recovery, p.log), (Recovery::Retry, "failed_retry"));
+    let p = failed_recovery(
+        Some(&json!({"action": "skip_tasks", "tasksToSkip": ["T1", "T2"]})),
+        None,
+        0,
+        2,
+    );
+    assert_eq!(
+        p.recovery,
+        Recovery::SkipTasks {
+            tasks: vec!["T1".into(), "T2".into()]
+        }
+    );
+    let p = failed_recovery(
+        Some(&json!({"action": "run_prerequisite", "prerequisiteStep": "design"})),
+        None,
+        0,
+        2,
+    );
+    assert_eq!(p.recovery, Recovery::RunPrerequisite(Step::Design));
+    let p = failed_recovery(
+        Some(&json!({"action": "run_prerequisite", "prerequisiteStep": "lunch"})),
+        None,
+        0,
+        2,
+    );
+    assert_eq!(p.recovery, Recovery::Retry);
+    let p = failed_recovery(Some(&json!({"action": "abort"})), Some("boom"), 0, 2);
+    assert_eq!(p.recovery, Recovery::Escalate("boom".into()));
+}

@@ -11,6 +11,7 @@ pub mod hooks_install;
 pub mod http;
 pub mod metrics;
 pub mod migrate;
+pub mod orchestrate;
 pub mod pgstore;
 pub mod record;
 pub mod serve;

@@ -438,3 +438,34 @@ pub fn backoff_ms(failures: u32) -> u64 {
 fn round_minutes(ms: i64) -> i64 {
     (ms + 30_000).div_euclid(60_000)
 }
+
+/// The runner's full decision: [`validate`](super::validate::validate) first, as the seed's
+/// loop does, then [`decide`].
+///
+/// A finished run stops whatever its files say. A paused run, or one that already needs
+/// attention, is left to [`decide`] (which waits): the user is on it. Otherwise violations
+/// decide `needs_attention` with the violations as the reason; no helper is asked, since
+/// the helper's three cases do not include inconsistent files.
+pub fn decide_checked(
+    state: &OrchestrationState,
+    execution: &OrchestrationExecution,
+    workflow: Option<&WorkflowView>,
+    now_ms: i64,
+) -> Decision {
+    let waiting_on_user = matches!(
+        execution.status,
+        ExecutionStatus::Completed
+            | ExecutionStatus::Failed
+            | ExecutionStatus::Cancelled
+            | ExecutionStatus::Paused
+            | ExecutionStatus::NeedsAttention
+    );
+    if !waiting_on_user {
+        let violations = super::validate::validate(state, Some(execution));
+        if !violations.is_empty() {
+            let issues: Vec<String> = violations.iter().map(ToString::to_string).collect();
+            return Decision::new(Action::NeedsAttention, issues.join(", "));
+        }
+    }
+    decide(state, execution, workflow, now_ms)
+}

@@ -15,6 +15,9 @@
 //! | [`validate`](mod@validate) | [`validate()`](validate::validate): the consistency checks (G7), each a [`Violation`] |
 //! | [`apply`](mod@apply) | [`apply()`](apply::apply) / [`apply_to_state`]: a decision's bookkeeping on the files (decision log, batch index, heal attempts, status) |
 //! | [`spawn`] | the spawn-intent guard: [`spawn_intent_is_stale`], [`spawn_check`] |
+//! | [`observe`] | [`observe_workflow`]: the linked workflow's cost and end folded into the files before deciding |
+//! | [`recovery`] | the helper's three cases and their fallback chains: [`recovered_state`], [`stale_recovery`], [`failed_recovery`] |
+//! | [`tasks`] | [`parse_batches`]: implement's batches from `tasks.md` |
 //! | [`lenient`] | unknown names kept as `Unknown(..)`, `null` kept as `null` |
 //!
 //! ## One iteration of the runner (the shell's part in brackets)
@@ -33,17 +36,25 @@ pub mod apply;
 pub mod decide;
 pub mod decision;
 pub mod lenient;
+pub mod observe;
+pub mod recovery;
 pub mod spawn;
 pub mod state;
+pub mod tasks;
 pub mod validate;
 pub mod workflow;
 
 pub use apply::{apply, apply_to_state};
 pub use decide::{
-    backoff_ms, decide, decide_batch, linked_workflow_id, MAX_DURATION_MS, STALE_THRESHOLD_MS,
+    backoff_ms, decide, decide_batch, decide_checked, linked_workflow_id, MAX_DURATION_MS,
+    STALE_THRESHOLD_MS,
 };
 pub use decision::{Action, Decision};
 pub use lenient::Nullable;
+pub use observe::{observe_workflow, WORKFLOW_COSTS_KEY};
+pub use recovery::{
+    failed_needs_helper, failed_recovery, recovered_state, stale_recovery, Recovery, RecoveryPlan,
+};
 pub use spawn::{spawn_check, spawn_intent_is_stale, SpawnCheck, SpawnIntent, SPAWN_INTENT_TTL_MS};
 pub use state::{
     next_step, BatchItem, BatchStatus, Batches, Budget, DecisionLogEntry, ExecutionConfig,
@@ -51,5 +62,6 @@ pub use state::{
     OrchestrationState, Phase, RecoveryContext, Step, StepState, StepStatus, UserGateStatus,
     STEP_INDEX_MAP,
 };
+pub use tasks::parse_batches;
 pub use validate::{validate, Violation};
 pub use workflow::{WorkflowStatus, WorkflowView};

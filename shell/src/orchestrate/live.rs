@@ -1,0 +1,224 @@
+//! The runner's dependencies in real life: the project's files, workflows run by
+//! [`Steps`], the helper command, the system clock and git.
+//!
+//! How a run's workflows run is chosen at `start` and kept in the run's file
+//! (`config.headspace`), so `status`, `decide`, `cancel` and a restarted runner see them the
+//! same way. The server token is never written there.
+
+use super::files::ProjectFiles;
+use super::helper::HelperCommand;
+use super::runner::{Deps, HelperCase, SpawnRequest};
+use super::steps::{StepRunner, Steps, DEFAULT_HEADLESS};
+use headspace_core::orchestration::{OrchestrationExecution, WorkflowView};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The execution config key holding [`Settings`].
+pub const SETTINGS_KEY: &str = "headspace";
+
+/// How a run's workflows and helper run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Settings {
+    /// The agent that runs the steps (agent mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The Headspace server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addr: Option<String>,
+    /// Run each step as this command instead (headless mode), e.g. `claude -p --output-format json`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headless: Option<Vec<String>>,
+    /// The helper model's command; none means the fallbacks always.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helper: Option<Vec<String>>,
+    /// Claude's folder, for headless activity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claude_dir: Option<PathBuf>,
+    /// Do not send `/clear` before each step.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_clear: bool,
+}
+
+impl Settings {
+    /// The settings stored in a run.
+    pub fn of(execution: &OrchestrationExecution) -> Settings {
+        execution
+            .config
+            .extra
+            .get(SETTINGS_KEY)
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default()
+    }
+
+    /// These settings with `other`'s set fields on top.
+    pub fn overridden_by(mut self, other: &Settings) -> Settings {
+        if other.agent.is_some() {
+            self.agent.clone_from(&other.agent);
+            self.headless = None;
+        }
+        if other.headless.is_some() {
+            self.headless.clone_from(&other.headless);
+            self.agent = None;
+        }
+        if other.addr.is_some() {
+            self.addr.clone_from(&other.addr);
+        }
+        if other.helper.is_some() {
+            self.helper.clone_from(&other.helper);
+        }
+        if other.claude_dir.is_some() {
+            self.claude_dir.clone_from(&other.claude_dir);
+        }
+        self.no_clear |= other.no_clear;
+        self
+    }
+
+    /// Splits a command line on whitespace (`claude -p --output-format json`).
+    pub fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+}
+
+/// The real dependencies.
+pub struct LiveDeps {
+    files: ProjectFiles,
+    steps: Option<Steps>,
+    helper: Option<HelperCommand>,
+}
+
+impl LiveDeps {
+    /// Dependencies for `files` with `settings`. Without an agent or a headless command no
+    /// workflow can start (lookups find nothing). `read_only` ones write nothing.
+    pub fn new(
+        files: ProjectFiles,
+        settings: &Settings,
+        token: Option<String>,
+        read_only: bool,
+    ) -> LiveDeps {
+        let claude_dir = settings.claude_dir.clone().unwrap_or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_default()
+                .join(".claude")
+        });
+        let runner = match (&settings.agent, &settings.headless) {
+            (Some(agent), _) => Some(StepRunner::Agent {
+                agent: agent.clone(),
+                addr: settings
+                    .addr
+                    .clone()
+                    .unwrap_or_else(|| "127.0.0.1:5055".into()),
+                token,
+                clear_first: !settings.no_clear,
+            }),
+            (None, Some(cmd)) => Some(StepRunner::Headless {
+                command: if cmd.is_empty() {
+                    Settings::words(DEFAULT_HEADLESS)
+                } else {
+                    cmd.clone()
+                },
+                claude_dir,
+            }),
+            (None, None) => None,
+        };
+        let steps = runner.map(|r| Steps::new(r, files.dir(), &files.workflows_dir(), read_only));
+        let helper = settings
+            .helper
+            .clone()
+            .filter(|c| !c.is_empty())
+            .map(|command| HelperCommand {
+                command,
+                cwd: files.dir().to_path_buf(),
+                timeout: Duration::from_secs(180),
+            });
+        LiveDeps {
+            files,
+            steps,
+            helper,
+        }
+    }
+}
+
+/// Now, in ms since the epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+impl Deps for LiveDeps {
+    fn files(&self) -> &ProjectFiles {
+        &self.files
+    }
+
+    fn current_branch(&self) -> Option<String> {
+        let o = std::process::Command::new("git")
+            .args(["rev-parse", "--abbrev-ref", "HEAD"])
+            .current_dir(self.files.dir())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        let b = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        (o.status.success() && !b.is_empty()).then_some(b)
+    }
+
+    fn lookup_workflow(&self, id: &str) -> Option<WorkflowView> {
+        self.steps.as_ref()?.lookup(id, now_ms())
+    }
+
+    fn spawn(&self, req: &SpawnRequest) -> Result<String, String> {
+        self.steps
+            .as_ref()
+            .ok_or("no agent or headless command configured for this orchestration")?
+            .spawn(req, now_ms())
+    }
+
+    fn kill(&self, id: &str) {
+        if let Some(s) = &self.steps {
+            s.kill(id);
+        }
+    }
+
+    fn helper(&self, case: HelperCase, context: &Value) -> Option<Value> {
+        self.helper.as_ref()?.ask(case, context)
+    }
+
+    fn now_ms(&self) -> i64 {
+        now_ms()
+    }
+}
+
+/// Wakes the runner when something under `.specflow/` changes: a sub-command marking its
+/// step, the user pausing or merging, a headless workflow's exit code. The runner's own
+/// writes wake it too, but an iteration that changes nothing writes nothing, so that settles.
+/// Keep the watcher as long as the loop runs; `None` (logged) when the OS gives no
+/// notifications, and polling alone drives the loop.
+pub fn watch_project(
+    files: &ProjectFiles,
+    wake: super::runner::Wake,
+) -> Option<notify::RecommendedWatcher> {
+    use notify::Watcher;
+    let dir = files.dir().join(".specflow");
+    let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        let Ok(ev) = res else { return };
+        // Temporary files and the lock file start with a dot; the final rename names the file.
+        let relevant = ev.paths.iter().any(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| !n.starts_with('.') && !n.starts_with("runner-"))
+        });
+        if relevant {
+            wake.wake();
+        }
+    })
+    .map_err(|e| tracing::warn!("no file notifications, polling only: {e}"))
+    .ok()?;
+    w.watch(&dir, notify::RecursiveMode::Recursive)
+        .map_err(|e| tracing::warn!("cannot watch {}: {e}; polling only", dir.display()))
+        .ok()?;
+    Some(w)
+}

@@ -1,0 +1,21 @@
+//! Orchestration: drives an agent through a specflow phase — design, analyze, implement (in
+//! batches), verify, merge — by the seed's loop around the core's pure decisions.
+//!
+//! | module | concept |
+//! |---|---|
+//! | [`files`] | the state files: locked, atomic, backed up before any recovery |
+//! | [`runner`] | the loop, its [`Deps`](runner::Deps), the spawn intent, the helper's three cases, wake-ups |
+//! | [`steps`] | how a step's workflow runs: typed into an agent's pane, or a headless process |
+//! | [`helper`] | the helper model as a command |
+//! | [`live`] | the real dependencies |
+//! | [`control`] | the user's commands: start, pause, resume, cancel, merge, confirm-gate, status, decide |
+//!
+//! Every decision is the core's ([`headspace_core::orchestration`]); this module reads,
+//! writes, spawns and waits.
+
+pub mod control;
+pub mod files;
+pub mod helper;
+pub mod live;
+pub mod runner;
+pub mod steps;

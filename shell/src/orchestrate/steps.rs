@@ -1,0 +1,422 @@
+//! How a step's workflow runs. By default as an agent: the skill (`/flow.design`, …) is typed
+//! into an agent's tmux pane through the running Headspace server, and the agent's activity
+//! is the workflow's status — running, waiting for input, and idle after the send meaning
+//! done — so a lost hook never makes a step look stale. Alternatively a headless
+//! `claude -p --output-format json` process, whose `total_cost_usd` counts against the budget.
+//!
+//! Each workflow has a record, `.specflow/workflows/workflow-{id}.json`, so that a restarted
+//! runner (or `orchestrate status`) still finds it; a finished workflow's record keeps its
+//! final status, since the agent goes on to other work.
+
+use super::runner::SpawnRequest;
+use crate::client::{encode_segment, request};
+use headspace_core::orchestration::{WorkflowStatus, WorkflowView};
+use headspace_core::Timestamp;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// The default headless command; the prompt is appended as its last argument.
+pub const DEFAULT_HEADLESS: &str = "claude -p --output-format json";
+
+/// Where and how workflows run.
+#[derive(Clone, Debug)]
+pub enum StepRunner {
+    /// Typed into an agent's pane through the server.
+    Agent {
+        /// Agent id, session id or pane id.
+        agent: String,
+        /// The server (`127.0.0.1:5055`).
+        addr: String,
+        /// Bearer token, when the server needs one.
+        token: Option<String>,
+        /// Send `/clear` first, so each step starts with a fresh context.
+        clear_first: bool,
+    },
+    /// A process per workflow, in the project folder.
+    Headless {
+        /// The command and its arguments; the prompt is added last.
+        command: Vec<String>,
+        /// Claude's folder (`~/.claude`): the session transcript's growth is the activity.
+        claude_dir: PathBuf,
+    },
+}
+
+/// `.specflow/workflows/workflow-{id}.json`: one workflow.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkflowRecord {
+    /// Its id.
+    pub id: String,
+    /// The skill it runs.
+    pub skill: String,
+    /// What was typed or passed.
+    pub prompt: String,
+    /// The agent it was sent to (agent mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The process (headless mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// When it started, ms since the epoch.
+    pub started_at_ms: i64,
+    /// Its last known status; final once completed, failed or cancelled.
+    pub status: WorkflowStatus,
+    /// Its cost so far.
+    #[serde(default)]
+    pub cost_usd: f64,
+    /// Its last activity, ms since the epoch.
+    #[serde(default)]
+    pub last_activity_ms: i64,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl WorkflowRecord {
+    fn view(&self) -> WorkflowView {
+        WorkflowView {
+            id: self.id.clone(),
+            status: self.status.clone(),
+            last_activity_ms: self.last_activity_ms.max(self.started_at_ms),
+            cost_usd: self.cost_usd,
+        }
+    }
+
+    fn is_final(&self) -> bool {
+        matches!(
+            self.status,
+            WorkflowStatus::Completed | WorkflowStatus::Failed | WorkflowStatus::Cancelled
+        )
+    }
+}
+
+/// The workflows of one project.
+#[derive(Clone, Debug)]
+pub struct Steps {
+    runner: StepRunner,
+    project: PathBuf,
+    records: PathBuf,
+    read_only: bool,
+}
+
+/// What is typed or passed for a request: `/flow.design`, or `/flow.implement <the batch>`.
+pub fn prompt_for(req: &SpawnRequest) -> String {
+    match req
+        .context
+        .as_deref()
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+    {
+        Some(c) => format!("/{} {c}", req.skill),
+        None => format!("/{}", req.skill),
+    }
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl Steps {
+    /// Workflows for the project at `project`, recorded under `records`. A read-only
+    /// `Steps` (for `orchestrate decide` and `status`) looks workflows up but writes nothing.
+    pub fn new(runner: StepRunner, project: &Path, records: &Path, read_only: bool) -> Self {
+        Steps {
+            runner,
+            project: project.to_path_buf(),
+            records: records.to_path_buf(),
+            read_only,
+        }
+    }
+
+    fn record_path(&self, id: &str) -> PathBuf {
+        self.records.join(format!("workflow-{id}.json"))
+    }
+
+    fn read(&self, id: &str) -> Option<WorkflowRecord> {
+        super::files::read_json(&self.record_path(id), "workflow record").ok()
+    }
+
+    fn write(&self, r: &WorkflowRecord) {
+        if self.read_only {
+            return;
+        }
+        if let Err(e) = super::files::write_json(&self.record_path(&r.id), r) {
+            tracing::warn!("cannot record workflow {}: {e}", r.id);
+        }
+    }
+
+    /// Starts the workflow for `req`; its id.
+    pub fn spawn(&self, req: &SpawnRequest, now_ms: i64) -> Result<String, String> {
+        let id = format!(
+            "wf-{now_ms}-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let prompt = prompt_for(req);
+        let mut record = WorkflowRecord {
+            id: id.clone(),
+            skill: req.skill.clone(),
+            prompt: prompt.clone(),
+            agent: None,
+            pid: None,
+            started_at_ms: now_ms,
+            status: WorkflowStatus::Running,
+            cost_usd: 0.0,
+            last_activity_ms: now_ms,
+            error: None,
+        };
+        match &self.runner {
+            StepRunner::Agent {
+                agent,
+                addr,
+                token,
+                clear_first,
+            } => {
+                let seg = encode_segment(agent);
+                if *clear_first {
+                    call(
+                        addr,
+                        token,
+                        "POST",
+                        &format!("/api/agents/{seg}/clear"),
+                        None,
+                    )?;
+                    // /clear ends a turn of its own; the step is typed once it has.
+                    let _ = call(
+                        addr,
+                        token,
+                        "GET",
+                        &format!("/api/agents/{seg}/wait?timeout=30"),
+                        None,
+                    );
+                }
+                call(
+                    addr,
+                    token,
+                    "POST",
+                    &format!("/api/agents/{seg}/send"),
+                    Some(json!({"text": prompt})),
+                )?;
+                record.agent = Some(agent.clone());
+            }
+            StepRunner::Headless { command, .. } => {
+                record.pid = Some(self.spawn_headless(&id, command, &prompt)?);
+            }
+        }
+        self.write(&record);
+        Ok(id)
+    }
+
+    /// Runs `command prompt` detached in the project, its output and exit code going to
+    /// files next to the record, so a restarted runner can still read how it ended.
+    fn spawn_headless(&self, id: &str, command: &[String], prompt: &str) -> Result<u32, String> {
+        use std::os::unix::process::CommandExt;
+        let (out, err, exit) = self.outputs(id);
+        std::fs::create_dir_all(&self.records).map_err(|e| e.to_string())?;
+        let mut child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(r#"o=$1; e=$2; x=$3; shift 3; "$@" >"$o" 2>"$e"; echo $? >"$x.tmp" && mv "$x.tmp" "$x""#)
+            .arg("sh")
+            .args([&out, &err, &exit])
+            .args(command)
+            .arg(prompt)
+            .current_dir(&self.project)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            // Its own process group: killing it kills the command too, and a Ctrl-C of the
+            // runner does not.
+            .process_group(0)
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", command.join(" ")))?;
+        let pid = child.id();
+        // Reaped as soon as it ends, so it never lingers as a zombie that looks alive.
+        std::thread::spawn(move || child.wait());
+        Ok(pid)
+    }
+
+    fn outputs(&self, id: &str) -> (PathBuf, PathBuf, PathBuf) {
+        let f = |ext: &str| self.records.join(format!("workflow-{id}.{ext}"));
+        (f("out"), f("err"), f("exit"))
+    }
+
+    /// The workflow `id` now; `None` when it has no record or its agent cannot be asked
+    /// (the decision matrix then waits with a backoff).
+    pub fn lookup(&self, id: &str, now_ms: i64) -> Option<WorkflowView> {
+        let mut r = self.read(id)?;
+        if r.is_final() {
+            return Some(r.view());
+        }
+        let before = r.clone();
+        match &self.runner {
+            StepRunner::Agent {
+                addr, token, agent, ..
+            } => {
+                let agent = r.agent.clone().unwrap_or_else(|| agent.clone());
+                let seg = encode_segment(&agent);
+                // Two idle readings a quarter second apart, as `headspace wait`: a transient
+                // never ends a step.
+                let w = call(
+                    addr,
+                    token,
+                    "GET",
+                    &format!("/api/agents/{seg}/wait?timeout=0.6"),
+                    None,
+                )
+                .ok()?;
+                match w["activity"].as_str()? {
+                    "running" => {
+                        r.status = WorkflowStatus::Running;
+                        let a = call(addr, token, "GET", &format!("/api/agents/{seg}"), None).ok();
+                        if let Some(t) = a
+                            .as_ref()
+                            .and_then(|a| Timestamp::from_json(&a["last_seen_at"]))
+                        {
+                            r.last_activity_ms = r.last_activity_ms.max(t.millis());
+                        }
+                    }
+                    "waiting" => {
+                        r.status = WorkflowStatus::WaitingForInput;
+                        r.last_activity_ms = now_ms;
+                    }
+                    "idle" => {
+                        r.status = WorkflowStatus::Completed;
+                        r.last_activity_ms = now_ms;
+                    }
+                    "ended" => {
+                        r.status = WorkflowStatus::Failed;
+                        r.error = Some(format!("agent {agent} ended"));
+                    }
+                    _ => return None,
+                }
+            }
+            StepRunner::Headless { claude_dir, .. } => {
+                let (out, err, exit) = self.outputs(id);
+                if let Ok(code) = std::fs::read_to_string(&exit) {
+                    let result: Value = std::fs::read_to_string(&out)
+                        .ok()
+                        .and_then(|s| serde_json::from_str(s.trim()).ok())
+                        .unwrap_or_default();
+                    r.cost_usd = result["total_cost_usd"].as_f64().unwrap_or(r.cost_usd);
+                    let ok = code.trim() == "0" && result["is_error"] != true;
+                    r.status = if ok {
+                        WorkflowStatus::Completed
+                    } else {
+                        WorkflowStatus::Failed
+                    };
+                    if !ok {
+                        let tail = std::fs::read_to_string(&err).unwrap_or_default();
+                        r.error = Some(format!(
+                            "exit {}: {}",
+                            code.trim(),
+                            result["result"].as_str().unwrap_or(tail.trim())
+                        ));
+                    }
+                    r.last_activity_ms = now_ms;
+                } else if r.pid.is_some_and(super::files::pid_alive) {
+                    r.last_activity_ms = r
+                        .last_activity_ms
+                        .max(newest_transcript_ms(claude_dir, &self.project).unwrap_or(0))
+                        .max(mtime_ms(&err).unwrap_or(0));
+                } else {
+                    r.status = WorkflowStatus::Failed;
+                    r.error = Some("the process ended without an exit code".into());
+                }
+            }
+        }
+        if r != before {
+            self.write(&r);
+        }
+        Some(r.view())
+    }
+
+    /// Stops workflow `id` (best effort): Escape in the agent's pane, or SIGTERM to the
+    /// process group; its record says cancelled.
+    pub fn kill(&self, id: &str) {
+        let Some(mut r) = self.read(id) else {
+            return;
+        };
+        match &self.runner {
+            StepRunner::Agent {
+                addr, token, agent, ..
+            } => {
+                let agent = r.agent.clone().unwrap_or_else(|| agent.clone());
+                let pane = call(
+                    addr,
+                    token,
+                    "GET",
+                    &format!("/api/agents/{}", encode_segment(&agent)),
+                    None,
+                )
+                .ok()
+                .and_then(|a| a["tmux_pane"].as_str().map(str::to_string));
+                if let Some(pane) = pane {
+                    let _ = std::process::Command::new("tmux")
+                        .args(["send-keys", "-t", &pane, "Escape"])
+                        .status();
+                }
+            }
+            StepRunner::Headless { .. } => {
+                if let Some(pid) = r.pid {
+                    let _ = std::process::Command::new("kill")
+                        .args(["-TERM", &format!("-{pid}")])
+                        .stderr(std::process::Stdio::null())
+                        .status();
+                }
+            }
+        }
+        if !r.is_final() {
+            r.status = WorkflowStatus::Cancelled;
+            self.write(&r);
+        }
+    }
+}
+
+/// One JSON call to the server; the body on 200, else the server's error.
+fn call(
+    addr: &str,
+    token: &Option<String>,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> Result<Value, String> {
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let (status, text) = request(
+        addr,
+        method,
+        path,
+        body.as_bytes(),
+        token.as_deref(),
+        Duration::from_secs(45),
+    )?;
+    let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    if status == 200 {
+        Ok(v)
+    } else {
+        Err(v["error"]
+            .as_str()
+            .map_or_else(|| format!("server answered {status}"), str::to_string))
+    }
+}
+
+fn mtime_ms(p: &Path) -> Option<i64> {
+    let t = p.metadata().ok()?.modified().ok()?;
+    let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+    i64::try_from(d.as_millis()).ok()
+}
+
+/// The newest change to a transcript of `project` under `claude_dir/projects/` (Claude names
+/// the folder after the path, every other character turned into `-`).
+fn newest_transcript_ms(claude_dir: &Path, project: &Path) -> Option<i64> {
+    let abs = std::fs::canonicalize(project).unwrap_or_else(|_| project.to_path_buf());
+    let name: String = abs
+        .to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    super::files::list(&claude_dir.join("projects").join(name), "", ".jsonl")
+        .iter()
+        .filter_map(|p| mtime_ms(p))
+        .max()
+}
