@@ -8,6 +8,10 @@ use crate::world::{Panes, Store, Waited};
 use bytes::Bytes;
 use headspace_core::activity::{agent_activity, agent_state};
 use headspace_core::hook::Hook;
+use crate::orchestrate::command::{perform, Command};
+use crate::orchestrate::control::ControlError;
+use crate::orchestrate::files::FileError;
+use crate::orchestrate::launch::{log_path, spawn_runner, Launch};
 use headspace_core::question::{open_question, OpenQuestion};
 use headspace_core::Reply;
 use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited};
@@ -150,6 +154,29 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Bo
                         "body must be {\"option\": N}, N numbered from 1 as on screen",
                     ),
                 },
+                Err(r) => r,
+            }
+        }
+        (&Method::GET, ["api", "orchestrations"]) => orchestrations(&app).await,
+        (&Method::GET, ["api", "orchestrate", command]) => {
+            let project = query_param(req.uri().query(), "project").map(percent_decode);
+            orchestrate(&app, command, project).await
+        }
+        (&Method::POST, ["api", "orchestrate", command]) => {
+            let command = command.to_string();
+            let host = req
+                .headers()
+                .get("host")
+                .and_then(|h| h.to_str().ok())
+                .map(str::to_string);
+            match read_body(&app, req).await {
+                Ok(body) if command == "start" => start_orchestration(&app, &body, host).await,
+                Ok(body) => {
+                    let project = serde_json::from_slice::<Value>(&body)
+                        .ok()
+                        .and_then(|v| v["project"].as_str().map(str::to_string));
+                    orchestrate(&app, &command, project).await
+                }
                 Err(r) => r,
             }
         }
@@ -448,6 +475,88 @@ async fn wait(app: &App, reference: &str, query: Option<&str>) -> Response<Body>
 
 /// Types text into the agent's pane. The core hears of it first, so the agent counts as
 /// running from this moment: a `wait` right after never sees a false idle.
+/// Every project of a known agent that has an orchestration: its status, with `project`.
+async fn orchestrations(app: &App) -> Response<Body> {
+    let agents = match app.store.agents().await {
+        Ok(a) => a,
+        Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
+    };
+    let projects: std::collections::BTreeSet<PathBuf> = agents
+        .iter()
+        .filter_map(|v| v.agent.cwd.as_deref().map(PathBuf::from))
+        .collect();
+    let found = tokio::task::spawn_blocking(move || {
+        projects
+            .into_iter()
+            .filter(|p| p.join(".specflow/workflows").is_dir())
+            .filter_map(|p| {
+                let mut v = perform(&p, Command::Status, None, None).ok()?;
+                v["project"] = json!(p);
+                Some(v)
+            })
+            .collect::<Vec<Value>>()
+    })
+    .await
+    .unwrap_or_default();
+    json_response(StatusCode::OK, &Value::Array(found))
+}
+
+/// An orchestration command on a project (`status` and `decide` by GET, the rest by POST).
+async fn orchestrate(app: &App, command: &str, project: Option<String>) -> Response<Body> {
+    let Some(command) = Command::parse(command) else {
+        let names: Vec<&str> = Command::ALL.iter().map(|c| c.name()).collect();
+        return error(
+            StatusCode::NOT_FOUND,
+            format!("no orchestration command {command:?}; there are start, {}", names.join(", ")),
+        );
+    };
+    let Some(project) = project.filter(|p| !p.trim().is_empty()) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "name the project folder: ?project=DIR, or {\"project\": DIR} in the body",
+        );
+    };
+    let token = app.token.clone();
+    let done = tokio::task::spawn_blocking(move || {
+        perform(std::path::Path::new(&project), command, None, token)
+    })
+    .await;
+    match done {
+        Ok(Ok(v)) => json_response(StatusCode::OK, &v),
+        Ok(Err(e)) => {
+            let status = match &e {
+                ControlError::File(FileError::Corrupt { .. }) => StatusCode::UNPROCESSABLE_ENTITY,
+                ControlError::File(FileError::Io { .. }) => StatusCode::INTERNAL_SERVER_ERROR,
+                ControlError::File(_) | ControlError::NoOrchestration(_) => StatusCode::NOT_FOUND,
+                ControlError::Refused(_) => StatusCode::CONFLICT,
+            };
+            error(status, e.to_string())
+        }
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+/// Starts a runner for a project (the dashboard's play button); it talks back to this server.
+async fn start_orchestration(app: &App, body: &[u8], host: Option<String>) -> Response<Body> {
+    let launch: Launch = match serde_json::from_slice(body) {
+        Ok(l) => l,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("body must be {{\"project\": DIR, \"agent\": ID, \"auto_merge\"?: bool, \"budget\"?: dollars}}: {e}"),
+            )
+        }
+    };
+    let addr = host.unwrap_or_else(|| "127.0.0.1:5055".into());
+    match spawn_runner(&launch, &addr, app.token.as_deref()) {
+        Ok(pid) => json_response(
+            StatusCode::OK,
+            &json!({"status": "started", "pid": pid, "log": log_path(&launch.project)}),
+        ),
+        Err(e) => error(StatusCode::BAD_REQUEST, e),
+    }
+}
+
 /// Picks an option of the question the agent waits on, in its pane. The question clears
 /// when the agent goes on (its answer line or PostToolUse hook, or the dialog leaving the pane).
 async fn answer(app: &App, reference: &str, n: usize) -> Response<Body> {

@@ -330,66 +330,33 @@ fn orchestrate(action: OrchestrateAction) -> ExitCode {
     if let OrchestrateAction::Start(a) = action {
         return orchestrate_start(*a, files);
     }
-    // The other commands use the run's stored settings (the server overridable).
-    let read_only = matches!(
-        action,
-        OrchestrateAction::Decide { .. } | OrchestrateAction::Status { .. }
-    );
-    let stored = match files.find_execution(true) {
-        Ok(e) => e
-            .map(|e| headspace::orchestrate::live::Settings::of(&e))
-            .unwrap_or_default(),
-        Err(e) => return fail(&e, EXIT_FILES),
+    use headspace::orchestrate::command::{perform, Command};
+    let (command, json) = match action {
+        OrchestrateAction::Start(_) => unreachable!("handled above"),
+        OrchestrateAction::Status { json, .. } => (Command::Status, json),
+        OrchestrateAction::Decide { .. } => (Command::Decide, true),
+        OrchestrateAction::Pause { .. } => (Command::Pause, false),
+        OrchestrateAction::Resume { .. } => (Command::Resume, false),
+        OrchestrateAction::Cancel { .. } => (Command::Cancel, false),
+        OrchestrateAction::Merge { .. } => (Command::Merge, false),
+        OrchestrateAction::ConfirmGate { .. } => (Command::ConfirmGate, false),
     };
-    let settings = stored.overridden_by(&headspace::orchestrate::live::Settings {
-        addr: project.addr.clone(),
-        ..Default::default()
-    });
-    let deps = headspace::orchestrate::live::LiveDeps::new(
-        files,
-        &settings,
-        project.token.clone(),
-        read_only,
-    );
-    let code = |e: &control::ControlError| match e {
-        control::ControlError::File(_) => EXIT_FILES,
-        _ => 1,
-    };
-    let done = |r: Result<
-        headspace_core::orchestration::OrchestrationExecution,
-        control::ControlError,
-    >| match r {
-        Ok(e) => {
-            println!("orchestration {}: {}", e.id, e.status);
+    drop(files);
+    match perform(&project.project, command, project.addr.clone(), project.token.clone()) {
+        Ok(v) if json => {
+            println!("{v}");
             ExitCode::SUCCESS
         }
-        Err(e) => fail(&e, code(&e)),
-    };
-    match action {
-        OrchestrateAction::Start(_) => unreachable!("handled above"),
-        OrchestrateAction::Pause { .. } => done(control::pause(&deps)),
-        OrchestrateAction::Resume { .. } => done(control::resume(&deps)),
-        OrchestrateAction::Cancel { .. } => done(control::cancel(&deps)),
-        OrchestrateAction::Merge { .. } => done(control::merge(&deps)),
-        OrchestrateAction::ConfirmGate { .. } => done(control::confirm_gate(&deps)),
-        OrchestrateAction::Decide { .. } => match control::decide_now(&deps) {
-            Ok(d) => {
-                println!("{}", serde_json::to_string(&d).unwrap_or_default());
-                ExitCode::SUCCESS
-            }
-            Err(e) => fail(&e, code(&e)),
-        },
-        OrchestrateAction::Status { json, .. } => match control::status(&deps) {
-            Ok(v) if json => {
-                println!("{v}");
-                ExitCode::SUCCESS
-            }
-            Ok(v) => {
-                print_status(&v);
-                ExitCode::SUCCESS
-            }
-            Err(e) => fail(&e, code(&e)),
-        },
+        Ok(v) if command == Command::Status => {
+            print_status(&v);
+            ExitCode::SUCCESS
+        }
+        Ok(v) => {
+            println!("orchestration {}: {}", v["id"].as_str().unwrap_or("-"), v["status"].as_str().unwrap_or("-"));
+            ExitCode::SUCCESS
+        }
+        Err(e @ control::ControlError::File(_)) => fail(&e, EXIT_FILES),
+        Err(e) => fail(&e, 1),
     }
 }
 

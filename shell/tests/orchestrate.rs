@@ -2,6 +2,8 @@
 //! clock; real files in a temp dir), the files' safety rules, wake-ups, workflows run as
 //! headless processes and as agents, and `headspace orchestrate decide` through the binary.
 
+mod common;
+
 use headspace::orchestrate::control::{self, StartOptions};
 use headspace::orchestrate::files::{self, ProjectFiles, RunnerRecord};
 use headspace::orchestrate::live::Settings;
@@ -1427,4 +1429,68 @@ fn start_without_a_way_to_run_steps_says_what_to_give() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("give --agent AGENT"));
     assert!(snapshot(dir.path()).is_empty(), "nothing created");
+}
+
+// ------------------------------------------------------------------ the server's routes
+
+#[test]
+fn the_server_finds_a_projects_orchestration_and_drives_it_like_the_cli() {
+    let Some(db) = common::fresh_db("orchestrate_http") else {
+        return;
+    };
+    let (dir, id) = project("http", "analyze", "in_progress", StartOptions::default());
+    let f = ProjectFiles::new(dir.path());
+    let mut e = f.read_execution(&id).unwrap();
+    e.started_at = Some(Timestamp(headspace::orchestrate::live::now_ms()).to_string());
+    f.write_execution(&e).unwrap();
+    let claude = common::temp_dir("orchestrate_http");
+    let server = common::Server::start(&db, &claude, &[]);
+    // An agent working in the project: that is how the server knows the folder.
+    let mut s = headspace_core::synth::SessionWriter::new(1, Timestamp(t0()));
+    s.cwd = dir.path().display().to_string();
+    let (status, _) = server.post(
+        "/hook/SessionStart",
+        &common::hook(&s, &claude, "%4", "SessionStart", json!({"source": "startup"})),
+    );
+    assert_eq!(status, 200);
+    let p = dir.path().to_str().unwrap().to_string();
+    let found = common::wait_for(Duration::from_secs(5), || {
+        let v = server.try_json("/api/orchestrations")?;
+        (v.as_array()?.len() == 1).then_some(v)
+    })
+    .expect("the project's orchestration is listed");
+    assert_eq!(found[0]["project"], p.as_str());
+    assert_eq!(found[0]["id"], id.as_str());
+    assert_eq!(found[0]["step"]["current"], "analyze");
+
+    let q = p.replace('/', "%2F");
+    let (status, body) = server.get(&format!("/api/orchestrate/decide?project={q}"));
+    assert_eq!(status, 200, "{body}");
+    let over_http: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(over_http, decide(dir.path()), "the route and the CLI decide alike");
+
+    let post = |command: &str, body: Value| {
+        let (status, text) = server.post(&format!("/api/orchestrate/{command}"), body.to_string().as_bytes());
+        (status, serde_json::from_str::<Value>(&text).unwrap_or(Value::Null))
+    };
+    let (status, v) = post("pause", json!({"project": p}));
+    assert_eq!((status, &v["status"]), (200, &json!("paused")), "{v}");
+    let (status, v) = post("pause", json!({"project": p}));
+    assert_eq!(status, 409, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("cannot pause"), "{v}");
+    assert_eq!(f.read_execution(&id).unwrap().status, ExecutionStatus::Paused);
+    let (status, v) = post("resume", json!({"project": p}));
+    assert_eq!((status, &v["status"]), (200, &json!("running")), "{v}");
+
+    let (status, v) = post("frobnicate", json!({"project": p}));
+    assert_eq!(status, 404);
+    assert!(v["error"].as_str().unwrap().contains("confirm-gate"), "{v}");
+    let (status, _) = post("pause", json!({}));
+    assert_eq!(status, 400);
+    let (status, body) = server.get("/api/orchestrate/status?project=%2Fno%2Fsuch%2Fdir");
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("/no/such/dir"), "{body}");
+    let (status, v) = post("start", json!({"project": p}));
+    assert_eq!(status, 400, "an agent is needed: {v}");
+    server.stop();
 }

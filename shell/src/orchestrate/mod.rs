@@ -9,13 +9,17 @@
 //! | [`helper`] | the helper model as a command |
 //! | [`live`] | the real dependencies |
 //! | [`control`] | the user's commands: start, pause, resume, cancel, merge, confirm-gate, status, decide |
+//! | [`command`] | those commands but `start` as one call, shared by the CLI and the HTTP routes |
+//! | [`launch`] | `start` from the server: a detached runner process |
 //!
 //! Every decision is the core's ([`headspace_core::orchestration`]); this module reads,
 //! writes, spawns and waits.
 
+pub mod command;
 pub mod control;
 pub mod files;
 pub mod helper;
+pub mod launch;
 pub mod live;
 pub mod runner;
 pub mod steps;

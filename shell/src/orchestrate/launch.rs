@@ -1,0 +1,76 @@
+//! Starting a runner from the server (the dashboard's play button): `headspace orchestrate
+//! start` as a process of its own, detached, so a server restart does not stop the run, and
+//! its output in the project's `.specflow/workflows/runner.log`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// What the dashboard can choose when it starts a run.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+pub struct Launch {
+    /// The project folder.
+    pub project: PathBuf,
+    /// The agent whose pane runs the steps.
+    pub agent: String,
+    /// Merge without asking once verify is done.
+    #[serde(default)]
+    pub auto_merge: bool,
+    /// The budget in dollars.
+    #[serde(default)]
+    pub budget: Option<f64>,
+}
+
+/// Where a launched runner writes what it prints.
+pub fn log_path(project: &Path) -> PathBuf {
+    project.join(".specflow/workflows/runner.log")
+}
+
+/// Starts `headspace orchestrate start` for `launch`, talking to the server at `addr`.
+/// Returns the runner's pid. The runner refuses by itself when another one drives the run.
+pub fn spawn_runner(launch: &Launch, addr: &str, token: Option<&str>) -> Result<u32, String> {
+    if !launch.project.is_dir() {
+        return Err(format!("project {}: no such directory", launch.project.display()));
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find headspace itself: {e}"))?;
+    let log = log_path(&launch.project);
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = out.try_clone().map_err(|e| format!("{}: {e}", log.display()))?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("orchestrate")
+        .arg("start")
+        .arg("--project")
+        .arg(&launch.project)
+        .args(["--agent", &launch.agent, "--addr", addr]);
+    if launch.auto_merge {
+        cmd.arg("--auto-merge");
+    }
+    if let Some(b) = launch.budget {
+        cmd.args(["--budget", &b.to_string()]);
+    }
+    if let Some(t) = token {
+        cmd.env("HEADSPACE_TOKEN", t);
+    }
+    // A group of its own: a Ctrl-C meant for the server does not stop the run.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let child = cmd
+        .current_dir(&launch.project)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| format!("cannot start the runner: {e}"))?;
+    // Nobody waits for it here: it lives on its own and its runner file records it.
+    let pid = child.id();
+    std::thread::spawn(move || {
+        let mut child = child;
+        let _ = child.wait(); // reaps it, so it never lingers as a zombie of the server
+    });
+    Ok(pid)
+}
