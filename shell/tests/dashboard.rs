@@ -431,3 +431,79 @@ fn a_hundred_agents_and_a_ten_thousand_turn_conversation_stay_responsive() {
     );
     server.stop();
 }
+
+#[test]
+fn an_orchestration_panel_shows_the_run_and_its_buttons_drive_it() {
+    let Some(db) = fresh_db("dashboard_orch") else {
+        return;
+    };
+    let Some(browser) = Browser::start() else {
+        return;
+    };
+    let claude = temp_dir("dashboard_orch");
+    let project = temp_dir("dashboard_orch_project").join("shop");
+    std::fs::create_dir_all(project.join(".specflow/workflows")).unwrap();
+    std::fs::write(
+        project.join(".specflow/orchestration-state.json"),
+        json!({"schema_version": "3.0", "orchestration": {
+            "phase": {"number": "0007", "name": "checkout"},
+            "step": {"current": "implement", "index": 2, "status": "in_progress"}}})
+        .to_string(),
+    )
+    .unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let started = Timestamp(now).to_string();
+    std::fs::write(
+        project.join(".specflow/workflows/orchestration-run1.json"),
+        json!({"id": "run1", "status": "running", "startedAt": started, "currentPhase": "implement",
+            "config": {"autoMerge": false, "budget": {"maxTotal": 20}},
+            "batches": {"total": 2, "current": 1, "items": [
+                {"index": 0, "section": "Setup", "status": "completed"},
+                {"index": 1, "section": "Core", "status": "running"}]},
+            "totalCostUsd": 1.25,
+            "decisionLog": [
+                {"timestamp": started, "decision": "transition", "reason": "analyze complete"},
+                {"timestamp": started, "decision": "spawn_batch", "reason": "batch 2 of 2"}]})
+        .to_string(),
+    )
+    .unwrap();
+    let port = free_port().to_string();
+    let server = Server::start_on(&db, &claude, &format!("127.0.0.1:{port}"), &[]);
+    let mut s = SessionWriter::new(3, Timestamp(now));
+    s.cwd = project.display().to_string();
+    server.post(
+        "/hook/SessionStart",
+        &hook(&s, &claude, "%9", "SessionStart", json!({"source": "startup"})),
+    );
+    browser.goto(&format!("http://{}/", server.addr));
+    let steps = browser.until(
+        "the orchestration panel",
+        "const p = document.querySelector('.orch'); return p && [...p.querySelectorAll('.steps-bar li')].map(l => l.className)",
+    );
+    assert_eq!(steps, json!(["done", "done", "current", "", ""]));
+    let text = browser.js("return document.querySelector('.orch').textContent");
+    let text = text.as_str().unwrap();
+    for want in ["shop · phase 0007 checkout", "batch 2 of 2", "$1.25 of $20.00", "spawn_batch batch 2 of 2"] {
+        assert!(text.contains(want), "{want:?} in {text:?}");
+    }
+    browser.screenshot("dashboard-orchestration");
+    browser.js("document.querySelector('.orch [data-orch=pause]').click(); return true");
+    browser.until(
+        "the paused panel",
+        "const p = document.querySelector('.orch'); return p && p.dataset.status === 'paused' && !!p.querySelector('[data-orch=resume]')",
+    );
+    let run: Value = serde_json::from_slice(
+        &std::fs::read(project.join(".specflow/workflows/orchestration-run1.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(run["status"], "paused", "the button went through to the run's file");
+    browser.js("document.querySelector('.orch [data-orch=resume]').click(); return true");
+    browser.until(
+        "the running panel again",
+        "const p = document.querySelector('.orch'); return p && p.dataset.status === 'running'",
+    );
+    server.stop();
+}
