@@ -11,6 +11,7 @@
 
 pub mod check;
 pub mod faults;
+pub mod orchestra;
 pub mod plan;
 pub mod rng;
 pub mod run;

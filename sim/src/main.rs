@@ -165,7 +165,8 @@ fn real_main() -> Result<ExitCode, String> {
                 println!("{}", o.store);
             }
             if o.passed() {
-                println!("passed: S1–S5, A1–A2, L1–L2 hold");
+                let extra = if plan.orchestration { ", O1–O2" } else { "" };
+                println!("passed: S1–S5, A1–A2, L1–L2{extra} hold");
                 Ok(ExitCode::SUCCESS)
             } else {
                 println!("FAILED ({} violations):", o.violations.len());

@@ -57,6 +57,9 @@ pub enum Step {
     Compact,
     /// The user thinks.
     Pause(u64),
+    /// Works on whatever `send` types into the pane (an orchestration's `/flow.*` steps)
+    /// until the orchestration is over.
+    Serve,
 }
 
 /// One agent (one pane) and its sessions.
@@ -84,6 +87,8 @@ pub struct Plan {
     /// A2: once a session is idle, the server must show it idle within this many ms (set
     /// by calm scenarios; hostile runs only check the end).
     pub idle_within_ms: Option<u64>,
+    /// An orchestration runner drives the first agent (which should [`Step::Serve`]).
+    pub orchestration: bool,
 }
 
 /// Short texts repeat on purpose (two "yes" are two turns); long ones share 200-character
@@ -189,6 +194,7 @@ impl Plan {
             })
             .collect();
         Plan {
+            orchestration: false,
             agents,
             faults: Faults::draw(rng),
             settle_ms: 90_000,

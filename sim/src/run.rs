@@ -101,7 +101,9 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
         .map(|a| a.start_ms + a.steps.len() as u64 * 8_000)
         .max()
         .unwrap_or(10_000)
-        .max(10_000);
+        .max(10_000)
+        // An orchestration's six steps take about a minute and a half: faults all along.
+        .max(if plan.orchestration { 90_000 } else { 0 });
     let outages = (0..f.store_outages)
         .map(|_| {
             let at = rng.range(0, horizon) as i64;
@@ -140,6 +142,14 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
         .build();
     let w = world.clone();
     sim.host("server", move || server(w.clone(), bug));
+    if plan.orchestration {
+        world.lock().orchestra.project = Some(crate::orchestra::new_project(seed));
+        let w = world.clone();
+        sim.client("runner", async move {
+            crate::orchestra::run_orchestration(w, "%1".into(), 1_500).await;
+            Ok(())
+        });
+    }
     let (w, agents, faults, mut arng) = (
         world.clone(),
         plan.agents.clone(),
@@ -238,6 +248,18 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
     let mut s = world.lock();
     let now = headspace_core::Timestamp(EPOCH_MS + sim_ms as i64);
     s.finish(now);
+    if plan.orchestration {
+        for (invariant, detail) in crate::orchestra::check(&s.orchestra) {
+            s.checker.violations.push(Violation {
+                invariant,
+                at: now,
+                detail,
+            });
+        }
+        if let Some(p) = s.orchestra.project.take() {
+            let _ = std::fs::remove_dir_all(p);
+        }
+    }
     Outcome {
         violations: s.checker.violations.clone(),
         trace: std::mem::take(&mut s.trace),

@@ -26,6 +26,7 @@ fn agent(new_shape: bool, steps: Vec<Step>) -> AgentPlan {
 
 fn calm(agents: Vec<AgentPlan>) -> Plan {
     Plan {
+        orchestration: false,
         agents,
         faults: Faults::none(),
         settle_ms: 60_000,
@@ -142,6 +143,24 @@ pub const SCENARIOS: &[Scenario] = &[
                 ..Exchange::simple("run the tests", "All tests pass.")
             };
             twice(x)
+        },
+    },
+    Scenario {
+        name: "orchestration",
+        about: "a runner drives an agent through design, analyze, implement (2 batches), verify and merge while hooks are lost or late and the server crashes: no step is worked on twice (O1) and the run completes (O2)",
+        plan: |rng| {
+            let mut faults = Faults::draw(rng);
+            faults.hook_drop = 0.25;
+            faults.hook_late = 0.15;
+            faults.crashes = 2;
+            faults.reconciles = 0;
+            Plan {
+                orchestration: true,
+                agents: vec![agent(true, vec![Step::Serve])],
+                faults,
+                settle_ms: 60_000,
+                idle_within_ms: None,
+            }
         },
     },
     Scenario {

@@ -106,7 +106,7 @@ struct Agent {
     in_flight: Vec<tokio::task::JoinHandle<()>>,
 }
 
-async fn sleep_ms(ms: u64) {
+pub async fn sleep_ms(ms: u64) {
     tokio::time::sleep(Duration::from_millis(ms)).await;
 }
 
@@ -219,6 +219,10 @@ impl Agent {
     }
 
     async fn exchange(&mut self, x: &Exchange, n: usize) {
+        let skill = x.prompt.starts_with("/flow.");
+        if skill {
+            self.world.lock().orchestra.worked.push(x.prompt.clone());
+        }
         if x.via_send {
             let body = json!({"text": x.prompt}).to_string();
             let path = format!("/api/agents/{}/send", pane_segment(&self.pane));
@@ -330,6 +334,13 @@ impl Agent {
             let l = self.w.interrupt();
             self.write(&l, None);
         } else {
+            if skill {
+                // The skill marks its step done before its last words, as specflow's do.
+                let project = self.world.lock().orchestra.project.clone();
+                if let Some(p) = project {
+                    crate::orchestra::apply_skill(&p, &x.prompt);
+                }
+            }
             let l = self.w.agent_text(&x.last);
             self.write(
                 &l,
@@ -402,7 +413,13 @@ pub async fn run_agent(
     };
     world.show(&agent.pane, Screen::Idle);
     agent.phase(Activity::Idle, None, None);
-    agent.hook("SessionStart", json!({"source": "startup"}), Fate::Drawn);
+    // An agent an orchestration is started on is one the dashboard shows: its start is heard.
+    let start = if plan.steps.contains(&Step::Serve) {
+        Fate::OnTime
+    } else {
+        Fate::Drawn
+    };
+    agent.hook("SessionStart", json!({"source": "startup"}), start);
     for (n, step) in plan.steps.iter().enumerate() {
         match step {
             Step::Prompt(x) => agent.exchange(x, n).await,
@@ -412,6 +429,26 @@ pub async fn run_agent(
                 agent.new_session("compact");
             }
             Step::Pause(ms) => sleep_ms(*ms).await,
+            Step::Serve => {
+                let mut served = 0;
+                while !agent.world.lock().orchestra.over {
+                    match agent.world.take_typed(&agent.pane) {
+                        Some(typed) => {
+                            let x = Exchange {
+                                progress: vec![
+                                    "Looking at it.".into(),
+                                    "Let me check the logs.".into(),
+                                ],
+                                ..Exchange::simple(&typed, "Done.")
+                            };
+                            // Each exchange its own prompt id.
+                            served += 1;
+                            agent.exchange(&x, n * 1_000 + served).await;
+                        }
+                        None => sleep_ms(100).await,
+                    }
+                }
+            }
         }
         sleep_ms(200).await;
     }

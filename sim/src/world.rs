@@ -101,6 +101,10 @@ pub struct State {
     pub checker: Checker,
     /// Commits so far.
     pub commits: u64,
+    /// True from a server crash until its restart: the runner's calls fail then.
+    pub server_down: bool,
+    /// The orchestration's side of the world, in orchestration scenarios.
+    pub orchestra: crate::orchestra::Truth,
 }
 
 /// The shared world: cheap to clone, one per run.
@@ -124,6 +128,8 @@ impl SimWorld {
             trace: Vec::new(),
             checker: Checker::default(),
             commits: 0,
+            server_down: false,
+            orchestra: Default::default(),
         })))
     }
 
@@ -294,11 +300,13 @@ impl State {
     /// The server crashed: what it answered but had not committed is gone.
     pub fn server_crashed(&mut self) {
         self.checker.server_crashed(&self.store);
+        self.server_down = true;
     }
 
     /// A server (re)started: locks its previous incarnation held are gone with it.
     pub fn server_started(&mut self) {
         self.held_locks.clear();
+        self.server_down = false;
     }
 
     fn down(&mut self, now: Timestamp) -> bool {

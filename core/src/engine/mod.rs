@@ -346,16 +346,37 @@ fn uuid_key(uuid: &str) -> u128 {
     hash128(uuid.as_bytes())
 }
 
-/// A prompt the transcript never shows as a turn: slash commands and machinery.
-fn is_machinery_prompt(text: &str) -> bool {
+/// Claude Code's own commands, which run no turn of the model (`/clear`, `/model`, …). A
+/// slash command not in this list is a custom command or skill (`/flow.design`): the model
+/// works on it like on any prompt.
+const LOCAL_COMMANDS: &[&str] = &[
+    "add-dir", "agents", "bashes", "bug", "clear", "compact", "config", "context", "cost",
+    "doctor", "exit", "export", "feedback", "help", "hooks", "ide", "install-github-app",
+    "login", "logout", "mcp", "memory", "migrate-installer", "model", "output-style",
+    "permissions", "plugin", "privacy-settings", "quit", "release-notes", "resume", "rewind",
+    "sandbox", "status", "statusline", "terminal-setup", "theme", "todos", "upgrade", "usage",
+    "vim",
+];
+
+/// The command name of a slash command (`/flow.design args` → `flow.design`).
+fn slash_command(text: &str) -> Option<&str> {
     let first = text.split_whitespace().next().unwrap_or("");
-    let slash_command = first.len() > 1
-        && first.starts_with('/')
-        && !first[1..].contains('/')
-        && first[1..]
+    let name = first.strip_prefix('/')?;
+    (!name.is_empty()
+        && !name.contains('/')
+        && name
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_:.".contains(c));
-    slash_command || entry::is_machinery_text(text)
+            .all(|c| c.is_ascii_alphanumeric() || "-_:.".contains(c)))
+    .then_some(name)
+}
+
+/// A prompt hook that announces no turn: Claude Code's own commands and machinery. A custom
+/// command or skill does announce one: without it the agent would show idle from its hook
+/// until its transcript is read (found by the orchestration simulation, whose steps are
+/// `/flow.*` skills).
+fn is_machinery_prompt(text: &str) -> bool {
+    slash_command(text).is_some_and(|name| LOCAL_COMMANDS.contains(&name))
+        || entry::is_machinery_text(text)
 }
 
 /// `projects/<dir>/<session>.jsonl` → `<session>`; anything else (sub-agent transcripts in

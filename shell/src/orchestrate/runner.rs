@@ -18,7 +18,7 @@
 
 use super::files::{is_finished, FileError, ProjectFiles, RunnerRecord};
 use headspace_core::orchestration::{
-    apply, apply_to_state, decide_checked, failed_needs_helper, failed_recovery,
+    apply, apply_to_state, backoff_ms, decide_checked, failed_needs_helper, failed_recovery,
     linked_workflow_id, observe_workflow, parse_batches, stale_recovery, Action, BatchStatus,
     Batches, Decision, DecisionLogEntry, ExecutionPhase, ExecutionStatus, OrchestrationExecution,
     OrchestrationState, Recovery, RecoveryPlan, SpawnCheck, SpawnIntent, Step, StepStatus,
@@ -51,8 +51,10 @@ const SETTLE_READS: u32 = 3;
 const SETTLE_PAUSE: Duration = Duration::from_millis(200);
 /// The most iterations in a row that go on without waiting.
 const MAX_AGAIN: u32 = 20;
-/// After this many spawns in a row fail, the run needs attention instead of retrying.
-pub const MAX_SPAWN_FAILURES: u64 = 3;
+/// After this many spawns in a row fail, the run needs attention instead of retrying. With
+/// the backoff between them (1 s, doubling) that is about a minute: a server restart is
+/// waited out (found by the orchestration simulation, which crashes the server).
+pub const MAX_SPAWN_FAILURES: u64 = 7;
 
 /// A held lock; dropping it releases the lock.
 pub type Guard = Box<dyn std::any::Any + Send>;
@@ -344,10 +346,10 @@ pub fn iterate(deps: &dyn Deps, id: &str) -> Result<Iteration, FileError> {
     drop(guard);
 
     let next = match act {
-        Act::Spawn(req) => {
-            finish_spawn(deps, id, &req)?;
-            Next::Poll
-        }
+        Act::Spawn(req) => match finish_spawn(deps, id, &req)? {
+            0 => Next::Poll,
+            failures => Next::Backoff(backoff_ms(failures as u32)),
+        },
         Act::Stale(d, v) => handle_stale(deps, id, &d, v.as_ref(), &state)?,
         Act::Failed(d) => handle_failed(deps, id, &d, &state, &exec)?,
         Act::None => next_after(&decision, &exec),
@@ -450,8 +452,9 @@ fn spawn_request(
 }
 
 /// Stretches 2 and 3 of a spawn: start the workflow (no lock held), then link it to its step
-/// or batch and clear the intent, whatever happened.
-fn finish_spawn(deps: &dyn Deps, id: &str, req: &SpawnRequest) -> Result<(), FileError> {
+/// or batch and clear the intent, whatever happened. Returns how many spawns in a row have
+/// failed now (0 when this one started).
+fn finish_spawn(deps: &dyn Deps, id: &str, req: &SpawnRequest) -> Result<u64, FileError> {
     let result = deps.spawn(req);
     let _guard = deps.lock()?;
     let mut exec = deps.read_execution(id)?;
@@ -498,9 +501,12 @@ fn finish_spawn(deps: &dyn Deps, id: &str, req: &SpawnRequest) -> Result<(), Fil
                     now,
                 );
             }
+            deps.write_execution(&exec)?;
+            return Ok(failures);
         }
     }
-    deps.write_execution(&exec)
+    deps.write_execution(&exec)?;
+    Ok(0)
 }
 
 /// Ties workflow `wf` to what it works on, so the next lookups find it.
