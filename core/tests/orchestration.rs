@@ -1115,6 +1115,66 @@ fn observing_a_batch_workflow_settles_the_batch() {
 }
 
 #[test]
+fn a_batch_whose_skill_marked_the_step_failed_failed_though_its_workflow_completed() {
+    // An agent's turn ends the same way whether /flow.implement succeeded or not: the step's
+    // status carries the verdict.
+    let mut s = state("implement", "failed");
+    s.orchestration.step.error = Some("tests fail".into());
+    let mut e = exec_batches(&["running", "pending"], 0);
+    e.batches.items[0].workflow_execution_id = Some("wf-1".into());
+    assert!(observe_workflow(&mut s, &mut e, &wf("completed", 0)));
+    assert_eq!(e.batches.items[0].status, BatchStatus::Failed);
+    assert_eq!(e.batches.items[0].error.as_deref(), Some("tests fail"));
+    // So the batch is healed, not advanced past (and implement not forced complete).
+    let d = decide(&s, &e, Some(&wf("completed", 0)), now());
+    assert_eq!(action(&d), "heal_batch");
+
+    // A healer whose skill failed too leaves the batch failed; one that succeeded heals it.
+    e.batches.items[0].healer_execution_id = Some("wf-1".into());
+    assert!(!observe_workflow(&mut s, &mut e, &wf("completed", 0)));
+    assert_eq!(e.batches.items[0].status, BatchStatus::Failed);
+    let mut ok = state("implement", "in_progress");
+    observe_workflow(&mut ok, &mut e, &wf("completed", 0));
+    assert_eq!(e.batches.items[0].status, BatchStatus::Healed);
+
+    // Blocked counts as failed; without an error the status says why.
+    let mut s = state("implement", "blocked");
+    let mut e = exec_batches(&["running"], 0);
+    e.batches.items[0].workflow_execution_id = Some("wf-1".into());
+    observe_workflow(&mut s, &mut e, &wf("completed", 0));
+    assert_eq!(
+        e.batches.items[0].error.as_deref(),
+        Some("Step implement is blocked")
+    );
+}
+
+#[test]
+fn spawning_a_batch_or_a_healer_puts_a_failed_step_back_in_progress() {
+    for a in [Action::SpawnBatch, Action::HealBatch] {
+        let mut s = state("implement", "failed");
+        s.orchestration.step.error = Some("tests fail".into());
+        apply_to_state(&mut s, &Decision::new(a, "x").with_batch(0));
+        assert_eq!(
+            s.orchestration.step.status.get(),
+            Some(&StepStatus::InProgress),
+            "{a:?}"
+        );
+        assert_eq!(s.orchestration.step.error, None);
+        // A step already complete (the last batch's skill said so) is left alone.
+        let mut s = state("implement", "complete");
+        apply_to_state(&mut s, &Decision::new(a, "x").with_batch(0));
+        assert_eq!(
+            s.orchestration.step.status.get(),
+            Some(&StepStatus::Complete)
+        );
+    }
+    // Other spawns leave the step to the sub-command (a failed design is recovered, not reset).
+    let mut s = state("design", "failed");
+    apply_to_state(&mut s, &Decision::new(Action::Spawn, "x"));
+    assert_eq!(s.orchestration.step.status.get(), Some(&StepStatus::Failed));
+}
+
+#[test]
 fn a_step_workflow_that_ended_without_completing_its_step_fails_the_step() {
     let mut s = state("analyze", "in_progress");
     let mut e = exec("analyze");

@@ -1158,6 +1158,17 @@ fn an_agent_step_is_typed_into_the_pane_and_ends_when_the_agent_is_idle() {
         n,
         "a finished workflow is not asked about"
     );
+    // Nor stopped: cancelling a run must not press Escape on the agent's next work.
+    steps.kill(&id);
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        n,
+        "a finished workflow is not killed"
+    );
+    assert_eq!(
+        steps.lookup(&id, later).unwrap().status,
+        WorkflowStatus::Completed
+    );
 }
 
 // ------------------------------------------------------------------ the CLI

@@ -103,7 +103,10 @@ pub fn apply(execution: &mut OrchestrationExecution, decision: &Decision, now_ms
 
 /// Makes the state-side changes `decision` implies: `transition` moves `step` to the next
 /// step (its index, status `not_started`, no error); `force_step_complete` marks the step
-/// complete. Other decisions leave the project state to the sub-commands.
+/// complete; `spawn_batch` and `heal_batch` put a failed or blocked step back in progress
+/// (the failure is the batch's by now, see [`observe_workflow`](super::observe_workflow),
+/// and left in place it would be taken for the new workflow's verdict). Other decisions
+/// leave the project state to the sub-commands.
 pub fn apply_to_state(state: &mut OrchestrationState, decision: &Decision) {
     let step = &mut state.orchestration.step;
     match decision.action {
@@ -116,6 +119,15 @@ pub fn apply_to_state(state: &mut OrchestrationState, decision: &Decision) {
             }
         }
         Action::ForceStepComplete => step.status = StepStatus::Complete.into(),
+        Action::SpawnBatch | Action::HealBatch => {
+            if matches!(
+                step.status.get(),
+                Some(StepStatus::Failed | StepStatus::Blocked)
+            ) {
+                step.status = StepStatus::InProgress.into();
+                step.error = None;
+            }
+        }
         Action::Wait
         | Action::WaitWithBackoff
         | Action::RecoverStale
@@ -127,10 +139,8 @@ pub fn apply_to_state(state: &mut OrchestrationState, decision: &Decision) {
         | Action::Fail
         | Action::NeedsAttention
         | Action::InitializeBatches
-        | Action::SpawnBatch
         | Action::Pause
         | Action::AdvanceBatch
-        | Action::HealBatch
         | Action::RecoverUnknown
         | Action::Stop => {}
     }

@@ -2,10 +2,12 @@
 //! ended, written into the two files (purely; the shell looked the workflow up).
 //!
 //! The decision matrix trusts `step.status` and the batches' statuses. For a batch, nobody
-//! but the runner writes its status, so the runner copies its workflow's outcome into it. For
-//! a whole step, the sub-command marks it complete; a workflow that ended without doing so
-//! has failed at its step, and saying so lets the failed-step recovery (with its bounded heal
-//! attempts) take over instead of spawning the same step again and again.
+//! but the runner writes its status, so the runner copies its workflow's outcome into it —
+//! and a `/flow.implement` that marked the step failed or blocked is part of that outcome:
+//! an agent's turn ends the same way whether its skill succeeded or not. For a whole step,
+//! the sub-command marks it complete; a workflow that ended without doing so has failed at
+//! its step, and saying so lets the failed-step recovery (with its bounded heal attempts)
+//! take over instead of spawning the same step again and again.
 
 use super::decide::linked_workflow_id;
 use super::state::{BatchStatus, OrchestrationExecution, OrchestrationState, Step, StepStatus};
@@ -41,10 +43,22 @@ pub fn observe_workflow(
         return changed;
     }
     if step == Step::Implement {
+        // The skill's own verdict: without it a failed batch run in an agent would count as
+        // completed, and `force_step_complete` would then overwrite the failure.
+        let s = &state.orchestration.step;
+        let skill_failed = match s.status.get() {
+            Some(status @ (StepStatus::Failed | StepStatus::Blocked)) => Some(
+                s.error
+                    .clone()
+                    .unwrap_or_else(|| format!("Step implement is {status}")),
+            ),
+            _ => None,
+        };
+        let failed = ended_badly || skill_failed.is_some();
         let i = execution.batches.current;
         if let Some(b) = execution.batches.items.get_mut(i) {
             let is_healer = b.healer_execution_id.as_deref() == Some(workflow.id.as_str());
-            let next = match (&b.status, is_healer, ended_badly) {
+            let next = match (&b.status, is_healer, failed) {
                 (BatchStatus::Failed, true, false) => Some(BatchStatus::Healed),
                 (BatchStatus::Running, false, false) => Some(BatchStatus::Completed),
                 (BatchStatus::Running, false, true) => Some(BatchStatus::Failed),
@@ -53,7 +67,10 @@ pub fn observe_workflow(
             };
             if let Some(next) = next {
                 if next == BatchStatus::Failed {
-                    b.error = Some(format!("Workflow {} {}", workflow.id, workflow.status));
+                    b.error = Some(match skill_failed {
+                        Some(e) if !ended_badly => e,
+                        _ => format!("Workflow {} {}", workflow.id, workflow.status),
+                    });
                 }
                 b.status = next;
                 changed = true;

@@ -332,11 +332,17 @@ impl Steps {
     }
 
     /// Stops workflow `id` (best effort): Escape in the agent's pane, or SIGTERM to the
-    /// process group; its record says cancelled.
+    /// process group; its record says cancelled. A finished workflow is left alone.
     pub fn kill(&self, id: &str) {
         let Some(mut r) = self.read(id) else {
             return;
         };
+        // A finished workflow has nothing left to stop, and its agent may have gone on to
+        // other work that an Escape would interrupt (cancelling a run that needs attention
+        // kills its last, finished workflow).
+        if r.is_final() {
+            return;
+        }
         match &self.runner {
             StepRunner::Agent {
                 addr, token, agent, ..
@@ -366,10 +372,8 @@ impl Steps {
                 }
             }
         }
-        if !r.is_final() {
-            r.status = WorkflowStatus::Cancelled;
-            self.write(&r);
-        }
+        r.status = WorkflowStatus::Cancelled;
+        self.write(&r);
     }
 }
 

@@ -4,7 +4,10 @@
 //! AskUserQuestion, permission dialog). It writes a real-format transcript under the claude
 //! dir and runs the hooks exactly as the `settings.json` that `headspace hooks install` wrote
 //! configures them (each command through `sh -c`, the payload on stdin). It plays a scripted
-//! conversation and can be told to lose or delay hooks.
+//! conversation and can be told to lose or delay hooks. With `--skills` it also plays
+//! specflow's `/flow.*` skills on the project it runs in (see [`skills`]), for orchestration.
+
+mod skills;
 
 use clap::Parser;
 use headspace_core::synth::SessionWriter;
@@ -26,9 +29,10 @@ struct Args {
     /// The settings file whose hooks are run (default: CLAUDE_DIR/settings.json).
     #[arg(long)]
     settings: Option<PathBuf>,
-    /// The script (JSON: {"turns": [{"prompt", "replies", "question"?, "permission"?}]}).
-    #[arg(long)]
-    script: PathBuf,
+    /// The script (JSON: {"turns": [{"prompt", "replies", "question"?, "permission"?}]});
+    /// optional with --skills.
+    #[arg(long, required_unless_present = "skills")]
+    script: Option<PathBuf>,
     /// Session id (default: generated from the process id).
     #[arg(long)]
     session: Option<String>,
@@ -57,9 +61,21 @@ struct Args {
     /// Stay at the idle prompt when the script is done (for demos).
     #[arg(long)]
     stay: bool,
+    /// Play specflow's skills: a typed `/flow.<step>` marks its step in
+    /// `.specflow/orchestration-state.json` here (implement ticks its tasks in tasks.md), and
+    /// the agent keeps taking prompts after the script.
+    #[arg(long)]
+    skills: bool,
+    /// With --skills: these skills mark their step failed instead (comma separated;
+    /// `implement:1` fails the first run only).
+    #[arg(long, value_delimiter = ',')]
+    fail_skills: Vec<String>,
+    /// With --skills: these skills ask an AskUserQuestion and wait for the answer first.
+    #[arg(long, value_delimiter = ',')]
+    ask_in_skill: Vec<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 struct Script {
     turns: Vec<Turn>,
 }
@@ -90,6 +106,8 @@ struct Agent {
     transcript: PathBuf,
     history: Vec<String>,
     hook_count: u64,
+    /// The skills played with --skills.
+    skills: Option<skills::Skills>,
 }
 
 fn now() -> Timestamp {
@@ -256,14 +274,21 @@ impl Agent {
         std::thread::sleep(Duration::from_millis(self.args.think_ms));
     }
 
-    fn play(&mut self, turn: &Turn, typed: Option<String>) {
+    /// Plays one turn. `finish` runs just before the last reply, and its text, if any,
+    /// replaces that reply: a skill's verdict is on disk before the turn ends.
+    fn play(
+        &mut self,
+        turn: &Turn,
+        typed: Option<String>,
+        finish: impl FnOnce(&mut Self) -> Option<String>,
+    ) {
         let prompt = typed.unwrap_or_else(|| turn.prompt.clone());
         self.history.push(format!("> {prompt}"));
         self.stamp();
         self.hook("UserPromptSubmit", json!({"prompt": prompt}));
         let line = self.writer.prompt(&prompt, None);
         self.append(&line.json);
-        let last = turn
+        let mut last = turn
             .replies
             .last()
             .cloned()
@@ -349,6 +374,9 @@ impl Agent {
         }
         self.draw_busy("Finishing");
         self.think();
+        if let Some(text) = finish(self) {
+            last = text;
+        }
         self.stamp();
         let l = self.writer.agent_text(&last);
         self.append(&l.json);
@@ -361,20 +389,66 @@ impl Agent {
         self.append(&d.json);
         self.draw_idle();
     }
+
+    /// Plays a `/flow.*` skill as a turn: it marks its step in progress, works (a reply and a
+    /// tool call, a question when told to ask), then writes its verdict to the project before
+    /// its last reply and Stop.
+    fn play_skill(&mut self, line: String, inv: skills::Invocation) {
+        let dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        let Some(skills) = self.skills.as_ref() else {
+            return;
+        };
+        let begun = skills.begin(&dir, &inv);
+        let question = skills.asks(&inv.step).then(|| Question {
+            question: format!("How should flow.{} go on?", inv.step),
+            options: vec!["As planned".into(), "Stop here".into()],
+            answer: "As planned".into(),
+        });
+        let turn = Turn {
+            prompt: line.clone(),
+            replies: vec![format!("Running flow.{}.", inv.step), String::new()],
+            question,
+            permission: false,
+        };
+        self.play(&turn, Some(line), move |agent| {
+            let outcome = begun.and_then(|()| match agent.skills.as_mut() {
+                Some(s) => s.finish(&dir, &inv),
+                None => Err("skills are off".into()),
+            });
+            Some(match outcome {
+                Ok(o) => o.reply(),
+                Err(e) => format!("Could not update the project: {e}"),
+            })
+        });
+    }
 }
 
 fn main() {
     let args = Args::parse();
-    let script: Script = match std::fs::read(&args.script)
-        .map_err(|e| e.to_string())
-        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+    let script: Script = match &args.script {
+        None => Script::default(),
+        Some(path) => match std::fs::read(path)
+            .map_err(|e| e.to_string())
+            .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+        {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!(
+                    "headspace-agent: cannot read the script {}: {e}",
+                    path.display()
+                );
+                std::process::exit(2);
+            }
+        },
+    };
+    let skills = match args
+        .skills
+        .then(|| skills::Skills::new(&args.fail_skills, &args.ask_in_skill))
+        .transpose()
     {
         Ok(s) => s,
         Err(e) => {
-            eprintln!(
-                "headspace-agent: cannot read the script {}: {e}",
-                args.script.display()
-            );
+            eprintln!("headspace-agent: {e}");
             std::process::exit(2);
         }
     };
@@ -406,12 +480,15 @@ fn main() {
         transcript,
         history: Vec::new(),
         hook_count: 0,
+        skills,
     };
     agent.hook("SessionStart", json!({"source": "startup"}));
     agent.draw_idle();
     let mut next = 0;
-    while next < script.turns.len() {
-        let typed = if agent.args.auto {
+    // With skills the agent takes prompts until its input closes, as Claude Code does;
+    // otherwise it ends with its script.
+    while next < script.turns.len() || agent.skills.is_some() {
+        let typed = if agent.args.auto && next < script.turns.len() {
             std::thread::sleep(Duration::from_millis(agent.args.think_ms));
             None
         } else {
@@ -425,8 +502,31 @@ fn main() {
                 None => break,
             }
         };
-        agent.play(&script.turns[next], typed);
-        next += 1;
+        if agent.skills.is_some() {
+            if let Some(inv) = typed.as_deref().and_then(skills::parse) {
+                agent.play_skill(typed.unwrap_or_default(), inv); // not a scripted turn
+                continue;
+            }
+        }
+        match script.turns.get(next) {
+            Some(turn) => {
+                agent.play(turn, typed, |_| None);
+                next += 1;
+            }
+            // Skills mode, script done: any other prompt gets a plain reply.
+            None => match typed {
+                Some(prompt) => {
+                    let turn = Turn {
+                        prompt,
+                        replies: Vec::new(),
+                        question: None,
+                        permission: false,
+                    };
+                    agent.play(&turn, None, |_| None);
+                }
+                None => agent.draw_idle(),
+            },
+        }
     }
     if agent.args.stay {
         while agent.read_line().is_some() {
