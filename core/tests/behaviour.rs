@@ -1140,7 +1140,10 @@ fn a_prompt_after_an_ask_user_question_opens_a_new_task() {
         json!({"tool_name": "AskUserQuestion", "tool_use_id": id, "tool_input": input}),
     );
     assert_eq!(w.state(), TaskState::AwaitingInput);
-    w.hook("PostToolUse", json!({"tool_name": "AskUserQuestion", "tool_use_id": id}));
+    w.hook(
+        "PostToolUse",
+        json!({"tool_name": "AskUserQuestion", "tool_use_id": id}),
+    );
     // The tool took its answer; this prompt is the next turn, not an answer to the dialog.
     w.prompt_hook("yes");
     assert_eq!(w.r.store().tasks().count(), 2);

@@ -2,16 +2,16 @@
 
 use crate::driver::{Health, Msg};
 use crate::metrics::Metrics;
+use crate::orchestrate::command::{perform, Command};
+use crate::orchestrate::control::ControlError;
+use crate::orchestrate::files::FileError;
+use crate::orchestrate::launch::{log_path, spawn_runner, Launch};
 use crate::pgstore::AgentView;
 use crate::sse::Hub;
 use crate::world::{Panes, Store, Waited};
 use bytes::Bytes;
 use headspace_core::activity::{agent_activity, agent_state};
 use headspace_core::hook::Hook;
-use crate::orchestrate::command::{perform, Command};
-use crate::orchestrate::control::ControlError;
-use crate::orchestrate::files::FileError;
-use crate::orchestrate::launch::{log_path, spawn_runner, Launch};
 use headspace_core::question::{open_question, OpenQuestion};
 use headspace_core::Reply;
 use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited};
@@ -285,7 +285,9 @@ pub fn agent_json(v: &AgentView) -> Value {
 fn open_question_of(v: &AgentView) -> Option<OpenQuestion> {
     open_question(
         v.agent.permission.as_ref(),
-        v.question.as_ref().map(|(text, q)| (text.as_str(), q.as_ref())),
+        v.question
+            .as_ref()
+            .map(|(text, q)| (text.as_str(), q.as_ref())),
     )
 }
 
@@ -305,7 +307,10 @@ async fn agent_view(app: &App, reference: &str) -> Result<AgentView, Response<Bo
     let id = resolve(app, reference).await?;
     match app.store.agent(id).await {
         Ok(Some(view)) => Ok(view),
-        Ok(None) => Err(error(StatusCode::NOT_FOUND, format!("no agent {reference}"))),
+        Ok(None) => Err(error(
+            StatusCode::NOT_FOUND,
+            format!("no agent {reference}"),
+        )),
         Err(e) => Err(error(StatusCode::SERVICE_UNAVAILABLE, e)),
     }
 }
@@ -507,7 +512,10 @@ async fn orchestrate(app: &App, command: &str, project: Option<String>) -> Respo
         let names: Vec<&str> = Command::ALL.iter().map(|c| c.name()).collect();
         return error(
             StatusCode::NOT_FOUND,
-            format!("no orchestration command {command:?}; there are start, {}", names.join(", ")),
+            format!(
+                "no orchestration command {command:?}; there are start, {}",
+                names.join(", ")
+            ),
         );
     };
     let Some(project) = project.filter(|p| !p.trim().is_empty()) else {

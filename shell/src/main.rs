@@ -342,7 +342,12 @@ fn orchestrate(action: OrchestrateAction) -> ExitCode {
         OrchestrateAction::ConfirmGate { .. } => (Command::ConfirmGate, false),
     };
     drop(files);
-    match perform(&project.project, command, project.addr.clone(), project.token.clone()) {
+    match perform(
+        &project.project,
+        command,
+        project.addr.clone(),
+        project.token.clone(),
+    ) {
         Ok(v) if json => {
             println!("{v}");
             ExitCode::SUCCESS
@@ -352,7 +357,11 @@ fn orchestrate(action: OrchestrateAction) -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(v) => {
-            println!("orchestration {}: {}", v["id"].as_str().unwrap_or("-"), v["status"].as_str().unwrap_or("-"));
+            println!(
+                "orchestration {}: {}",
+                v["id"].as_str().unwrap_or("-"),
+                v["status"].as_str().unwrap_or("-")
+            );
             ExitCode::SUCCESS
         }
         Err(e @ control::ControlError::File(_)) => fail(&e, EXIT_FILES),

@@ -45,7 +45,12 @@ pub struct Sent {
 /// Picks option `n` of the dialog on `pane` by its number key, as a user would. Claude Code
 /// takes a number key at once; a screen that still shows the option afterwards (an older or
 /// line-reading UI) gets Enter too. Verified when the option's line is gone.
-pub async fn choose(socket: Option<&str>, pane: &str, n: usize, label: &str) -> Result<Sent, String> {
+pub async fn choose(
+    socket: Option<&str>,
+    pane: &str,
+    n: usize,
+    label: &str,
+) -> Result<Sent, String> {
     let line = format!("{n}. {label}");
     let shows_option = |screen: &str| screen.lines().any(|l| l.contains(&line));
     tmux(socket, &["send-keys", "-t", pane, "-l", &n.to_string()]).await?;

@@ -49,27 +49,52 @@ fn answering_picks_the_option_in_the_pane_and_the_agent_goes_on() {
         claude.display(),
         script.display()
     );
-    tmux.run(&["new-session", "-d", "-s", "a", "-x", "120", "-y", "40", &cmd]);
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "a",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        &cmd,
+    ]);
     let card = || server.try_json("/api/agents/ans-1");
     assert!(
-        wait_for(Duration::from_secs(10), || card().filter(|a| a["activity"] == "idle")).is_some(),
+        wait_for(Duration::from_secs(10), || card()
+            .filter(|a| a["activity"] == "idle"))
+        .is_some(),
         "the agent registers, idle"
     );
     let (status, body) = post_json(&server, "/api/agents/ans-1/answer", json!({"option": 1}));
     assert_eq!(status, 409, "nothing to answer while idle: {body}");
     assert!(body["error"].as_str().unwrap().contains("not waiting"));
 
-    let (status, _) = post_json(&server, "/api/agents/ans-1/send", json!({"text": "tidy the build"}));
+    let (status, _) = post_json(
+        &server,
+        "/api/agents/ans-1/send",
+        json!({"text": "tidy the build"}),
+    );
     assert_eq!(status, 200);
     let asked = wait_for(Duration::from_secs(15), || {
         card().filter(|a| a["activity"] == "waiting" && a["question"]["text"] == "Which directory?")
     })
-    .unwrap_or_else(|| panic!("the question reaches the card: {:?}\n{}", card(), server.log()));
+    .unwrap_or_else(|| {
+        panic!(
+            "the question reaches the card: {:?}\n{}",
+            card(),
+            server.log()
+        )
+    });
     assert_eq!(asked["state"], "awaiting_input");
 
     let (status, body) = post_json(&server, "/api/agents/ans-1/answer", json!({"option": 4}));
     assert_eq!(status, 400, "{body}");
-    assert!(body["error"].as_str().unwrap().contains("options 1 to 3"), "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("options 1 to 3"),
+        "{body}"
+    );
     let (status, body) = post_json(&server, "/api/agents/ans-1/answer", json!({"choice": 1}));
     assert_eq!(status, 400, "{body}");
 
@@ -86,7 +111,10 @@ fn answering_picks_the_option_in_the_pane_and_the_agent_goes_on() {
             .cloned()
     })
     .expect("the answer turn");
-    assert_eq!(answered["text"], "target/", "option 2's label reached the transcript");
+    assert_eq!(
+        answered["text"], "target/",
+        "option 2's label reached the transcript"
+    );
 
     // Next the permission dialog, read from the pane.
     let dialog = wait_for(Duration::from_secs(15), || {

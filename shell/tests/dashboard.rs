@@ -345,7 +345,9 @@ fn the_dashboard_shows_live_cards_and_conversations_in_a_real_browser() {
         .len();
     browser.until(
         "the conversation's live turn count",
-        &format!("return document.getElementById('conv-status').textContent === '{api_turns} turns'"),
+        &format!(
+            "return document.getElementById('conv-status').textContent === '{api_turns} turns'"
+        ),
     );
 
     // Dark theme renders too.
@@ -476,7 +478,13 @@ fn an_orchestration_panel_shows_the_run_and_its_buttons_drive_it() {
     s.cwd = project.display().to_string();
     server.post(
         "/hook/SessionStart",
-        &hook(&s, &claude, "%9", "SessionStart", json!({"source": "startup"})),
+        &hook(
+            &s,
+            &claude,
+            "%9",
+            "SessionStart",
+            json!({"source": "startup"}),
+        ),
     );
     browser.goto(&format!("http://{}/", server.addr));
     let steps = browser.until(
@@ -486,7 +494,12 @@ fn an_orchestration_panel_shows_the_run_and_its_buttons_drive_it() {
     assert_eq!(steps, json!(["done", "done", "current", "", ""]));
     let text = browser.js("return document.querySelector('.orch').textContent");
     let text = text.as_str().unwrap();
-    for want in ["shop · phase 0007 checkout", "batch 2 of 2", "$1.25 of $20.00", "spawn_batch batch 2 of 2"] {
+    for want in [
+        "shop · phase 0007 checkout",
+        "batch 2 of 2",
+        "$1.25 of $20.00",
+        "spawn_batch batch 2 of 2",
+    ] {
         assert!(text.contains(want), "{want:?} in {text:?}");
     }
     browser.screenshot("dashboard-orchestration");
@@ -499,7 +512,10 @@ fn an_orchestration_panel_shows_the_run_and_its_buttons_drive_it() {
         &std::fs::read(project.join(".specflow/workflows/orchestration-run1.json")).unwrap(),
     )
     .unwrap();
-    assert_eq!(run["status"], "paused", "the button went through to the run's file");
+    assert_eq!(
+        run["status"], "paused",
+        "the button went through to the run's file"
+    );
     browser.js("document.querySelector('.orch [data-orch=resume]').click(); return true");
     browser.until(
         "the running panel again",

@@ -1461,7 +1461,13 @@ fn the_server_finds_a_projects_orchestration_and_drives_it_like_the_cli() {
     s.cwd = dir.path().display().to_string();
     let (status, _) = server.post(
         "/hook/SessionStart",
-        &common::hook(&s, &claude, "%4", "SessionStart", json!({"source": "startup"})),
+        &common::hook(
+            &s,
+            &claude,
+            "%4",
+            "SessionStart",
+            json!({"source": "startup"}),
+        ),
     );
     assert_eq!(status, 200);
     let p = dir.path().to_str().unwrap().to_string();
@@ -1478,18 +1484,31 @@ fn the_server_finds_a_projects_orchestration_and_drives_it_like_the_cli() {
     let (status, body) = server.get(&format!("/api/orchestrate/decide?project={q}"));
     assert_eq!(status, 200, "{body}");
     let over_http: Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(over_http, decide(dir.path()), "the route and the CLI decide alike");
+    assert_eq!(
+        over_http,
+        decide(dir.path()),
+        "the route and the CLI decide alike"
+    );
 
     let post = |command: &str, body: Value| {
-        let (status, text) = server.post(&format!("/api/orchestrate/{command}"), body.to_string().as_bytes());
-        (status, serde_json::from_str::<Value>(&text).unwrap_or(Value::Null))
+        let (status, text) = server.post(
+            &format!("/api/orchestrate/{command}"),
+            body.to_string().as_bytes(),
+        );
+        (
+            status,
+            serde_json::from_str::<Value>(&text).unwrap_or(Value::Null),
+        )
     };
     let (status, v) = post("pause", json!({"project": p}));
     assert_eq!((status, &v["status"]), (200, &json!("paused")), "{v}");
     let (status, v) = post("pause", json!({"project": p}));
     assert_eq!(status, 409, "{v}");
     assert!(v["error"].as_str().unwrap().contains("cannot pause"), "{v}");
-    assert_eq!(f.read_execution(&id).unwrap().status, ExecutionStatus::Paused);
+    assert_eq!(
+        f.read_execution(&id).unwrap().status,
+        ExecutionStatus::Paused
+    );
     let (status, v) = post("resume", json!({"project": p}));
     assert_eq!((status, &v["status"]), (200, &json!("running")), "{v}");
 

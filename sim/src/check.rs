@@ -301,7 +301,11 @@ impl Checker {
         }
         // A pane no delivered hook ever named is unknown to the server: its session's turns
         // are kept (L1), but which pane shows them it cannot know.
-        for (pane, phase) in self.phases.iter().filter(|(p, _)| self.named_panes.contains(*p)) {
+        for (pane, phase) in self
+            .phases
+            .iter()
+            .filter(|(p, _)| self.named_panes.contains(*p))
+        {
             let shown = activity_of_pane(store, pane);
             if shown != Some(phase.activity) {
                 problems.push((

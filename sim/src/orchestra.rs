@@ -143,7 +143,10 @@ impl Deps for SimDeps {
         let now = self.now_ms();
         let (down, shown) = {
             let s = self.world.lock();
-            (s.server_down, crate::check::activity_of_pane(&s.store, &self.pane))
+            (
+                s.server_down,
+                crate::check::activity_of_pane(&s.store, &self.pane),
+            )
         };
         let mut all = self.workflows.lock().expect("workflows");
         let w = all.get_mut(id)?;
@@ -337,7 +340,11 @@ pub fn check(truth: &Truth) -> Vec<(&'static str, String)> {
     if truth.status.as_deref() == Some("completed") && seen.len() != 6 {
         problems.push((
             "O2",
-            format!("completed after {} distinct steps, not 6: {:?}", seen.len(), truth.worked),
+            format!(
+                "completed after {} distinct steps, not 6: {:?}",
+                seen.len(),
+                truth.worked
+            ),
         ));
     }
     match truth.status.as_deref() {

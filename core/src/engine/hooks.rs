@@ -581,6 +581,13 @@ fn hook_turn(
         hook_key: Some(hook_key),
         prompt_id: hook.prompt_id.clone(),
         session_id: session,
-        ..TurnRow::new(agent_id, task_id, (actor, intent), text, stamp, TurnSource::Hook)
+        ..TurnRow::new(
+            agent_id,
+            task_id,
+            (actor, intent),
+            text,
+            stamp,
+            TurnSource::Hook,
+        )
     }
 }

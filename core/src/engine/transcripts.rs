@@ -447,7 +447,14 @@ impl Core {
             },
             entry_uuid: Some(uuid),
             session_id: Some(session.to_string()),
-            ..TurnRow::new(agent_id, task_id, (actor, intent), text, at, TurnSource::Transcript)
+            ..TurnRow::new(
+                agent_id,
+                task_id,
+                (actor, intent),
+                text,
+                at,
+                TurnSource::Transcript,
+            )
         }
     }
 

@@ -82,13 +82,15 @@ pub fn perform(
         ..Default::default()
     });
     let deps = LiveDeps::new(files, &settings, token, command.read_only());
-    let changed = |r: Result<headspace_core::orchestration::OrchestrationExecution, ControlError>| {
-        r.map(|e| json!({"id": e.id, "status": e.status}))
-    };
+    let changed = |r: Result<
+        headspace_core::orchestration::OrchestrationExecution,
+        ControlError,
+    >| { r.map(|e| json!({"id": e.id, "status": e.status})) };
     match command {
         Command::Status => control::status(&deps),
-        Command::Decide => control::decide_now(&deps)
-            .map(|d| serde_json::to_value(d).unwrap_or(Value::Null)),
+        Command::Decide => {
+            control::decide_now(&deps).map(|d| serde_json::to_value(d).unwrap_or(Value::Null))
+        }
         Command::Pause => changed(control::pause(&deps)),
         Command::Resume => changed(control::resume(&deps)),
         Command::Cancel => changed(control::cancel(&deps)),

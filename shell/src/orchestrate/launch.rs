@@ -29,7 +29,10 @@ pub fn log_path(project: &Path) -> PathBuf {
 /// Returns the runner's pid. The runner refuses by itself when another one drives the run.
 pub fn spawn_runner(launch: &Launch, addr: &str, token: Option<&str>) -> Result<u32, String> {
     if !launch.project.is_dir() {
-        return Err(format!("project {}: no such directory", launch.project.display()));
+        return Err(format!(
+            "project {}: no such directory",
+            launch.project.display()
+        ));
     }
     let exe = std::env::current_exe().map_err(|e| format!("cannot find headspace itself: {e}"))?;
     let log = log_path(&launch.project);
@@ -41,7 +44,9 @@ pub fn spawn_runner(launch: &Launch, addr: &str, token: Option<&str>) -> Result<
         .append(true)
         .open(&log)
         .map_err(|e| format!("{}: {e}", log.display()))?;
-    let err = out.try_clone().map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| format!("{}: {e}", log.display()))?;
     let mut cmd = Command::new(exe);
     cmd.arg("orchestrate")
         .arg("start")
