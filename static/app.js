@@ -492,6 +492,23 @@ async function reconcile(id) {
   }
 }
 
+// Starts (or continues) the orchestration of the agent's project, run by this agent.
+async function orchestrateProject(id) {
+  const a = hs.agents.get(id);
+  if (!a || !a.cwd) { toast('This agent has no project folder', 'error'); return; }
+  try {
+    const r = await api('/api/orchestrate/start', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ project: a.cwd, agent: String(a.id) }),
+    });
+    toast(`Orchestration started (runner ${r.pid}); its log is ${r.log}`, 'ok');
+    setTimeout(loadOrchestrations, 1000);
+  } catch (e) {
+    toast(`Could not start the orchestration: ${e.message}`, 'error');
+  }
+}
+
 function showInfo(id) {
   const a = hs.agents.get(id);
   $('info-body').textContent = JSON.stringify(a, null, 2);
@@ -595,7 +612,7 @@ document.addEventListener('DOMContentLoaded', async () => {
     if (!b) return;
     const id = Number($('menu').dataset.agent);
     closeMenu();
-    ({ open: openConversation, info: showInfo, reconcile, dismiss })[b.dataset.action](id);
+    ({ open: openConversation, info: showInfo, reconcile, dismiss, orchestrate: orchestrateProject })[b.dataset.action](id);
   });
   document.addEventListener('click', (e) => { if (!e.target.closest('#menu')) closeMenu(); });
   $('conv-close').addEventListener('click', closeConversation);

@@ -521,5 +521,55 @@ fn an_orchestration_panel_shows_the_run_and_its_buttons_drive_it() {
         "the running panel again",
         "const p = document.querySelector('.orch'); return p && p.dataset.status === 'running'",
     );
+    browser.js("document.querySelector('.orch [data-orch=cancel]').click(); return true");
+    browser.until(
+        "the cancelled run's panel",
+        "const p = document.querySelector('.orch'); return p && p.dataset.status === 'cancelled' && !p.querySelector('[data-orch]')",
+    );
+
+    // A project with no run yet: the card's menu starts one, run by a real runner process
+    // that this server launched; its panel appears, and Cancel stops the runner.
+    let fresh = temp_dir("dashboard_orch_fresh").join("garden");
+    std::fs::create_dir_all(fresh.join("specs/0001-beds")).unwrap();
+    std::fs::write(
+        fresh.join("specs/0001-beds/tasks.md"),
+        "# Tasks\n\n## Beds\n- [ ] T001 Dig\n",
+    )
+    .unwrap();
+    let mut g = SessionWriter::new(4, Timestamp(now));
+    g.cwd = fresh.display().to_string();
+    server.post(
+        "/hook/SessionStart",
+        &hook(&g, &claude, "%10", "SessionStart", json!({"source": "startup"})),
+    );
+    let card = browser.until(
+        "the garden agent's card",
+        "const c = [...document.querySelectorAll('.card')].find(c => c.querySelector('.title').textContent.startsWith('garden')); return c && c.dataset.id",
+    );
+    browser.js(&format!(
+        "document.querySelector('.card[data-id=\"{}\"] .kebab').click(); document.querySelector('#menu [data-action=orchestrate]').click(); return true",
+        card.as_str().unwrap()
+    ));
+    let toast = browser.until(
+        "the start toast",
+        "const t = [...document.querySelectorAll('.toast')].map(t => t.textContent).find(t => t.startsWith('Orchestration started') || t.startsWith('Could not')); return t",
+    );
+    assert!(toast.as_str().unwrap().starts_with("Orchestration started"), "{toast}");
+    browser.until(
+        "the new run's panel",
+        "return [...document.querySelectorAll('.orch')].some(p => p.dataset.project.endsWith('/garden') && p.querySelector('[data-orch=cancel]'))",
+    );
+    browser.js("[...document.querySelectorAll('.orch')].find(p => p.dataset.project.endsWith('/garden')).querySelector('[data-orch=cancel]').click(); return true");
+    let runner_gone = wait_for(Duration::from_secs(20), || {
+        let runners = std::fs::read_dir(fresh.join(".specflow/workflows"))
+            .ok()?
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with("runner-"))
+            .count();
+        (runners == 0).then_some(())
+    });
+    let log = std::fs::read_to_string(fresh.join(".specflow/workflows/runner.log")).unwrap_or_default();
+    assert!(runner_gone.is_some(), "the runner stops once cancelled: {log}");
+    assert!(log.contains("cancelled"), "{log}");
     server.stop();
 }
