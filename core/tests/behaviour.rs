@@ -1244,4 +1244,9 @@ fn a_growing_transcript_publishes_session_activity_at_most_every_five_seconds() 
     w.append(&l);
     assert_eq!(w.r.events_named("session_activity"), 2);
     assert_eq!(w.r.events_named("session_created"), 1);
+    let agent = w.r.store().agents().next().unwrap().clone();
+    assert_eq!(
+        agent.last_seen_at, w.now,
+        "the transcript's growth counts as the agent being seen"
+    );
 }

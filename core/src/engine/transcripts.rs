@@ -80,6 +80,10 @@ impl Core {
             return;
         }
         file.activity_published = Some(now);
+        // The agent was seen: an orchestration runner judges a step stale by this, and a lost
+        // hook must not make a working agent look silent.
+        self.agent_mut(agent_id).row.last_seen_at = now;
+        self.dirty_agents.insert(agent_id);
         self.publish_session_activity(agent_id, path);
     }
 
