@@ -141,6 +141,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Bo
             }
         }
         (&Method::POST, ["api", "agents", id, "clear"]) => send(&app, id, "/clear").await,
+        (&Method::POST, ["api", "agents", id, "interrupt"]) => interrupt(&app, id).await,
         (&Method::POST, ["api", "agents", id, "answer"]) => {
             let id = id.to_string();
             match read_body(&app, req).await {
@@ -593,6 +594,28 @@ async fn answer(app: &App, reference: &str, n: usize) -> Response<Body> {
         Err(e) => error(
             StatusCode::BAD_GATEWAY,
             format!("could not answer in pane {pane}: {e}"),
+        ),
+    }
+}
+
+/// Presses Escape in the agent's pane (an orchestration cancelling a step), through the
+/// server's own tmux socket.
+async fn interrupt(app: &App, reference: &str) -> Response<Body> {
+    let view = match agent_view(app, reference).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let Some(pane) = view.agent.tmux_pane.clone() else {
+        return no_pane(reference);
+    };
+    match app.panes.interrupt(&pane).await {
+        Ok(()) => json_response(
+            StatusCode::OK,
+            &json!({"status": "interrupted", "pane": pane}),
+        ),
+        Err(e) => error(
+            StatusCode::BAD_GATEWAY,
+            format!("could not press Escape in pane {pane}: {e}"),
         ),
     }
 }

@@ -42,6 +42,13 @@ pub struct Sent {
     pub verified: bool,
 }
 
+/// Presses Escape in `pane`: Claude Code stops its turn.
+pub async fn interrupt(socket: Option<&str>, pane: &str) -> Result<(), String> {
+    tmux(socket, &["send-keys", "-t", pane, "Escape"])
+        .await
+        .map(|_| ())
+}
+
 /// Picks option `n` of the dialog on `pane` by its number key, as a user would. Claude Code
 /// takes a number key at once; a screen that still shows the option afterwards (an older or
 /// line-reading UI) gets Enter too. Verified when the option's line is gone.

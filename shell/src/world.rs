@@ -171,6 +171,10 @@ pub trait Panes: Send + Sync {
         pane: &'a str,
         text: &'a str,
     ) -> BoxFuture<'a, Result<crate::tmux::Sent, String>>;
+    /// Presses Escape in a pane, to stop the agent's turn. By default there is no way to.
+    fn interrupt<'a>(&'a self, pane: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move { Err(format!("cannot press keys in pane {pane} here")) })
+    }
     /// Picks option `n` (numbered from 1, labelled `label`) of the dialog on a pane. By
     /// default the number is typed like any text.
     fn choose<'a>(
@@ -210,6 +214,10 @@ impl Panes for TmuxPanes {
         label: &'a str,
     ) -> BoxFuture<'a, Result<crate::tmux::Sent, String>> {
         Box::pin(crate::tmux::choose(self.socket.as_deref(), pane, n, label))
+    }
+
+    fn interrupt<'a>(&'a self, pane: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(crate::tmux::interrupt(self.socket.as_deref(), pane))
     }
 }
 

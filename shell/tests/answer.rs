@@ -130,5 +130,11 @@ fn answering_picks_the_option_in_the_pane_and_the_agent_goes_on() {
     })
     .unwrap_or_else(|| panic!("the agent finishes and the question clears: {:?}", card()));
     assert_eq!(done["state"], "complete");
+    // Escape through the server's own tmux socket (how a runner cancels a step).
+    let (status, body) = post_json(&server, "/api/agents/ans-1/interrupt", json!({}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["pane"], done["tmux_pane"]);
+    let (status, _) = post_json(&server, "/api/agents/no-such-agent/interrupt", json!({}));
+    assert_eq!(status, 404);
     server.stop();
 }

@@ -540,7 +540,13 @@ fn an_orchestration_panel_shows_the_run_and_its_buttons_drive_it() {
     g.cwd = fresh.display().to_string();
     server.post(
         "/hook/SessionStart",
-        &hook(&g, &claude, "%10", "SessionStart", json!({"source": "startup"})),
+        &hook(
+            &g,
+            &claude,
+            "%10",
+            "SessionStart",
+            json!({"source": "startup"}),
+        ),
     );
     let card = browser.until(
         "the garden agent's card",
@@ -554,7 +560,10 @@ fn an_orchestration_panel_shows_the_run_and_its_buttons_drive_it() {
         "the start toast",
         "const t = [...document.querySelectorAll('.toast')].map(t => t.textContent).find(t => t.startsWith('Orchestration started') || t.startsWith('Could not')); return t",
     );
-    assert!(toast.as_str().unwrap().starts_with("Orchestration started"), "{toast}");
+    assert!(
+        toast.as_str().unwrap().starts_with("Orchestration started"),
+        "{toast}"
+    );
     browser.until(
         "the new run's panel",
         "return [...document.querySelectorAll('.orch')].some(p => p.dataset.project.endsWith('/garden') && p.querySelector('[data-orch=cancel]'))",
@@ -568,8 +577,12 @@ fn an_orchestration_panel_shows_the_run_and_its_buttons_drive_it() {
             .count();
         (runners == 0).then_some(())
     });
-    let log = std::fs::read_to_string(fresh.join(".specflow/workflows/runner.log")).unwrap_or_default();
-    assert!(runner_gone.is_some(), "the runner stops once cancelled: {log}");
+    let log =
+        std::fs::read_to_string(fresh.join(".specflow/workflows/runner.log")).unwrap_or_default();
+    assert!(
+        runner_gone.is_some(),
+        "the runner stops once cancelled: {log}"
+    );
     assert!(log.contains("cancelled"), "{log}");
     server.stop();
 }

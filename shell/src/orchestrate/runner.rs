@@ -52,7 +52,7 @@ const SETTLE_PAUSE: Duration = Duration::from_millis(200);
 /// The most iterations in a row that go on without waiting.
 const MAX_AGAIN: u32 = 20;
 /// After this many spawns in a row fail, the run needs attention instead of retrying. With
-/// the backoff between them (1 s, doubling) that is about a minute: a server restart is
+/// the backoff between them (2 s, doubling) that is about two minutes: a server restart is
 /// waited out (found by the orchestration simulation, which crashes the server).
 pub const MAX_SPAWN_FAILURES: u64 = 7;
 

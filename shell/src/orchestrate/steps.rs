@@ -331,7 +331,8 @@ impl Steps {
         Some(r.view())
     }
 
-    /// Stops workflow `id` (best effort): Escape in the agent's pane, or SIGTERM to the
+    /// Stops workflow `id` (best effort): Escape in the agent's pane (through the server), or
+    /// SIGTERM to the
     /// process group; its record says cancelled. A finished workflow is left alone.
     pub fn kill(&self, id: &str) {
         let Some(mut r) = self.read(id) else {
@@ -347,21 +348,15 @@ impl Steps {
             StepRunner::Agent {
                 addr, token, agent, ..
             } => {
+                // Through the server, which knows which tmux server the pane is on.
                 let agent = r.agent.clone().unwrap_or_else(|| agent.clone());
-                let pane = call(
+                let _ = call(
                     addr,
                     token,
-                    "GET",
-                    &format!("/api/agents/{}", encode_segment(&agent)),
+                    "POST",
+                    &format!("/api/agents/{}/interrupt", encode_segment(&agent)),
                     None,
-                )
-                .ok()
-                .and_then(|a| a["tmux_pane"].as_str().map(str::to_string));
-                if let Some(pane) = pane {
-                    let _ = std::process::Command::new("tmux")
-                        .args(["send-keys", "-t", &pane, "Escape"])
-                        .status();
-                }
+                );
             }
             StepRunner::Headless { .. } => {
                 if let Some(pid) = r.pid {
