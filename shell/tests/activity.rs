@@ -16,26 +16,14 @@ fn headspace(args: &[&str]) -> Output {
 
 #[test]
 fn wait_send_and_clear_give_the_right_answers_with_late_hooks() {
-    let Some(db) = fresh_db("activity") else {
+    let Some(PaneWorld {
+        server,
+        claude,
+        tmux,
+    }) = PaneWorld::start("activity")
+    else {
         return;
     };
-    let claude = temp_dir("activity");
-    let tmux = Tmux(format!("headspace-act-{}", std::process::id()));
-    let server = Server::start(
-        &db,
-        &claude,
-        &["--tmux-socket", &tmux.0, "--pane-poll-seconds", "0.3"],
-    );
-    let url = format!("http://{}", server.addr);
-    let out = headspace(&[
-        "hooks",
-        "install",
-        "--url",
-        &url,
-        "--settings",
-        &claude.join("settings.json").display().to_string(),
-    ]);
-    assert!(out.status.success());
     // Two tasks of four replies each: long enough for a late Stop to land in the middle.
     let script = claude.join("script.json");
     let replies = [

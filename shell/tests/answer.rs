@@ -14,23 +14,14 @@ fn post_json(server: &Server, path: &str, body: Value) -> (u16, Value) {
 
 #[test]
 fn answering_picks_the_option_in_the_pane_and_the_agent_goes_on() {
-    let Some(db) = fresh_db("answer") else {
+    let Some(PaneWorld {
+        server,
+        claude,
+        tmux,
+    }) = PaneWorld::start("answer")
+    else {
         return;
     };
-    let claude = temp_dir("answer");
-    let tmux = Tmux(format!("headspace-ans-{}", std::process::id()));
-    let server = Server::start(
-        &db,
-        &claude,
-        &["--tmux-socket", &tmux.0, "--pane-poll-seconds", "0.3"],
-    );
-    let url = format!("http://{}", server.addr);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
-        .args(["hooks", "install", "--url", &url, "--settings"])
-        .arg(claude.join("settings.json"))
-        .output()
-        .unwrap();
-    assert!(out.status.success());
     let script = claude.join("script.json");
     std::fs::write(
         &script,

@@ -420,30 +420,11 @@ struct Live {
 impl Live {
     /// `None` (skipped) without PostgreSQL, as every server test.
     fn start(name: &str, tag: &str, agent_flags: &[&str]) -> Option<Live> {
-        let db = fresh_db(&format!("orch_e2e_{name}"))?;
-        let claude = temp_dir(&format!("orch-e2e-{name}"));
-        let tmux = Tmux(format!("hs-oe2e-{name}-{}", std::process::id()));
-        let server = Server::start(
-            &db,
-            &claude,
-            &["--tmux-socket", &tmux.0, "--pane-poll-seconds", "0.3"],
-        );
-        let url = format!("http://{}", server.addr);
-        let settings = claude.join("settings.json");
-        let out = headspace_cmd(
-            &claude,
-            &[
-                "hooks",
-                "install",
-                "--url",
-                &url,
-                "--settings",
-                settings.to_str().unwrap(),
-            ],
-        )
-        .output()
-        .unwrap();
-        assert!(out.status.success());
+        let PaneWorld {
+            server,
+            claude,
+            tmux,
+        } = PaneWorld::start(&format!("orch_e2e_{name}"))?;
         let repo = Repo::create(name);
         repo.checkout(tag);
         let cmd = format!(

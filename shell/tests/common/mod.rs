@@ -277,3 +277,49 @@ impl Drop for Tmux {
             .output();
     }
 }
+
+/// A server on a fresh database whose pane code uses a private tmux server, with Headspace's
+/// hooks installed in the claude dir's `settings.json` (what the stand-in agent runs).
+pub struct PaneWorld {
+    /// The server.
+    pub server: Server,
+    /// The claude dir: transcripts and `settings.json`.
+    pub claude: PathBuf,
+    /// The private tmux server (killed on drop).
+    pub tmux: Tmux,
+}
+
+impl PaneWorld {
+    /// `None` (skipped) outside `make test`, as every server test.
+    pub fn start(name: &str) -> Option<PaneWorld> {
+        let db = fresh_db(name)?;
+        let claude = temp_dir(name);
+        let tmux = Tmux(format!("hs-{name}-{}", std::process::id()));
+        let server = Server::start(
+            &db,
+            &claude,
+            &["--tmux-socket", &tmux.0, "--pane-poll-seconds", "0.3"],
+        );
+        let out = Command::new(env!("CARGO_BIN_EXE_headspace"))
+            .args([
+                "hooks",
+                "install",
+                "--url",
+                &format!("http://{}", server.addr),
+            ])
+            .arg("--settings")
+            .arg(claude.join("settings.json"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "hooks install: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Some(PaneWorld {
+            server,
+            claude,
+            tmux,
+        })
+    }
+}
