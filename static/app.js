@@ -29,7 +29,10 @@ function el(tag, cls, text) {
 }
 
 async function api(path, options) {
-  const r = await fetch(path, options);
+  // The server takes actions only as JSON (a cross-site page cannot send that unasked).
+  const o = Object.assign({}, options || {});
+  if (o.method && o.method !== 'GET') o.headers = Object.assign({ 'content-type': 'application/json' }, o.headers || {});
+  const r = await fetch(path, o);
   const body = await r.json().catch(() => ({}));
   if (!r.ok) throw new Error(body.error || `${r.status} ${r.statusText}`);
   return body;

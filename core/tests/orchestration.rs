@@ -173,6 +173,31 @@ fn g1_2_running_over_four_hours_needs_attention() {
 }
 
 #[test]
+fn g1_2_the_four_hour_clock_stops_while_the_user_is_awaited_and_restarts_when_they_act() {
+    let late = t0() + MAX_DURATION_MS + HOUR;
+    // A finished verify waiting for a manual merge overnight still waits for the merge.
+    let s = state("verify", "complete");
+    let mut e = exec("verify");
+    e.status = ExecutionStatus::WaitingMerge;
+    assert_eq!(decide(&s, &e, None, late).action, Action::WaitMerge);
+    // Resumed (the user acted an hour ago): it goes on instead of needing attention again.
+    let s = state("design", "in_progress");
+    let mut e = exec("design");
+    e.extra.insert(
+        headspace_core::orchestration::USER_ACTED_KEY.into(),
+        serde_json::json!(headspace_core::Timestamp(late - HOUR).to_string()),
+    );
+    let mut running = wf("running", 0);
+    running.last_activity_ms = late;
+    assert_eq!(action(&decide(&s, &e, Some(&running), late)), "wait");
+    assert_eq!(
+        decide(&s, &e, Some(&running), late - HOUR + MAX_DURATION_MS + 1).action,
+        Action::NeedsAttention,
+        "four more hours of running after the user acted"
+    );
+}
+
+#[test]
 fn g1_3_implement_checks_batches_before_workflow() {
     // A fresh running workflow would mean "wait" anywhere else; implement with no batches
     // must initialise them first.

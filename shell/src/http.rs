@@ -88,6 +88,22 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Bo
             }
         }
     }
+    // A web page may POST to localhost across origins without asking only with a "simple"
+    // content type; a JSON one needs a preflight, which this server never grants. So the
+    // API's actions (typing into panes, starting runners) cannot be triggered by a page.
+    if method == Method::POST && path.starts_with("/api/") {
+        let json = req
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().starts_with("application/json"));
+        if !json {
+            return Ok(error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!("POST {path} needs Content-Type: application/json"),
+            ));
+        }
+    }
     let decoded: Vec<String> = path
         .trim_matches('/')
         .split('/')
@@ -491,12 +507,13 @@ async fn orchestrations(app: &App) -> Response<Body> {
         .iter()
         .filter_map(|v| v.agent.cwd.as_deref().map(PathBuf::from))
         .collect();
+    let token = app.token.clone();
     let found = tokio::task::spawn_blocking(move || {
         projects
             .into_iter()
             .filter(|p| p.join(".specflow/workflows").is_dir())
             .filter_map(|p| {
-                let mut v = perform(&p, Command::Status, None, None).ok()?;
+                let mut v = perform(&p, Command::Status, None, token.clone()).ok()?;
                 v["project"] = json!(p);
                 Some(v)
             })
@@ -505,6 +522,34 @@ async fn orchestrations(app: &App) -> Response<Body> {
     .await
     .unwrap_or_default();
     json_response(StatusCode::OK, &Value::Array(found))
+}
+
+/// The project folder a request names, if it is the folder of an agent the server knows:
+/// the routes act on the user's own projects, not on any folder a request names.
+async fn known_project(app: &App, project: &str) -> Result<PathBuf, Response<Body>> {
+    let wanted = std::fs::canonicalize(project).map_err(|e| {
+        error(
+            StatusCode::NOT_FOUND,
+            format!("project {project}: no such directory ({e})"),
+        )
+    })?;
+    let agents = app
+        .store
+        .agents()
+        .await
+        .map_err(|e| error(StatusCode::SERVICE_UNAVAILABLE, e))?;
+    let known = agents
+        .iter()
+        .filter_map(|v| v.agent.cwd.as_deref())
+        .any(|cwd| std::fs::canonicalize(cwd).is_ok_and(|c| c == wanted));
+    if known {
+        Ok(wanted)
+    } else {
+        Err(error(
+            StatusCode::FORBIDDEN,
+            format!("project {project} is no known agent's folder; start an agent there first"),
+        ))
+    }
 }
 
 /// An orchestration command on a project (`status` and `decide` by GET, the rest by POST).
@@ -525,11 +570,12 @@ async fn orchestrate(app: &App, command: &str, project: Option<String>) -> Respo
             "name the project folder: ?project=DIR, or {\"project\": DIR} in the body",
         );
     };
+    let project = match known_project(app, &project).await {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
     let token = app.token.clone();
-    let done = tokio::task::spawn_blocking(move || {
-        perform(std::path::Path::new(&project), command, None, token)
-    })
-    .await;
+    let done = tokio::task::spawn_blocking(move || perform(&project, command, None, token)).await;
     match done {
         Ok(Ok(v)) => json_response(StatusCode::OK, &v),
         Ok(Err(e)) => {
@@ -556,7 +602,34 @@ async fn start_orchestration(app: &App, body: &[u8], host: Option<String>) -> Re
             )
         }
     };
+    let launch = match known_project(app, &launch.project.to_string_lossy()).await {
+        Ok(project) => Launch { project, ..launch },
+        Err(r) => return r,
+    };
+    // The runner talks back to this server by the address the request used; only a local one
+    // is taken (a rebinding name must not point the runner elsewhere).
     let addr = host.unwrap_or_else(|| "127.0.0.1:5055".into());
+    let local = ["127.0.0.1", "localhost", "[::1]"]
+        .iter()
+        .any(|h| addr == *h || addr.starts_with(&format!("{h}:")));
+    if !local {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!("start orchestrations through a local address, not {addr}"),
+        );
+    }
+    if launch.agent.trim().is_empty() || launch.agent.starts_with('-') {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "name the agent that runs the steps",
+        );
+    }
+    if launch.budget.is_some_and(|b| !(b.is_finite() && b > 0.0)) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "the budget must be a positive number of dollars",
+        );
+    }
     match spawn_runner(&launch, &addr, app.token.as_deref()) {
         Ok(pid) => json_response(
             StatusCode::OK,

@@ -1522,5 +1522,156 @@ fn the_server_finds_a_projects_orchestration_and_drives_it_like_the_cli() {
     assert!(body.contains("/no/such/dir"), "{body}");
     let (status, v) = post("start", json!({"project": p}));
     assert_eq!(status, 400, "an agent is needed: {v}");
+    // Only a known agent's folder, and only as JSON (a cross-site page cannot send that).
+    let elsewhere = TempDir::new("http-elsewhere");
+    let (status, v) = post("pause", json!({"project": elsewhere.path()}));
+    assert_eq!(status, 403, "{v}");
+    assert!(
+        !elsewhere.path().join(".specflow").exists(),
+        "nothing written there"
+    );
+    let (status, v) = post("start", json!({"project": elsewhere.path(), "agent": "1"}));
+    assert_eq!(status, 403, "{v}");
+    let (status, text) = common::request(
+        &server.addr,
+        "POST",
+        "/api/orchestrate/pause",
+        json!({"project": p}).to_string().as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(status, 200, "the CLI's client sends JSON: {text}");
+    let raw = format!(
+        "POST /api/orchestrate/cancel HTTP/1.1\r\nHost: {}\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}",
+        server.addr
+    );
+    let mut conn = std::net::TcpStream::connect(&server.addr).unwrap();
+    std::io::Write::write_all(&mut conn, raw.as_bytes()).unwrap();
+    let mut answer = String::new();
+    std::io::Read::read_to_string(&mut conn, &mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 415"), "{answer}");
+    assert_eq!(
+        f.read_execution(&id).unwrap().status,
+        ExecutionStatus::Paused,
+        "not cancelled"
+    );
     server.stop();
+}
+
+#[test]
+fn commands_are_never_taken_from_a_projects_files() {
+    // A cloned repository's run file could name any command; none of it is ever run.
+    let (dir, id) = project(
+        "no-commands",
+        "design",
+        "not_started",
+        StartOptions::default(),
+    );
+    let f = ProjectFiles::new(dir.path());
+    let mut e = f.read_execution(&id).unwrap();
+    e.config.extra.insert(
+        headspace::orchestrate::live::SETTINGS_KEY.into(),
+        json!({"headless": ["sh", "-c", "touch pwned"], "helper": ["sh", "-c", "touch pwned"], "agent": "%3"}),
+    );
+    f.write_execution(&e).unwrap();
+    let s = Settings::of(&f.read_execution(&id).unwrap());
+    assert_eq!(s.helper, None);
+    assert_eq!(
+        s.headless,
+        Some(Vec::new()),
+        "the mode is kept, the command is not"
+    );
+    assert_eq!(s.agent.as_deref(), Some("%3"));
+    // And what `start` stores has no commands either.
+    let opts = StartOptions {
+        settings: Settings {
+            headless: Some(vec!["my-claude".into()]),
+            helper: Some(vec!["my-helper".into()]),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let (dir, id) = project("no-commands-stored", "design", "not_started", opts);
+    let stored = &ProjectFiles::new(dir.path())
+        .read_execution(&id)
+        .unwrap()
+        .config
+        .extra[headspace::orchestrate::live::SETTINGS_KEY];
+    assert_eq!(stored.get("helper"), None, "{stored}");
+    assert_eq!(stored["headless"], json!([]), "{stored}");
+}
+
+#[test]
+fn cancelling_a_headless_step_stops_its_process_and_nothing_else() {
+    use std::os::unix::process::CommandExt;
+    let dir = TempDir::new("headless-kill");
+    let records = dir.path().join(files::WORKFLOWS_DIR);
+    let sleeper = dir.path().join("sleeper.sh");
+    write(&sleeper, "#!/bin/sh\nexec sleep 30\n");
+    std::fs::set_permissions(
+        &sleeper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let steps = Steps::new(
+        StepRunner::Headless {
+            command: vec![sleeper.to_string_lossy().into_owned()],
+            claude_dir: dir.path().join("claude"),
+        },
+        dir.path(),
+        &records,
+        false,
+    );
+    let req = SpawnRequest {
+        step: Step::Design,
+        skill: "flow.design".into(),
+        batch: None,
+        healer: false,
+        context: None,
+    };
+    let id = steps.spawn(&req, t0()).unwrap();
+    let record_path = records.join(format!("workflow-{id}.json"));
+    let record: Value =
+        serde_json::from_str(&std::fs::read_to_string(&record_path).unwrap()).unwrap();
+    let pid = record["pid"].as_u64().unwrap() as u32;
+    assert!(record["pidStarted"].is_u64(), "{record}");
+
+    // A record naming another process (here one of ours, in its own group, but not the one
+    // the record started) is not signalled.
+    // (Start times count in 10 ms ticks; a reused pid comes much later than this.)
+    std::thread::sleep(Duration::from_millis(100));
+    let mut other = std::process::Command::new("sleep")
+        .arg("30")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let mut forged = record.clone();
+    forged["pid"] = json!(other.id());
+    write(&record_path, &forged.to_string());
+    steps.kill(&id);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        other.try_wait().unwrap().is_none(),
+        "a process the runner did not start lives on"
+    );
+    let _ = other.kill();
+    let _ = other.wait();
+
+    // The genuine record: its group is stopped.
+    let id = steps.spawn(&req, t0()).unwrap();
+    let record: Value = serde_json::from_str(
+        &std::fs::read_to_string(records.join(format!("workflow-{id}.json"))).unwrap(),
+    )
+    .unwrap();
+    let pid2 = record["pid"].as_u64().unwrap() as u32;
+    assert!(files::pid_alive(pid2));
+    steps.kill(&id);
+    let gone = (0..50).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        !files::pid_alive(pid2)
+    });
+    assert!(gone, "the step's process group was stopped");
+    // The first step, whose record was forged above, is still ours to clean up.
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", "--", &format!("-{pid}")])
+        .status();
 }

@@ -73,18 +73,23 @@ pub fn decide(
         );
     }
 
-    // G1.2: strictly longer than 4 hours. An unreadable startedAt cannot be timed; the seed's
-    // `NaN > max` is false too, so the gate is skipped, but not silently.
-    match execution.started_at_ms() {
-        Some(started) if now_ms.saturating_sub(started) > MAX_DURATION_MS => {
-            return Decision::new(Action::NeedsAttention, "Orchestration running too long");
+    // G1.2: strictly longer than 4 hours of running since the start or the user's last
+    // command on the run. A run that waits for the user (paused, a merge, a gate, attention)
+    // is not running away; and one the user resumed has been looked at. An unreadable
+    // startedAt cannot be timed; the seed's `NaN > max` is false too, so the gate is skipped,
+    // but not silently.
+    if execution.status == ExecutionStatus::Running {
+        match execution.duration_from_ms() {
+            Some(from) if now_ms.saturating_sub(from) > MAX_DURATION_MS => {
+                return Decision::new(Action::NeedsAttention, "Orchestration running too long");
+            }
+            Some(_) => {}
+            None => warn!(
+                orchestration = %execution.id,
+                started_at = ?execution.started_at,
+                "startedAt missing or unreadable: duration gate skipped"
+            ),
         }
-        Some(_) => {}
-        None => warn!(
-            orchestration = %execution.id,
-            started_at = ?execution.started_at,
-            "startedAt missing or unreadable: duration gate skipped"
-        ),
     }
 
     // The seed's loop sleeps while paused; a run waiting for the user does the same.

@@ -60,7 +60,7 @@ pub use state::{
     next_step, BatchItem, BatchStatus, Batches, Budget, DecisionLogEntry, ExecutionConfig,
     ExecutionPhase, ExecutionStatus, Executions, Orchestration, OrchestrationExecution,
     OrchestrationState, Phase, RecoveryContext, Step, StepState, StepStatus, UserGateStatus,
-    STEP_INDEX_MAP,
+    STEP_INDEX_MAP, USER_ACTED_KEY,
 };
 pub use tasks::parse_batches;
 pub use validate::{validate, Violation};

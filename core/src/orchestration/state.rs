@@ -30,6 +30,9 @@ lenient_enum! {
     }
 }
 
+/// The run file's key for when the user last gave a command on the run (an RFC 3339 time).
+pub const USER_ACTED_KEY: &str = "userActedAt";
+
 /// The seed's `STEP_INDEX_MAP`: each step and its `step.index`.
 pub const STEP_INDEX_MAP: [(Step, usize); 5] = [
     (Step::Design, 0),
@@ -335,6 +338,22 @@ impl OrchestrationExecution {
             .as_deref()
             .and_then(Timestamp::parse_rfc3339)
             .map(Timestamp::millis)
+    }
+
+    /// Where the 4-hour clock (G1.2) starts: the run's start, or the user's last command on
+    /// it (`userActedAt`), whichever is later. A user who resumes or merges an old run has
+    /// looked at it; without this a run older than 4 hours could never go on.
+    pub fn duration_from_ms(&self) -> Option<i64> {
+        let acted = self
+            .extra
+            .get(USER_ACTED_KEY)
+            .and_then(serde_json::Value::as_str)
+            .and_then(Timestamp::parse_rfc3339)
+            .map(Timestamp::millis);
+        match (self.started_at_ms(), acted) {
+            (Some(s), Some(a)) => Some(s.max(a)),
+            (s, a) => s.or(a),
+        }
     }
 
     /// The batch `batches.current` points at, if it exists.

@@ -78,7 +78,7 @@ pub fn new_execution(
         e.config.max_heal_attempts = m;
     }
     e.config.extra.insert("batchSizeFallback".into(), json!(15));
-    if let Ok(v) = serde_json::to_value(&opts.settings) {
+    if let Ok(v) = serde_json::to_value(opts.settings.clone().without_commands()) {
         e.config.extra.insert(SETTINGS_KEY.into(), v);
     }
     if let Some(s) = state {
@@ -132,7 +132,7 @@ pub fn start(
     let _guard = deps.lock()?;
     if let Some(mut e) = deps.files().find_execution(false)? {
         // Continuing: the workflows run as this start says from now on.
-        if let Ok(v) = serde_json::to_value(&opts.settings) {
+        if let Ok(v) = serde_json::to_value(opts.settings.clone().without_commands()) {
             e.config.extra.insert(SETTINGS_KEY.into(), v);
             deps.write_execution(&e)?;
         }
@@ -179,7 +179,13 @@ fn change(
         .ok_or_else(|| ControlError::NoOrchestration(deps.files().dir().to_path_buf()))?;
     let mut state = deps.read_state()?;
     let before = state.clone();
-    f(&mut state, &mut exec, deps.now_ms())?;
+    let now = deps.now_ms();
+    f(&mut state, &mut exec, now)?;
+    // The user looked at the run: the 4-hour gate counts from here.
+    exec.extra.insert(
+        headspace_core::orchestration::USER_ACTED_KEY.into(),
+        json!(Timestamp(now).to_string()),
+    );
     if state != before {
         deps.write_state(&state)?;
     }

@@ -285,6 +285,19 @@ pub struct RunnerRecord {
     pub started_at: i64,
 }
 
+/// Who process `pid` is, to tell it from a later process given the same pid: its start time
+/// (clock ticks after boot) and its process group, from `/proc/{pid}/stat` (Linux only;
+/// `None` elsewhere or when it is gone).
+pub fn process_identity(pid: u32) -> Option<(u64, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp …`: comm may hold spaces, so fields count from its `)`.
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let pgrp = fields.get(2)?.parse().ok()?;
+    let started = fields.get(19)?.parse().ok()?;
+    Some((started, pgrp))
+}
+
 /// Whether process `pid` exists (Linux: `/proc/{pid}`; elsewhere `kill -0`).
 pub fn pid_alive(pid: u32) -> bool {
     if pid == 0 {

@@ -43,14 +43,25 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// The settings stored in a run.
+    /// The settings stored in a run, without any command: a project's files may come from
+    /// anyone (a cloned repository), so what runs is never read from them. A stored headless
+    /// mode keeps the default command; the helper and a custom command come from the
+    /// command line or the environment at each start.
     pub fn of(execution: &OrchestrationExecution) -> Settings {
-        execution
+        let stored: Settings = execution
             .config
             .extra
             .get(SETTINGS_KEY)
             .and_then(|v| serde_json::from_value(v.clone()).ok())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        stored.without_commands()
+    }
+
+    /// These settings as a run stores them: no commands (see [`Settings::of`]).
+    pub fn without_commands(mut self) -> Settings {
+        self.headless = self.headless.map(|_| Vec::new());
+        self.helper = None;
+        self
     }
 
     /// These settings with `other`'s set fields on top.

@@ -60,6 +60,10 @@ pub struct WorkflowRecord {
     /// The process (headless mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// The process's start time when it was spawned: a record's pid is signalled only while
+    /// it still names that process (a record could come from anywhere, a pid be reused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_started: Option<u64>,
     /// When it started, ms since the epoch.
     pub started_at_ms: i64,
     /// Its last known status; final once completed, failed or cancelled.
@@ -160,6 +164,7 @@ impl Steps {
             prompt: prompt.clone(),
             agent: None,
             pid: None,
+            pid_started: None,
             started_at_ms: now_ms,
             status: WorkflowStatus::Running,
             cost_usd: 0.0,
@@ -201,7 +206,9 @@ impl Steps {
                 record.agent = Some(agent.clone());
             }
             StepRunner::Headless { command, .. } => {
-                record.pid = Some(self.spawn_headless(&id, command, &prompt)?);
+                let pid = self.spawn_headless(&id, command, &prompt)?;
+                record.pid = Some(pid);
+                record.pid_started = super::files::process_identity(pid).map(|(s, _)| s);
             }
         }
         self.write(&record);
@@ -359,9 +366,16 @@ impl Steps {
                 );
             }
             StepRunner::Headless { .. } => {
-                if let Some(pid) = r.pid {
+                // Only the group this runner started: never pid 0 or 1 (everything of the
+                // user's), never a process that merely got the same pid later.
+                let ours = r.pid.filter(|&pid| pid > 1).filter(|&pid| {
+                    super::files::process_identity(pid).is_some_and(|(started, group)| {
+                        group == pid && r.pid_started == Some(started)
+                    })
+                });
+                if let Some(pid) = ours {
                     let _ = std::process::Command::new("kill")
-                        .args(["-TERM", &format!("-{pid}")])
+                        .args(["-TERM", "--", &format!("-{pid}")])
                         .stderr(std::process::Stdio::null())
                         .status();
                 }
