@@ -53,6 +53,11 @@ impl OpenQuestion {
                 self.text
             ));
         }
+        if n > 9 {
+            return Err(format!(
+                "option {n} cannot be picked by its number key (the terminal takes 1 to 9)"
+            ));
+        }
         match n.checked_sub(1).and_then(|i| options.get(i)) {
             Some(label) => Ok(label.clone()),
             None => Err(format!(
@@ -112,6 +117,13 @@ mod tests {
         assert_eq!(q.choose(2).unwrap(), "b/");
         assert!(q.choose(0).unwrap_err().contains("options 1 to 2"));
         assert!(q.choose(3).unwrap_err().contains("options 1 to 2"));
+        let many: Vec<Value> = (1..=12)
+            .map(|i| json!({"label": format!("o{i}")}))
+            .collect();
+        let tool = json!({"questions": [{"question": "Which?", "options": many}]});
+        let q = open_question(None, Some(("Which?", Some(&tool)))).unwrap();
+        assert_eq!(q.choose(9).unwrap(), "o9");
+        assert!(q.choose(10).unwrap_err().contains("1 to 9"));
         let plain = open_question(None, Some(("Shall I go on?", None))).unwrap();
         assert!(plain.choose(1).unwrap_err().contains("as text"));
     }

@@ -1250,3 +1250,36 @@ fn a_growing_transcript_publishes_session_activity_at_most_every_five_seconds() 
         "the transcript's growth counts as the agent being seen"
     );
 }
+
+#[test]
+fn reading_the_same_bytes_again_is_no_session_activity() {
+    use headspace_core::{Command, Config, Core, Input};
+    let mut core = Core::new(Config::new(CLAUDE_DIR));
+    let t0 = Timestamp::parse_rfc3339("2026-11-01T09:00:00Z").unwrap();
+    let mut s = SessionWriter::new(1, t0);
+    let data = format!("{}\n", s.prompt("started in a terminal", None).json).into_bytes();
+    let more = format!("{}\n", s.agent_text("Looking at it.").json).into_bytes();
+    let path = s.path();
+    let activity_at = |core: &mut Core, at: Timestamp, offset: u64, data: &[u8]| {
+        core.handle(
+            at,
+            Input::Transcript {
+                path: path.clone(),
+                offset,
+                data: data.to_vec(),
+                read: None,
+            },
+        );
+        std::iter::from_fn(|| core.poll_command())
+            .filter(|c| matches!(c, Command::Publish(e) if e.name == "session_activity"))
+            .count()
+    };
+    assert_eq!(activity_at(&mut core, t0, 0, &data), 1);
+    let later = t0.add_millis(10_000);
+    assert_eq!(
+        activity_at(&mut core, later, 0, &data),
+        0,
+        "the same bytes again (a sweep re-delivering them) are nothing new"
+    );
+    assert_eq!(activity_at(&mut core, later, data.len() as u64, &more), 1);
+}

@@ -495,8 +495,6 @@ async fn wait(app: &App, reference: &str, query: Option<&str>) -> Response<Body>
     }
 }
 
-/// Types text into the agent's pane. The core hears of it first, so the agent counts as
-/// running from this moment: a `wait` right after never sees a false idle.
 /// Every project of a known agent that has an orchestration: its status, with `project`.
 async fn orchestrations(app: &App) -> Response<Body> {
     let agents = match app.store.agents().await {
@@ -693,6 +691,8 @@ async fn interrupt(app: &App, reference: &str) -> Response<Body> {
     }
 }
 
+/// Types text into the agent's pane. The core hears of it first, so the agent counts as
+/// running from this moment: a `wait` right after never sees a false idle.
 async fn send(app: &App, reference: &str, text: &str) -> Response<Body> {
     let view = match agent_view(app, reference).await {
         Ok(v) => v,

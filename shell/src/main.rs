@@ -526,7 +526,9 @@ fn orchestrate_start(a: StartArgs, files: headspace::orchestrate::files::Project
         .expect("runtime");
     let wake = runner::Wake::new();
     let _watcher = live::watch_project(&files, wake.clone());
-    let poll = std::time::Duration::from_secs_f64(a.poll.max(0.05));
+    // Between 50 ms and an hour; `inf` or `NaN` must not panic.
+    let poll = std::time::Duration::try_from_secs_f64(a.poll.clamp(0.05, 3_600.0))
+        .unwrap_or(std::time::Duration::from_secs(5));
     let deps: std::sync::Arc<dyn runner::Deps> = deps;
     let outcome = rt.block_on(async {
         tokio::select! {
@@ -681,7 +683,8 @@ fn wait(agent: &str, timeout: f64, server: &ServerArg) -> ExitCode {
         &path,
         b"",
         server.token.as_deref(),
-        std::time::Duration::from_secs_f64(timeout + 30.0),
+        std::time::Duration::try_from_secs_f64(timeout.clamp(0.0, 86_400.0) + 30.0)
+            .unwrap_or(std::time::Duration::from_secs(30)),
     );
     match answer.map(|(s, b)| {
         (

@@ -59,7 +59,21 @@ pub async fn choose(
     label: &str,
 ) -> Result<Sent, String> {
     let line = format!("{n}. {label}");
-    let shows_option = |screen: &str| screen.lines().any(|l| l.contains(&line));
+    // The option's own line (after the box edge and the selection marker), so "1. Yes" is
+    // not found in "11. Yes".
+    let shows_option = |screen: &str| {
+        screen.lines().any(|l| {
+            l.trim_start_matches(|c: char| c.is_whitespace() || "│❯>".contains(c))
+                .starts_with(&line)
+        })
+    };
+    // A stale question (the dialog already gone) must not type a digit into the prompt.
+    let before = tmux(socket, &["capture-pane", "-p", "-t", pane]).await?;
+    if !shows_option(&before) {
+        return Err(format!(
+            "the dialog is not on screen: no option \"{line}\" in the pane"
+        ));
+    }
     tmux(socket, &["send-keys", "-t", pane, "-l", &n.to_string()]).await?;
     tokio::time::sleep(Duration::from_millis(400)).await;
     let mut after = tmux(socket, &["capture-pane", "-p", "-t", pane]).await?;

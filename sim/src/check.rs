@@ -324,7 +324,6 @@ impl Checker {
     }
 }
 
-/// The activity the store shows for the agent of a pane.
 /// The pane's agent's latest tasks, for a failure's detail.
 fn tasks_of_pane(store: &MemStore, pane: &str) -> String {
     let Some(agent) = store
@@ -350,6 +349,7 @@ fn tasks_of_pane(store: &MemStore, pane: &str) -> String {
     format!("agent {}: {}", agent.id, shown.join(", "))
 }
 
+/// The activity the store shows for the agent of a pane.
 pub fn activity_of_pane(store: &MemStore, pane: &str) -> Option<Activity> {
     let agent = store
         .agents()

@@ -291,7 +291,11 @@ impl AgentState {
     /// tool, and when the transcript's user lines were written.
     fn note_turn(&mut self, turn: &TurnRow) {
         *self.task_turns.entry(turn.task_id).or_default() += 1;
-        if turn.actor == Actor::User && turn.entry_uuid.is_some() {
+        // Only the transcript's own clock: a line without a timestamp got the server's.
+        if turn.actor == Actor::User
+            && turn.entry_uuid.is_some()
+            && turn.timestamp_source == TimestampSource::Jsonl
+        {
             self.note_user_entry(turn.task_id, turn.timestamp);
         }
         if turn.actor == Actor::Agent && turn.intent == Intent::Question {

@@ -31,10 +31,12 @@ impl Core {
             self.open_file(path, &session, agent_id, 0, None);
         }
         let agent_id = self.files[path].agent_id;
-        if !data.is_empty() {
-            self.note_session_activity(agent_id, path);
-        }
         let file = self.files.get_mut(path).expect("file just opened");
+        // Activity is bytes never seen before, outside a reconcile: a re-read, a gap read of
+        // old bytes or a user's reconcile says nothing about the agent now.
+        let grew = reconcile.is_none()
+            && offset + data.len() as u64 > file.framer.expected_offset()
+            && offset <= file.framer.expected_offset();
         let mut framer = std::mem::take(&mut file.framer);
         let push = framer.push(offset, data, |line, _end| {
             self.process_line(path, agent_id, line)
@@ -45,6 +47,9 @@ impl Core {
         }
         let file = self.files.get_mut(path).expect("file still open");
         file.framer = framer;
+        if grew {
+            self.note_session_activity(agent_id, path);
+        }
         if let Push::Gap { expected } = push {
             let read = self.new_read(reconcile);
             debug!(
