@@ -893,6 +893,40 @@ async fn a_run_already_driven_by_a_live_process_is_refused() {
     assert!(fake.spawns.lock().unwrap().is_empty());
 }
 
+#[tokio::test]
+async fn a_runner_holding_the_runner_lock_keeps_a_second_one_out_without_any_record() {
+    let (dir, id) = project("lock", "design", "not_started", StartOptions::default());
+    let fake = Arc::new(Fake::new(dir.path(), Agent::KeepsRunning));
+    // The first runner has the lock but has not written its record yet (the race a record
+    // check alone loses).
+    let held = fake
+        .files
+        .try_lock_runner(&id)
+        .unwrap()
+        .expect("free at first");
+    let r = run(
+        fake.clone(),
+        &id,
+        &Wake::new(),
+        Duration::from_millis(1),
+        |_| {},
+    )
+    .await;
+    assert!(
+        matches!(
+            r,
+            Err(headspace::orchestrate::runner::RunnerError::AlreadyRunning { .. })
+        ),
+        "{r:?}"
+    );
+    assert!(fake.spawns.lock().unwrap().is_empty());
+    drop(held);
+    assert!(
+        fake.files.try_lock_runner(&id).unwrap().is_some(),
+        "free once released"
+    );
+}
+
 // ------------------------------------------------------------------ the helper's three cases
 
 /// Every Rust file under `dir`, with its path.
@@ -1674,4 +1708,27 @@ fn cancelling_a_headless_step_stops_its_process_and_nothing_else() {
     let _ = std::process::Command::new("kill")
         .args(["-TERM", "--", &format!("-{pid}")])
         .status();
+}
+
+#[test]
+fn only_news_wakes_the_runner() {
+    use headspace::orchestrate::live::wakes_the_runner;
+    for news in [
+        "orchestration-state.json",
+        "orchestration-7f3a.json",
+        "workflow-wf-1.exit",
+    ] {
+        assert!(wakes_the_runner(news), "{news}");
+    }
+    // What the runner writes itself at every look, and temporary files.
+    for own in [
+        "workflow-wf-1.json",
+        "runner.log",
+        "runner-7f3a.json",
+        ".orchestration.lock",
+        ".orchestration-state.json.tmp",
+        "workflow-wf-1.exit.tmp",
+    ] {
+        assert!(!wakes_the_runner(own), "{own}");
+    }
 }

@@ -161,6 +161,26 @@ impl ProjectFiles {
         Ok(ProjectLock { _file: file })
     }
 
+    /// Takes run `id`'s runner lock for as long as the returned guard lives, or `None` when
+    /// another process (or another runner in this one) holds it. Unlike a check of the runner
+    /// records, this cannot race: two runners started at once cannot both drive the run.
+    pub fn try_lock_runner(&self, id: &str) -> Result<Option<ProjectLock>, FileError> {
+        let path = self.workflows_dir().join(format!(".runner-{id}.lock"));
+        fs::create_dir_all(self.workflows_dir())
+            .map_err(|e| FileError::io(&self.workflows_dir(), e))?;
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| FileError::io(&path, e))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(ProjectLock { _file: file })),
+            Err(fs::TryLockError::WouldBlock) => Ok(None),
+            Err(fs::TryLockError::Error(e)) => Err(FileError::io(&path, e)),
+        }
+    }
+
     /// Every run file, newest first (by `startedAt`, then name), read or with its error.
     pub fn executions(&self) -> Vec<(PathBuf, Result<OrchestrationExecution, FileError>)> {
         let mut out: Vec<_> = list(&self.workflows_dir(), "orchestration-", ".json")

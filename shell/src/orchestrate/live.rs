@@ -203,6 +203,16 @@ impl Deps for LiveDeps {
     }
 }
 
+/// The files whose change is news for the runner: the state, a run's file, a headless
+/// workflow's exit code. Not temporary files or the lock (their names start with a dot), not
+/// the workflow records and the runner's log and record, which the runner itself writes at
+/// every look: waking on those would keep it iterating (found in review).
+pub fn wakes_the_runner(name: &str) -> bool {
+    name == "orchestration-state.json"
+        || (name.starts_with("orchestration-") && name.ends_with(".json"))
+        || (name.starts_with("workflow-") && name.ends_with(".exit"))
+}
+
 /// Wakes the runner when something under `.specflow/` changes: a sub-command marking its
 /// step, the user pausing or merging, a headless workflow's exit code. The runner's own
 /// writes wake it too, but an iteration that changes nothing writes nothing, so that settles.
@@ -216,11 +226,10 @@ pub fn watch_project(
     let dir = files.dir().join(".specflow");
     let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         let Ok(ev) = res else { return };
-        // Temporary files and the lock file start with a dot; the final rename names the file.
         let relevant = ev.paths.iter().any(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| !n.starts_with('.') && !n.starts_with("runner-"))
+                .is_some_and(wakes_the_runner)
         });
         if relevant {
             wake.wake();

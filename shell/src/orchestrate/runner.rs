@@ -4,8 +4,10 @@
 //! One [`iterate`] is three short stretches under the project lock with the slow work (spawn,
 //! kill, helper model) between them, never under it:
 //!
-//! 1. lock; read both files (a missing or corrupt state goes to [`recover_state`]); look up the
-//!    linked workflow; fold its cost and end into the files, validate and decide (all in the
+//! 0. look up the linked workflow (it may ask the server) before the lock is taken;
+//! 1. lock; read both files (a missing or corrupt state goes to [`recover_state`]); keep that
+//!    lookup if the step is still linked to the same workflow, else look up again; fold its
+//!    cost and end into the files, validate and decide (all in the
 //!    core: [`evaluate`]); apply the decision, append it to the decision log; record a spawn
 //!    intent when the decision spawns; write atomically; unlock.
 //! 2. spawn the workflow, or ask the helper about a stale workflow or a failed step.
@@ -239,9 +241,35 @@ pub fn look_up(
     state: &OrchestrationState,
     execution: &OrchestrationExecution,
 ) -> Option<WorkflowView> {
-    let step = state.orchestration.step.current.as_ref()?;
-    let id = linked_workflow_id(execution, step)?;
-    let mut view = deps.lookup_workflow(id)?;
+    let id = linked(state, execution)?;
+    acknowledged(deps.lookup_workflow(id)?, execution, id)
+}
+
+/// The workflow the run's current step is linked to.
+fn linked<'a>(
+    state: &OrchestrationState,
+    execution: &'a OrchestrationExecution,
+) -> Option<&'a str> {
+    linked_workflow_id(execution, state.orchestration.step.current.as_ref()?)
+}
+
+/// The lookup of linked workflow `id` before the lock is taken, with that id: the lookup may
+/// ask the server, which takes seconds while it restarts, and the project lock must not wait
+/// on it (a pause or a skill's write would). `None` when the files cannot be read unlocked.
+fn look_up_unlocked(deps: &dyn Deps, id: &str) -> Option<(String, Option<WorkflowView>)> {
+    let exec = deps.read_execution(id).ok()?;
+    let state = deps.read_state().ok()?;
+    let wf = linked(&state, &exec)?.to_string();
+    let view = deps.lookup_workflow(&wf);
+    Some((wf, view))
+}
+
+/// `view` with the user's acknowledgement of its staleness, if any, as activity.
+fn acknowledged(
+    mut view: WorkflowView,
+    execution: &OrchestrationExecution,
+    id: &str,
+) -> Option<WorkflowView> {
     if let Some(ack) = execution
         .extra
         .get(STALE_ACK_KEY)
@@ -276,6 +304,7 @@ enum Act {
 
 /// One iteration of the loop for run `id` (see the module documentation).
 pub fn iterate(deps: &dyn Deps, id: &str) -> Result<Iteration, FileError> {
+    let early = look_up_unlocked(deps, id);
     let guard = deps.lock()?;
     let mut exec = deps.read_execution(id)?;
     let mut state = match deps.read_state() {
@@ -288,7 +317,14 @@ pub fn iterate(deps: &dyn Deps, id: &str) -> Result<Iteration, FileError> {
     };
     let now = deps.now_ms();
     let (exec_before, state_before) = (exec.clone(), state.clone());
-    let view = look_up(deps, &state, &exec);
+    // The early lookup stands if the step is still linked to the same workflow; otherwise
+    // (the files moved on in between) it is looked up again.
+    let view = match (early, linked(&state, &exec)) {
+        (Some((wf, view)), Some(now_wf)) if wf == now_wf => {
+            view.and_then(|v| acknowledged(v, &exec, &wf))
+        }
+        _ => look_up(deps, &state, &exec),
+    };
     let decision = evaluate(&mut state, &mut exec, view.as_ref(), now);
     apply(&mut exec, &decision, now);
     apply_to_state(&mut state, &decision);
@@ -1013,6 +1049,16 @@ pub async fn run(
 ) -> Result<Decision, RunnerError> {
     let files = deps.files().clone();
     let me = std::process::id();
+    // Held for the whole run: a second runner of the same run, even one started in the same
+    // instant, finds it taken.
+    let Some(_runner_lock) = files.try_lock_runner(id)? else {
+        let pid = files
+            .reconcile_runners()?
+            .into_iter()
+            .find(|r| r.orchestration_id == id)
+            .map_or(0, |r| r.pid);
+        return Err(RunnerError::AlreadyRunning { id: id.into(), pid });
+    };
     for r in files.reconcile_runners()? {
         if r.orchestration_id == id && r.pid != me {
             return Err(RunnerError::AlreadyRunning {
