@@ -1283,3 +1283,35 @@ fn reading_the_same_bytes_again_is_no_session_activity() {
     );
     assert_eq!(activity_at(&mut core, later, data.len() as u64, &more), 1);
 }
+
+#[test]
+fn a_custom_command_is_a_turn_its_hook_announces_and_its_transcript_line_claims() {
+    let mut w = World::new();
+    w.prompt_hook("/flow.design the login page");
+    assert_eq!(
+        w.activity(),
+        Activity::Running,
+        "the model works on a custom command"
+    );
+    // How Claude Code records it: the command's own line, then the expanded prompt (meta).
+    let line = serde_json::json!({
+        "type": "user", "uuid": "00000001-0000-4000-8000-0000000000c1",
+        "timestamp": w.now.to_string(), "sessionId": w.s.session_id, "isSidechain": false,
+        "message": {"role": "user", "content": "<command-message>flow.design</command-message>\n<command-name>/flow.design</command-name>\n<command-args>the login page</command-args>"}
+    });
+    w.append(&headspace_core::synth::Line {
+        json: line.to_string(),
+        uuid: "00000001-0000-4000-8000-0000000000c1".into(),
+        is_turn: true,
+    });
+    let turns = w.turns();
+    assert_eq!(turns.len(), 1, "claimed, not doubled: {turns:?}");
+    assert_eq!(turns[0].text, "/flow.design the login page");
+    assert_eq!(
+        turns[0].entry_uuid.as_deref(),
+        Some("00000001-0000-4000-8000-0000000000c1")
+    );
+    // Claude Code's own commands announce no turn.
+    w.prompt_hook("/clear");
+    assert_eq!(w.turns().len(), 1);
+}

@@ -350,52 +350,6 @@ fn uuid_key(uuid: &str) -> u128 {
     hash128(uuid.as_bytes())
 }
 
-/// Claude Code's own commands, which run no turn of the model (`/clear`, `/model`, …). A
-/// slash command not in this list is a custom command or skill (`/flow.design`): the model
-/// works on it like on any prompt.
-const LOCAL_COMMANDS: &[&str] = &[
-    "add-dir",
-    "agents",
-    "bashes",
-    "bug",
-    "clear",
-    "compact",
-    "config",
-    "context",
-    "cost",
-    "doctor",
-    "exit",
-    "export",
-    "feedback",
-    "help",
-    "hooks",
-    "ide",
-    "install-github-app",
-    "login",
-    "logout",
-    "mcp",
-    "memory",
-    "migrate-installer",
-    "model",
-    "output-style",
-    "permissions",
-    "plugin",
-    "privacy-settings",
-    "quit",
-    "release-notes",
-    "resume",
-    "rewind",
-    "sandbox",
-    "status",
-    "statusline",
-    "terminal-setup",
-    "theme",
-    "todos",
-    "upgrade",
-    "usage",
-    "vim",
-];
-
 /// The command name of a slash command (`/flow.design args` → `flow.design`).
 fn slash_command(text: &str) -> Option<&str> {
     let first = text.split_whitespace().next().unwrap_or("");
@@ -413,8 +367,7 @@ fn slash_command(text: &str) -> Option<&str> {
 /// until its transcript is read (found by the orchestration simulation, whose steps are
 /// `/flow.*` skills).
 fn is_machinery_prompt(text: &str) -> bool {
-    slash_command(text).is_some_and(|name| LOCAL_COMMANDS.contains(&name))
-        || entry::is_machinery_text(text)
+    slash_command(text).is_some_and(entry::is_local_command) || entry::is_machinery_text(text)
 }
 
 /// `projects/<dir>/<session>.jsonl` → `<session>`; anything else (sub-agent transcripts in
