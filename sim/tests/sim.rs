@@ -25,7 +25,12 @@ fn named_scenarios_pass() {
 
 #[test]
 fn the_same_seed_gives_the_same_trace() {
-    for (name, seed) in [("random", 3), ("random", 11), ("sm232-late-clear-stop", 1)] {
+    for (name, seed) in [
+        ("random", 3),
+        ("random", 11),
+        ("sm232-late-clear-stop", 1),
+        ("orchestration", 3),
+    ] {
         let s = find(name).unwrap();
         let a = run(&(s.plan)(&mut Rng::new(seed)), seed, None);
         let b = run(&(s.plan)(&mut Rng::new(seed)), seed, None);
