@@ -155,6 +155,24 @@ impl SessionWriter {
         )
     }
 
+    /// What the user typed, as the transcript records it: a custom command or skill
+    /// (`/flow.design args`) as Claude Code writes one (its `<command-name>` line, a turn),
+    /// anything else as a plain prompt.
+    pub fn typed(&mut self, text: &str, prompt_id: Option<&str>) -> Line {
+        let first = text.split_whitespace().next().unwrap_or("");
+        let name = first.strip_prefix('/').unwrap_or("");
+        if name.is_empty() || crate::entry::is_local_command(name) {
+            return self.prompt(text, prompt_id);
+        }
+        let args = text[first.len()..].trim();
+        let content = format!("<command-message>{name}</command-message>\n<command-name>/{name}</command-name>\n<command-args>{args}</command-args>");
+        let mut v = json!({"type": "user", "message": {"role": "user", "content": content}});
+        if let Some(p) = prompt_id {
+            v["promptId"] = json!(p);
+        }
+        self.line(v, true)
+    }
+
     /// A local slash command as the transcript records it (e.g. `/clear`; not a turn).
     pub fn local_command(&mut self, name: &str) -> Line {
         let content = format!("<command-name>/{name}</command-name>\n<command-message>{name}</command-message>\n<command-args></command-args>");

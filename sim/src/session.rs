@@ -244,7 +244,7 @@ impl Agent {
         }
         self.world.show(&self.pane, Screen::Busy);
         self.hook("UserPromptSubmit", extra, x.prompt_hook);
-        let line = self.w.prompt(&x.prompt, prompt_id.as_deref());
+        let line = self.w.typed(&x.prompt, prompt_id.as_deref());
         let puuid = line.uuid.clone();
         self.phase(Activity::Running, Some(puuid.clone()), prompt_id.clone());
         self.write(

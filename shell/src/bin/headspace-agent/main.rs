@@ -286,7 +286,7 @@ impl Agent {
         self.history.push(format!("> {prompt}"));
         self.stamp();
         self.hook("UserPromptSubmit", json!({"prompt": prompt}));
-        let line = self.writer.prompt(&prompt, None);
+        let line = self.writer.typed(&prompt, None);
         self.append(&line.json);
         let mut last = turn
             .replies
