@@ -25,6 +25,17 @@ use std::time::{Duration, Instant};
 
 // ------------------------------------------------------------------ fixtures
 
+/// A request to start the design step.
+fn design_request() -> SpawnRequest {
+    SpawnRequest {
+        step: Step::Design,
+        skill: "flow.design".into(),
+        batch: None,
+        healer: false,
+        context: None,
+    }
+}
+
 /// A temporary project folder, removed on drop.
 struct TempDir(PathBuf);
 
@@ -1143,13 +1154,7 @@ fn an_agent_step_is_typed_into_the_pane_and_ends_when_the_agent_is_idle() {
         &dir.path().join(files::WORKFLOWS_DIR),
         false,
     );
-    let req = SpawnRequest {
-        step: Step::Design,
-        skill: "flow.design".into(),
-        batch: None,
-        healer: false,
-        context: None,
-    };
+    let req = design_request();
     let id = steps.spawn(&req, t0()).unwrap();
     let requests = seen.lock().unwrap().clone();
     assert!(
@@ -1655,13 +1660,7 @@ fn cancelling_a_headless_step_stops_its_process_and_nothing_else() {
         &records,
         false,
     );
-    let req = SpawnRequest {
-        step: Step::Design,
-        skill: "flow.design".into(),
-        batch: None,
-        healer: false,
-        context: None,
-    };
+    let req = design_request();
     let id = steps.spawn(&req, t0()).unwrap();
     let record_path = records.join(format!("workflow-{id}.json"));
     let record: Value =

@@ -147,15 +147,7 @@ impl ProjectFiles {
     /// the kernel if the process dies.
     pub fn lock(&self) -> Result<ProjectLock, FileError> {
         let path = self.dir.join(LOCK_FILE);
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent).map_err(|e| FileError::io(parent, e))?;
-        }
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| FileError::io(&path, e))?;
+        let file = open_lock_file(&path)?;
         // flock: per open file, so two guards in one process exclude each other too.
         file.lock().map_err(|e| FileError::io(&path, e))?;
         Ok(ProjectLock { _file: file })
@@ -166,14 +158,7 @@ impl ProjectFiles {
     /// records, this cannot race: two runners started at once cannot both drive the run.
     pub fn try_lock_runner(&self, id: &str) -> Result<Option<ProjectLock>, FileError> {
         let path = self.workflows_dir().join(format!(".runner-{id}.lock"));
-        fs::create_dir_all(self.workflows_dir())
-            .map_err(|e| FileError::io(&self.workflows_dir(), e))?;
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| FileError::io(&path, e))?;
+        let file = open_lock_file(&path)?;
         match file.try_lock() {
             Ok(()) => Ok(Some(ProjectLock { _file: file })),
             Err(fs::TryLockError::WouldBlock) => Ok(None),
@@ -303,6 +288,19 @@ pub struct RunnerRecord {
     pub pid: u32,
     /// When it started, in ms since the epoch.
     pub started_at: i64,
+}
+
+/// Opens (creating it and its folder) a file that only carries a lock.
+fn open_lock_file(path: &Path) -> Result<fs::File, FileError> {
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).map_err(|e| FileError::io(parent, e))?;
+    }
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| FileError::io(path, e))
 }
 
 /// Who process `pid` is, to tell it from a later process given the same pid: its start time
