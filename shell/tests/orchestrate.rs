@@ -879,6 +879,21 @@ fn orphaned_runner_files_are_cleared_at_start_up() {
     assert!(f.runner_path("alive").exists());
 }
 
+/// The whole loop on `fake`, polling every millisecond.
+async fn run_briefly(
+    fake: &Arc<Fake>,
+    id: &str,
+) -> Result<headspace_core::orchestration::Decision, headspace::orchestrate::runner::RunnerError> {
+    run(
+        fake.clone(),
+        id,
+        &Wake::new(),
+        Duration::from_millis(1),
+        |_| {},
+    )
+    .await
+}
+
 #[tokio::test]
 async fn a_run_already_driven_by_a_live_process_is_refused() {
     let (dir, id) = project("twice", "design", "not_started", StartOptions::default());
@@ -890,14 +905,7 @@ async fn a_run_already_driven_by_a_live_process_is_refused() {
             started_at: t0(),
         })
         .unwrap();
-    let r = run(
-        fake.clone(),
-        &id,
-        &Wake::new(),
-        Duration::from_millis(1),
-        |_| {},
-    )
-    .await;
+    let r = run_briefly(&fake, &id).await;
     assert!(
         matches!(r, Err(headspace::orchestrate::runner::RunnerError::AlreadyRunning { pid, .. }) if pid == std::os::unix::process::parent_id())
     );
@@ -915,14 +923,7 @@ async fn a_runner_holding_the_runner_lock_keeps_a_second_one_out_without_any_rec
         .try_lock_runner(&id)
         .unwrap()
         .expect("free at first");
-    let r = run(
-        fake.clone(),
-        &id,
-        &Wake::new(),
-        Duration::from_millis(1),
-        |_| {},
-    )
-    .await;
+    let r = run_briefly(&fake, &id).await;
     assert!(
         matches!(
             r,

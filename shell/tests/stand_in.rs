@@ -30,22 +30,7 @@ fn every_scripted_turn_arrives_exactly_once_even_with_hooks_cut() {
     let claude = temp_dir("stand-in");
     let server = Server::start(&db, &claude, &[]);
     let settings = claude.join("settings.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_headspace"))
-        .args([
-            "hooks",
-            "install",
-            "--url",
-            &format!("http://{}", server.addr),
-            "--settings",
-        ])
-        .arg(&settings)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    install_hooks(&server, &settings);
 
     let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/../demo");
     let agent = env!("CARGO_BIN_EXE_headspace-agent");

@@ -278,6 +278,26 @@ impl Drop for Tmux {
     }
 }
 
+/// `headspace hooks install` into `settings`, posting to `server`.
+pub fn install_hooks(server: &Server, settings: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_headspace"))
+        .args([
+            "hooks",
+            "install",
+            "--url",
+            &format!("http://{}", server.addr),
+        ])
+        .arg("--settings")
+        .arg(settings)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "hooks install: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// A server on a fresh database whose pane code uses a private tmux server, with Headspace's
 /// hooks installed in the claude dir's `settings.json` (what the stand-in agent runs).
 pub struct PaneWorld {
@@ -300,22 +320,7 @@ impl PaneWorld {
             &claude,
             &["--tmux-socket", &tmux.0, "--pane-poll-seconds", "0.3"],
         );
-        let out = Command::new(env!("CARGO_BIN_EXE_headspace"))
-            .args([
-                "hooks",
-                "install",
-                "--url",
-                &format!("http://{}", server.addr),
-            ])
-            .arg("--settings")
-            .arg(claude.join("settings.json"))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "hooks install: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        install_hooks(&server, &claude.join("settings.json"));
         Some(PaneWorld {
             server,
             claude,
