@@ -4,7 +4,6 @@
 
 mod common;
 use common::*;
-use std::process::Command;
 use std::time::Duration;
 
 /// Turn lines a script produces: each prompt, each reply, and a question plus its answer.
