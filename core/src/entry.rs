@@ -196,6 +196,18 @@ const LOCAL_COMMANDS: &[&str] = &[
     "vim",
 ];
 
+/// The command name of a slash command (`/flow.design args` → `flow.design`).
+pub fn slash_command(text: &str) -> Option<&str> {
+    let first = text.split_whitespace().next().unwrap_or("");
+    let name = first.strip_prefix('/')?;
+    (!name.is_empty()
+        && !name.contains('/')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_:.".contains(c)))
+    .then_some(name)
+}
+
 /// True for one of Claude Code's own commands (a name without its slash).
 pub fn is_local_command(name: &str) -> bool {
     LOCAL_COMMANDS.contains(&name)

@@ -159,12 +159,12 @@ impl SessionWriter {
     /// (`/flow.design args`) as Claude Code writes one (its `<command-name>` line, a turn),
     /// anything else as a plain prompt.
     pub fn typed(&mut self, text: &str, prompt_id: Option<&str>) -> Line {
-        let first = text.split_whitespace().next().unwrap_or("");
-        let name = first.strip_prefix('/').unwrap_or("");
-        if name.is_empty() || crate::entry::is_local_command(name) {
+        let Some(name) =
+            crate::entry::slash_command(text).filter(|n| !crate::entry::is_local_command(n))
+        else {
             return self.prompt(text, prompt_id);
-        }
-        let args = text[first.len()..].trim();
+        };
+        let args = text.trim_start()[name.len() + 1..].trim();
         let content = format!("<command-message>{name}</command-message>\n<command-name>/{name}</command-name>\n<command-args>{args}</command-args>");
         let mut v = json!({"type": "user", "message": {"role": "user", "content": content}});
         if let Some(p) = prompt_id {

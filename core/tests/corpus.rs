@@ -129,7 +129,7 @@ fn expect(name: &str, prompt: usize, agent_text: usize, question: usize, answer:
 
 // Counted by hand for the two small files: 2.0.74 has one typed prompt (its IDE block left
 // out) and one final text after thinking + Write; 2.1.4 has one prompt and one text before
-// its Task call. The other figures were checked against an independent script.
+// its Task call. The other figures were checked once against a throwaway script (not kept).
 #[test]
 fn small_queue_op_counts() {
     expect("entire_2.0.74_small_queue_op.jsonl", 1, 1, 0, 0);
@@ -204,15 +204,27 @@ fn every_corpus_transcript_replays_identically_twice() {
 
 #[test]
 fn sidechain_and_meta_lines_are_never_turns() {
+    let mut meta = 0;
     for path in files("transcripts", "jsonl") {
         let data = std::fs::read(&path).unwrap();
         for line in data.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
             let v: serde_json::Value = serde_json::from_slice(line).unwrap();
             if v["isSidechain"] == true || v["isMeta"] == true {
                 assert_eq!(classify(line).unwrap(), Entry::Ignored);
+                meta += 1;
             }
         }
     }
+    assert!(meta > 0, "the corpus has meta lines to check");
+    // No corpus transcript has a sidechain line: a prompt marked as one must be ignored.
+    let sidechain = br#"{"type":"user","isSidechain":true,"uuid":"00000000-0000-4000-8000-0000000000aa","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"run the sub-agent's task"}}"#;
+    assert_eq!(classify(sidechain).unwrap(), Entry::Ignored);
+    let main =
+        String::from_utf8_lossy(sidechain).replace("\"isSidechain\":true", "\"isSidechain\":false");
+    assert!(
+        matches!(classify(main.as_bytes()).unwrap(), Entry::UserPrompt { .. }),
+        "the same line off the sidechain is a prompt"
+    );
 }
 
 #[test]

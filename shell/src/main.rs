@@ -550,15 +550,21 @@ fn orchestrate_start(a: StartArgs, files: headspace::orchestrate::files::Project
             ExitCode::from(130)
         }
         Some(Ok(_)) => {
-            let status = files
-                .read_execution(&id)
-                .map(|e| e.status.to_string())
-                .unwrap_or_else(|e| e.to_string());
-            println!("orchestration {id}: {status}");
-            if status == "completed" || status == "cancelled" {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
+            use headspace_core::orchestration::ExecutionStatus;
+            match files.read_execution(&id) {
+                Ok(e) => {
+                    println!("orchestration {id}: {}", e.status);
+                    match e.status {
+                        ExecutionStatus::Completed | ExecutionStatus::Cancelled => {
+                            ExitCode::SUCCESS
+                        }
+                        _ => ExitCode::FAILURE,
+                    }
+                }
+                Err(e) => {
+                    println!("orchestration {id}: {e}");
+                    ExitCode::FAILURE
+                }
             }
         }
         Some(Err(e)) => fail(&e, 1),

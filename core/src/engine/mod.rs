@@ -350,24 +350,13 @@ fn uuid_key(uuid: &str) -> u128 {
     hash128(uuid.as_bytes())
 }
 
-/// The command name of a slash command (`/flow.design args` → `flow.design`).
-fn slash_command(text: &str) -> Option<&str> {
-    let first = text.split_whitespace().next().unwrap_or("");
-    let name = first.strip_prefix('/')?;
-    (!name.is_empty()
-        && !name.contains('/')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_:.".contains(c)))
-    .then_some(name)
-}
-
 /// A prompt hook that announces no turn: Claude Code's own commands and machinery. A custom
 /// command or skill does announce one: without it the agent would show idle from its hook
 /// until its transcript is read (found by the orchestration simulation, whose steps are
 /// `/flow.*` skills).
 fn is_machinery_prompt(text: &str) -> bool {
-    slash_command(text).is_some_and(entry::is_local_command) || entry::is_machinery_text(text)
+    entry::slash_command(text).is_some_and(entry::is_local_command)
+        || entry::is_machinery_text(text)
 }
 
 /// `projects/<dir>/<session>.jsonl` → `<session>`; anything else (sub-agent transcripts in

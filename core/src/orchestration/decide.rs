@@ -46,19 +46,11 @@ pub fn decide(
 ) -> Decision {
     // A finished run has nothing left to decide; checking this before the gates keeps a run
     // that completed on its last dollar from being turned into a failure afterwards.
-    match &execution.status {
-        ExecutionStatus::Completed | ExecutionStatus::Failed | ExecutionStatus::Cancelled => {
-            return Decision::new(
-                Action::Stop,
-                format!("Orchestration is {}", execution.status),
-            );
-        }
-        ExecutionStatus::Running
-        | ExecutionStatus::Paused
-        | ExecutionStatus::WaitingMerge
-        | ExecutionStatus::WaitingUserGate
-        | ExecutionStatus::NeedsAttention
-        | ExecutionStatus::Unknown(_) => {}
+    if execution.status.is_finished() {
+        return Decision::new(
+            Action::Stop,
+            format!("Orchestration is {}", execution.status),
+        );
     }
 
     // G1.1: the budget gate comes before anything that could spend more.
@@ -112,10 +104,9 @@ pub fn decide(
         }
         ExecutionStatus::Running
         | ExecutionStatus::WaitingMerge
-        | ExecutionStatus::WaitingUserGate
-        | ExecutionStatus::Completed
-        | ExecutionStatus::Failed
-        | ExecutionStatus::Cancelled => {}
+        | ExecutionStatus::WaitingUserGate => {}
+        // Returned above.
+        ExecutionStatus::Completed | ExecutionStatus::Failed | ExecutionStatus::Cancelled => {}
     }
 
     matrix(state, execution, workflow, now_ms)
@@ -457,14 +448,11 @@ pub fn decide_checked(
     workflow: Option<&WorkflowView>,
     now_ms: i64,
 ) -> Decision {
-    let waiting_on_user = matches!(
-        execution.status,
-        ExecutionStatus::Completed
-            | ExecutionStatus::Failed
-            | ExecutionStatus::Cancelled
-            | ExecutionStatus::Paused
-            | ExecutionStatus::NeedsAttention
-    );
+    let waiting_on_user = execution.status.is_finished()
+        || matches!(
+            execution.status,
+            ExecutionStatus::Paused | ExecutionStatus::NeedsAttention
+        );
     if !waiting_on_user {
         let violations = super::validate::validate(state, Some(execution));
         if !violations.is_empty() {

@@ -249,6 +249,16 @@ lenient_enum! {
     }
 }
 
+impl ExecutionStatus {
+    /// Completed, failed or cancelled: the run is over.
+    pub fn is_finished(&self) -> bool {
+        matches!(
+            self,
+            ExecutionStatus::Completed | ExecutionStatus::Failed | ExecutionStatus::Cancelled
+        )
+    }
+}
+
 impl BatchStatus {
     /// Done, either directly or after healing.
     pub fn is_done(&self) -> bool {

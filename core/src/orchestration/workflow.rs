@@ -27,6 +27,16 @@ lenient_enum! {
     }
 }
 
+impl WorkflowStatus {
+    /// Completed, failed or cancelled: nothing will change it any more.
+    pub fn is_final(&self) -> bool {
+        matches!(
+            self,
+            WorkflowStatus::Completed | WorkflowStatus::Failed | WorkflowStatus::Cancelled
+        )
+    }
+}
+
 /// The linked workflow, as found by the shell.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -4,7 +4,7 @@
 //! Every change is one locked read-modify-write of the files, logged in the decision log
 //! with `"by": "user"`; a runner running elsewhere picks it up at its next iteration.
 
-use super::files::{is_finished, FileError};
+use super::files::FileError;
 use super::live::{Settings, SETTINGS_KEY};
 use super::runner::{evaluate, log, look_up, Deps, PHASE_KEY, SPAWN_FAILURES_KEY};
 use headspace_core::orchestration::{
@@ -267,7 +267,7 @@ pub fn merge(deps: &dyn Deps) -> Result<OrchestrationExecution, ControlError> {
         let verify_done = s.orchestration.step.current == Some(Step::Verify)
             && s.orchestration.step.status.get() == Some(&StepStatus::Complete);
         let may_merge =
-            e.status == ExecutionStatus::WaitingMerge || (verify_done && !is_finished(&e.status));
+            e.status == ExecutionStatus::WaitingMerge || (verify_done && !e.status.is_finished());
         if !may_merge {
             return Err(refuse(e, "merge (verify is not complete)"));
         }

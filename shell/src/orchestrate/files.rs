@@ -204,7 +204,7 @@ impl ProjectFiles {
         let mut newest_active = None;
         for (path, r) in self.executions() {
             match r {
-                Ok(e) if is_finished(&e.status) => {
+                Ok(e) if e.status.is_finished() => {
                     newest_finished.get_or_insert(e);
                 }
                 Ok(e) => {
@@ -262,14 +262,6 @@ impl ProjectFiles {
         }
         Ok(alive)
     }
-}
-
-/// Whether a run is over (completed, failed or cancelled).
-pub fn is_finished(status: &ExecutionStatus) -> bool {
-    matches!(
-        status,
-        ExecutionStatus::Completed | ExecutionStatus::Failed | ExecutionStatus::Cancelled
-    )
 }
 
 /// The project lock; released on drop.

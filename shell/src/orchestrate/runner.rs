@@ -18,7 +18,7 @@
 //! step twice: the second one sees the first one's intent (younger than 30 s) or its linked
 //! workflow, and waits.
 
-use super::files::{is_finished, FileError, ProjectFiles, RunnerRecord};
+use super::files::{FileError, ProjectFiles, RunnerRecord};
 use headspace_core::orchestration::{
     apply, apply_to_state, backoff_ms, decide_checked, failed_needs_helper, failed_recovery,
     linked_workflow_id, observe_workflow, parse_batches, stale_recovery, Action, BatchStatus,
@@ -398,7 +398,7 @@ pub fn iterate(deps: &dyn Deps, id: &str) -> Result<Iteration, FileError> {
 }
 
 fn next_after(decision: &Decision, exec: &OrchestrationExecution) -> Next {
-    if is_finished(&exec.status) {
+    if exec.status.is_finished() {
         return Next::Stop;
     }
     match decision.action {
@@ -636,7 +636,7 @@ pub fn recover_state(deps: &dyn Deps, id: &str, error: &FileError) -> Result<Ite
     {
         let _guard = deps.lock()?;
         let exec = deps.read_execution(id)?;
-        if is_finished(&exec.status) {
+        if exec.status.is_finished() {
             return Ok(quiet(
                 Decision::new(Action::Stop, format!("Orchestration is {}", exec.status)),
                 Next::Stop,
@@ -840,7 +840,7 @@ fn carry_out(
     let _guard = deps.lock()?;
     let mut exec = deps.read_execution(id)?;
     let mut state = deps.read_state()?;
-    if !still(&state, &exec) || is_finished(&exec.status) {
+    if !still(&state, &exec) || exec.status.is_finished() {
         return Ok(Next::Again);
     }
     let now = deps.now_ms();

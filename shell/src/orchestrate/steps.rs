@@ -90,10 +90,7 @@ impl WorkflowRecord {
     }
 
     fn is_final(&self) -> bool {
-        matches!(
-            self.status,
-            WorkflowStatus::Completed | WorkflowStatus::Failed | WorkflowStatus::Cancelled
-        )
+        self.status.is_final()
     }
 }
 
