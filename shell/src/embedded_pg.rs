@@ -62,7 +62,7 @@ fn step(
 }
 
 /// The newest PostgreSQL server binary folder on this machine.
-pub fn find_bin() -> Option<PathBuf> {
+fn find_bin() -> Option<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
         .into_iter()
         .flatten()
@@ -94,10 +94,6 @@ fn is_root() -> bool {
         .unwrap_or(false)
 }
 
-fn pid_alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
-}
-
 impl EmbeddedPg {
     /// Creates (first time) and starts the cluster under `home/pg`.
     pub fn start(home: &Path) -> Result<EmbeddedPg, EmbeddedError> {
@@ -110,7 +106,11 @@ impl EmbeddedPg {
         if let Ok(pid) =
             std::fs::read_to_string(&lock).map(|s| s.trim().parse::<u32>().unwrap_or(0))
         {
-            if pid != 0 && pid != std::process::id() && pid_alive(pid) && is_headspace(pid) {
+            if pid != 0
+                && pid != std::process::id()
+                && crate::fsutil::pid_alive(pid)
+                && is_headspace(pid)
+            {
                 return Err(EmbeddedError::Locked(pid, home.display().to_string()));
             }
         }

@@ -116,12 +116,7 @@ pub fn merge(settings: &mut Value, exe: &Path, url: &str) -> Result<(), String> 
 }
 
 fn backup_path(settings: &Path) -> PathBuf {
-    let mut name = settings
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_default();
-    name.push(".headspace-backup");
-    settings.with_file_name(name)
+    crate::fsutil::with_suffix(settings, ".headspace-backup")
 }
 
 fn read(path: &Path) -> Result<(Option<Vec<u8>>, Value), InstallError> {
@@ -145,13 +140,8 @@ fn read(path: &Path) -> Result<(Option<Vec<u8>>, Value), InstallError> {
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), InstallError> {
-    let shown = path.display().to_string();
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| InstallError::Io(shown.clone(), e))?;
-    }
-    let tmp = path.with_extension("headspace-tmp");
-    std::fs::write(&tmp, bytes).map_err(|e| InstallError::Io(shown.clone(), e))?;
-    std::fs::rename(&tmp, path).map_err(|e| InstallError::Io(shown, e))
+    crate::fsutil::write_atomic(path, bytes)
+        .map_err(|e| InstallError::Io(path.display().to_string(), e))
 }
 
 fn pretty(v: &Value) -> Vec<u8> {

@@ -7,6 +7,7 @@ pub mod client;
 pub mod driver;
 pub mod embedded_pg;
 pub mod forward;
+pub mod fsutil;
 pub mod hooks_install;
 pub mod http;
 pub mod metrics;

@@ -99,7 +99,7 @@ pub fn new_execution(
 }
 
 /// A new run id (a random UUID, as specflow's).
-pub fn new_id() -> String {
+fn new_id() -> String {
     let mut b = [0u8; 16];
     let read = std::fs::File::open("/dev/urandom")
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut b));

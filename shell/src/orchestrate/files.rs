@@ -10,13 +10,14 @@
 //! | `.specflow/workflows/workflow-{id}.json` | the runner: one spawned workflow (see [`super::steps`]) |
 //! | `.specflow/.orchestration.lock` | the lock, held while a file is read, changed and written |
 
-use headspace_core::orchestration::{ExecutionStatus, OrchestrationExecution, OrchestrationState};
+use headspace_core::orchestration::{OrchestrationExecution, OrchestrationState};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+
+pub use crate::fsutil::{pid_alive, process_identity, with_suffix, write_atomic};
 
 /// The project state, relative to the project.
 pub const STATE_FILE: &str = ".specflow/orchestration-state.json";
@@ -115,11 +116,6 @@ impl ProjectFiles {
     /// `.specflow/workflows/runner-{id}.json`.
     pub fn runner_path(&self, id: &str) -> PathBuf {
         self.workflows_dir().join(format!("runner-{id}.json"))
-    }
-
-    /// Whether the project has a state file (a clean slate has none).
-    pub fn has_state(&self) -> bool {
-        self.state_path().exists()
     }
 
     /// Reads the project state.
@@ -295,34 +291,6 @@ fn open_lock_file(path: &Path) -> Result<fs::File, FileError> {
         .map_err(|e| FileError::io(path, e))
 }
 
-/// Who process `pid` is, to tell it from a later process given the same pid: its start time
-/// (clock ticks after boot) and its process group, from `/proc/{pid}/stat` (Linux only;
-/// `None` elsewhere or when it is gone).
-pub fn process_identity(pid: u32) -> Option<(u64, u32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // `pid (comm) state ppid pgrp …`: comm may hold spaces, so fields count from its `)`.
-    let rest = stat.get(stat.rfind(')')? + 1..)?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let pgrp = fields.get(2)?.parse().ok()?;
-    let started = fields.get(19)?.parse().ok()?;
-    Some((started, pgrp))
-}
-
-/// Whether process `pid` exists (Linux: `/proc/{pid}`; elsewhere `kill -0`).
-pub fn pid_alive(pid: u32) -> bool {
-    if pid == 0 {
-        return false;
-    }
-    if Path::new("/proc/self").exists() {
-        return Path::new(&format!("/proc/{pid}")).exists();
-    }
-    std::process::Command::new("kill")
-        .args(["-0", &pid.to_string()])
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// The files in `dir` named `{prefix}…{suffix}`, sorted by name; none when `dir` is missing.
 pub fn list(dir: &Path, prefix: &str, suffix: &str) -> Vec<PathBuf> {
     let Ok(rd) = fs::read_dir(dir) else {
@@ -376,36 +344,6 @@ pub fn write_json<T: Serialize + DeserializeOwned>(
     write_atomic(path, &text).map_err(|e| FileError::io(path, e))
 }
 
-static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// Writes `bytes` to `path` so that readers see the old or the new content, never a part:
-/// a temporary file in the same folder, fsync, rename over `path`, fsync the folder.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    fs::create_dir_all(dir)?;
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dir.join(format!(
-        ".{name}.tmp.{}.{}",
-        std::process::id(),
-        TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)?;
-        // The rename itself is durable only once the folder is synced.
-        File::open(dir)?.sync_all()
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
-}
-
 /// Copies `path` to `<path>.bak` before a recovery touches it; returns the backup's path, or
 /// `None` when there is no file to back up. An older `.bak` with other content is kept as
 /// `<path>.bak.1` (`.2`, …) rather than lost.
@@ -430,11 +368,4 @@ pub fn backup(path: &Path) -> Result<Option<PathBuf>, FileError> {
     }
     write_atomic(&bak, &bytes).map_err(|e| FileError::io(&bak, e))?;
     Ok(Some(bak))
-}
-
-/// `path` with `suffix` appended to its file name.
-pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut s = path.as_os_str().to_os_string();
-    s.push(suffix);
-    PathBuf::from(s)
 }

@@ -85,7 +85,7 @@ pub fn prompt(case: HelperCase, context: &Value) -> String {
 
 /// The answer object in a helper's output: the object itself, or the one Claude's JSON
 /// output wraps (`structured_output`, or the text of `result`, fenced or not).
-pub fn parse_answer(stdout: &str) -> Option<Value> {
+fn parse_answer(stdout: &str) -> Option<Value> {
     let v: Value = serde_json::from_str(stdout.trim())
         .ok()
         .or_else(|| embedded_object(stdout))?;

@@ -155,10 +155,7 @@ impl LiveDeps {
 
 /// Now, in ms since the epoch.
 pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
+    crate::world::Clock::now(&crate::world::SystemClock).millis()
 }
 
 impl Deps for LiveDeps {

@@ -111,12 +111,7 @@ struct Agent {
 }
 
 fn now() -> Timestamp {
-    Timestamp(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0),
-    )
+    headspace::world::Clock::now(&headspace::world::SystemClock)
 }
 
 const RULE: &str = "────────────────────────────────────────────────────────────────────────";
