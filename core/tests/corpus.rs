@@ -267,3 +267,10 @@ fn every_pane_capture_is_read() {
         }
     }
 }
+
+#[test]
+fn claude_names_project_folders_with_every_other_character_as_a_dash() {
+    use headspace_core::engine::claude_project_dir;
+    assert_eq!(claude_project_dir("/home/u/my_app.v2"), "-home-u-my-app-v2");
+    assert_eq!(claude_project_dir("/home/u/project1"), "-home-u-project1");
+}

@@ -359,6 +359,14 @@ fn is_machinery_prompt(text: &str) -> bool {
         || entry::is_machinery_text(text)
 }
 
+/// The folder Claude Code keeps a project's transcripts in, under `projects/`: the project's
+/// absolute path with every character but ASCII letters and digits turned into `-`.
+pub fn claude_project_dir(cwd: &str) -> String {
+    cwd.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
 /// `projects/<dir>/<session>.jsonl` → `<session>`; anything else (sub-agent transcripts in
 /// deeper folders, other files) is not a session transcript.
 pub fn session_of_path(rel: &str) -> Option<String> {

@@ -416,15 +416,10 @@ fn mtime_ms(p: &Path) -> Option<i64> {
     i64::try_from(d.as_millis()).ok()
 }
 
-/// The newest change to a transcript of `project` under `claude_dir/projects/` (Claude names
-/// the folder after the path, every other character turned into `-`).
+/// The newest change to a transcript of `project` under `claude_dir/projects/`.
 fn newest_transcript_ms(claude_dir: &Path, project: &Path) -> Option<i64> {
     let abs = std::fs::canonicalize(project).unwrap_or_else(|_| project.to_path_buf());
-    let name: String = abs
-        .to_string_lossy()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
+    let name = headspace_core::engine::claude_project_dir(&abs.to_string_lossy());
     super::files::list(&claude_dir.join("projects").join(name), "", ".jsonl")
         .iter()
         .filter_map(|p| mtime_ms(p))

@@ -463,7 +463,7 @@ fn main() {
     writer.cwd = std::env::current_dir()
         .map(|d| d.display().to_string())
         .unwrap_or_else(|_| "/".into());
-    writer.dir = writer.cwd.replace(['/', '.'], "-");
+    writer.dir = headspace_core::engine::claude_project_dir(&writer.cwd);
     let transcript = args.claude_dir.join(writer.path());
     if let Some(dir) = transcript.parent() {
         let _ = std::fs::create_dir_all(dir);
