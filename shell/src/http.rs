@@ -497,14 +497,10 @@ async fn wait(app: &App, reference: &str, query: Option<&str>) -> Response<Body>
 
 /// Every project of a known agent that has an orchestration: its status, with `project`.
 async fn orchestrations(app: &App) -> Response<Body> {
-    let agents = match app.store.agents().await {
-        Ok(a) => a,
-        Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
+    let projects = match agent_projects(app).await {
+        Ok(p) => p,
+        Err(r) => return r,
     };
-    let projects: std::collections::BTreeSet<PathBuf> = agents
-        .iter()
-        .filter_map(|v| v.agent.cwd.as_deref().map(PathBuf::from))
-        .collect();
     let token = app.token.clone();
     let found = tokio::task::spawn_blocking(move || {
         projects
@@ -522,6 +518,21 @@ async fn orchestrations(app: &App) -> Response<Body> {
     json_response(StatusCode::OK, &Value::Array(found))
 }
 
+/// The folders of the agents the server knows, as they are on disk (canonical; folders that
+/// are gone are left out).
+async fn agent_projects(app: &App) -> Result<std::collections::BTreeSet<PathBuf>, Response<Body>> {
+    let agents = app
+        .store
+        .agents()
+        .await
+        .map_err(|e| error(StatusCode::SERVICE_UNAVAILABLE, e))?;
+    Ok(agents
+        .iter()
+        .filter_map(|v| v.agent.cwd.as_deref())
+        .filter_map(|cwd| std::fs::canonicalize(cwd).ok())
+        .collect())
+}
+
 /// The project folder a request names, if it is the folder of an agent the server knows:
 /// the routes act on the user's own projects, not on any folder a request names.
 async fn known_project(app: &App, project: &str) -> Result<PathBuf, Response<Body>> {
@@ -531,16 +542,7 @@ async fn known_project(app: &App, project: &str) -> Result<PathBuf, Response<Bod
             format!("project {project}: no such directory ({e})"),
         )
     })?;
-    let agents = app
-        .store
-        .agents()
-        .await
-        .map_err(|e| error(StatusCode::SERVICE_UNAVAILABLE, e))?;
-    let known = agents
-        .iter()
-        .filter_map(|v| v.agent.cwd.as_deref())
-        .any(|cwd| std::fs::canonicalize(cwd).is_ok_and(|c| c == wanted));
-    if known {
+    if agent_projects(app).await?.contains(&wanted) {
         Ok(wanted)
     } else {
         Err(error(
@@ -606,7 +608,7 @@ async fn start_orchestration(app: &App, body: &[u8], host: Option<String>) -> Re
     };
     // The runner talks back to this server by the address the request used; only a local one
     // is taken (a rebinding name must not point the runner elsewhere).
-    let addr = host.unwrap_or_else(|| "127.0.0.1:5055".into());
+    let addr = host.unwrap_or_else(|| crate::serve::DEFAULT_ADDR.into());
     let local = ["127.0.0.1", "localhost", "[::1]"]
         .iter()
         .any(|h| addr == *h || addr.starts_with(&format!("{h}:")));

@@ -52,7 +52,7 @@ struct ServerArg {
     #[arg(
         long = "addr",
         env = "HEADSPACE_ADDR",
-        default_value = "127.0.0.1:5055"
+        default_value = headspace::serve::DEFAULT_ADDR
     )]
     addr: String,
     /// Bearer token, when the server requires one.

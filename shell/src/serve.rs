@@ -17,11 +17,14 @@ use std::sync::Arc;
 use std::time::Duration;
 use tracing::{info, warn};
 
+/// Where the server listens unless told otherwise, and where every client looks for it.
+pub const DEFAULT_ADDR: &str = "127.0.0.1:5055";
+
 /// Options of `headspace serve` (flags win over environment over defaults).
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free one).
-    #[arg(long, env = "HEADSPACE_ADDR", default_value = "127.0.0.1:5055")]
+    #[arg(long, env = "HEADSPACE_ADDR", default_value = DEFAULT_ADDR)]
     pub addr: SocketAddr,
     /// PostgreSQL connection string; without it, the embedded database under --home is used.
     #[arg(long, env = "DATABASE_URL")]

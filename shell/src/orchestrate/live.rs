@@ -121,7 +121,7 @@ impl LiveDeps {
                 addr: settings
                     .addr
                     .clone()
-                    .unwrap_or_else(|| "127.0.0.1:5055".into()),
+                    .unwrap_or_else(|| crate::serve::DEFAULT_ADDR.into()),
                 token,
                 clear_first: !settings.no_clear,
             }),
