@@ -179,14 +179,16 @@ fn real_main() -> Result<ExitCode, String> {
             for b in Bug::ALL {
                 let started = Instant::now();
                 match headspace_sim::run::catching_seed(b, 1..=seeds) {
-                    Some((seed, scenario, v)) => println!(
-                        "{:<28} caught at seed {seed} ({scenario}, {:.1} s): {} {} — reproduce: headspace-sim run {scenario} --seed {seed} --inject-bug {}",
+                    Some((seed, scenario, v)) => {
+                        println!(
+                        "{:<28} caught at seed {seed} ({scenario}, {:.1} s): {} {} — reproduce: {}",
                         b.name(),
                         started.elapsed().as_secs_f64(),
                         v.invariant,
                         v.detail,
-                        b.name()
-                    ),
+                        reproduce(find(scenario).expect("a scenario of the list"), seed, Some(b))
+                    )
+                    }
                     None => {
                         missed += 1;
                         println!("{:<28} NOT caught in {seeds} seeds", b.name());
@@ -210,7 +212,7 @@ fn real_main() -> Result<ExitCode, String> {
             let s = scenario(&name)?;
             let b = bug(inject_bug.as_deref())?;
             let started = Instant::now();
-            let (mut passed, mut failed, mut sim_ms) = (0u64, 0u64, 0u64);
+            let (mut passed, mut sim_ms) = (0u64, 0u64);
             let mut failures = Vec::new();
             for (i, seed) in (first..first + seeds).enumerate() {
                 let plan = (s.plan)(&mut Rng::new(seed));
@@ -219,7 +221,6 @@ fn real_main() -> Result<ExitCode, String> {
                 if o.passed() {
                     passed += 1;
                 } else {
-                    failed += 1;
                     let first = &o.violations[0];
                     failures.push(format!(
                         "seed {seed}: {} {} — reproduce: {}",
@@ -229,6 +230,7 @@ fn real_main() -> Result<ExitCode, String> {
                     ));
                 }
                 let done = i as u64 + 1;
+                let failed = failures.len();
                 let width = 30;
                 let filled = (done * width / seeds.max(1)) as usize;
                 eprint!(
@@ -238,7 +240,7 @@ fn real_main() -> Result<ExitCode, String> {
                     sim_ms as f64 / 1000.0 / started.elapsed().as_secs_f64().max(1e-9)
                 );
                 let _ = std::io::stderr().flush();
-                if until_found && failed > 0 {
+                if until_found && !failures.is_empty() {
                     break;
                 }
             }
@@ -253,8 +255,8 @@ fn real_main() -> Result<ExitCode, String> {
                 wall.as_secs_f64(),
                 sim_ms as f64 / 1000.0 / wall.as_secs_f64()
             );
-            println!("{passed} passed, {failed} failed");
-            Ok(if failed == 0 {
+            println!("{passed} passed, {} failed", failures.len());
+            Ok(if failures.is_empty() {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE
