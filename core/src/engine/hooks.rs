@@ -518,11 +518,7 @@ impl Core {
         }
         let Some(task_id) = agent.latest else { return };
         self.set_flags(agent_id, None, Some(false));
-        let task = self
-            .agent_mut(agent_id)
-            .tasks
-            .get_mut(&task_id)
-            .expect("task of agent");
+        let task = self.task_mut(agent_id, task_id);
         task.hook_turn_end_at = Some(now);
         self.mark_task(agent_id, task_id);
         self.recompute(agent_id, task_id);
@@ -549,11 +545,7 @@ impl Core {
             );
             return;
         }
-        let task = self
-            .agent_mut(agent_id)
-            .tasks
-            .get_mut(&task_id)
-            .expect("task of agent");
+        let task = self.task_mut(agent_id, task_id);
         if task.hook_turn_end_at.is_some_and(|t| t >= stamp) {
             return;
         }

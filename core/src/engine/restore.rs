@@ -87,6 +87,13 @@ impl Core {
         );
     }
 
+    pub(super) fn task_mut(&mut self, agent_id: AgentId, task_id: TaskId) -> &mut TaskRow {
+        self.agent_mut(agent_id)
+            .tasks
+            .get_mut(&task_id)
+            .expect("a task of the agent")
+    }
+
     pub(super) fn agent_mut(&mut self, id: AgentId) -> &mut AgentState {
         self.agents.get_mut(&id).expect("known agent")
     }

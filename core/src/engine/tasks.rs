@@ -121,11 +121,7 @@ impl Core {
         if shown != task.state {
             let old = task.state;
             let now = self.now;
-            let task = self
-                .agent_mut(agent_id)
-                .tasks
-                .get_mut(&task_id)
-                .expect("task");
+            let task = self.task_mut(agent_id, task_id);
             task.state = shown;
             task.state_since = now;
             self.dirty_tasks.entry((agent_id, task_id)).or_insert(old);

@@ -304,11 +304,7 @@ impl Core {
                 };
                 match signal {
                     Signal::Interrupt | Signal::TurnDuration | Signal::StopHookSummary => {
-                        let task = self
-                            .agent_mut(agent_id)
-                            .tasks
-                            .get_mut(&task_id)
-                            .expect("task");
+                        let task = self.task_mut(agent_id, task_id);
                         let before = (task.transcript_state, task.hook_turn_end_at);
                         if let Some(s) = on_turn_end(task.transcript_state) {
                             task.transcript_state = s;
@@ -336,11 +332,7 @@ impl Core {
     /// agent still works: only a turn end finishes the turn (found by the simulation: the
     /// agent showed idle while it worked).
     fn reopen_on_tool_use(&mut self, agent_id: AgentId, task_id: TaskId) {
-        let task = self
-            .agent_mut(agent_id)
-            .tasks
-            .get_mut(&task_id)
-            .expect("task");
+        let task = self.task_mut(agent_id, task_id);
         if task.transcript_state == TaskState::Complete {
             task.transcript_state = TaskState::Processing;
             self.mark_task(agent_id, task_id);
@@ -423,11 +415,7 @@ impl Core {
         timestamp: Option<Timestamp>,
     ) {
         let Some(ts) = timestamp else { return };
-        let task = self
-            .agent_mut(agent_id)
-            .tasks
-            .get_mut(&task_id)
-            .expect("task");
+        let task = self.task_mut(agent_id, task_id);
         if task.hook_turn_end_at.is_some_and(|end| ts > end) {
             task.hook_turn_end_at = None;
             self.mark_task(agent_id, task_id);
@@ -553,11 +541,7 @@ impl Core {
         intent: Intent,
         turn_id: TurnId,
     ) {
-        let task = self
-            .agent_mut(agent_id)
-            .tasks
-            .get_mut(&task_id)
-            .expect("task");
+        let task = self.task_mut(agent_id, task_id);
         let from = task.transcript_state;
         match transition(from, actor, intent) {
             Outcome::To(to) => {
