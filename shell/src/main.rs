@@ -574,12 +574,9 @@ fn orchestrate_start(a: StartArgs, files: headspace::orchestrate::files::Project
 fn hooks(action: HooksAction) -> ExitCode {
     use headspace::hooks_install as hi;
     let settings_of = |t: &HooksTarget| {
-        t.settings.clone().unwrap_or_else(|| {
-            std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .unwrap_or_default()
-                .join(".claude/settings.json")
-        })
+        t.settings
+            .clone()
+            .unwrap_or_else(|| headspace::serve::default_claude_dir().join("settings.json"))
     };
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("headspace"));
     let exe = std::fs::canonicalize(&exe).unwrap_or(exe);

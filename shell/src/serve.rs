@@ -70,6 +70,12 @@ fn home_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/tmp"))
 }
 
+/// Claude Code's folder when none is given: `$HOME/.claude`. The server, the hook installer
+/// and the orchestration runner must agree on it, even without `HOME`.
+pub fn default_claude_dir() -> PathBuf {
+    home_dir().join(".claude")
+}
+
 fn default_static() -> PathBuf {
     let exe = std::env::current_exe().ok();
     let candidates = [
@@ -91,10 +97,7 @@ fn default_static() -> PathBuf {
 
 /// Runs the server until SIGINT or SIGTERM.
 pub async fn run(args: ServeArgs) -> Result<(), String> {
-    let claude_dir = args
-        .claude_dir
-        .clone()
-        .unwrap_or_else(|| home_dir().join(".claude"));
+    let claude_dir = args.claude_dir.clone().unwrap_or_else(default_claude_dir);
     let claude_dir = std::fs::canonicalize(&claude_dir).unwrap_or(claude_dir);
     let home = args
         .home

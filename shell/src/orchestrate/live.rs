@@ -109,12 +109,10 @@ impl LiveDeps {
         token: Option<String>,
         read_only: bool,
     ) -> LiveDeps {
-        let claude_dir = settings.claude_dir.clone().unwrap_or_else(|| {
-            std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .unwrap_or_default()
-                .join(".claude")
-        });
+        let claude_dir = settings
+            .claude_dir
+            .clone()
+            .unwrap_or_else(crate::serve::default_claude_dir);
         let runner = match (&settings.agent, &settings.headless) {
             (Some(agent), _) => Some(StepRunner::Agent {
                 agent: agent.clone(),
