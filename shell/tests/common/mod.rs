@@ -176,7 +176,9 @@ impl Drop for Server {
 
 /// A request to the server; `None` if the server is not there.
 pub fn request(addr: &str, method: &str, path: &str, body: &[u8]) -> Option<(u16, String)> {
-    headspace::client::request(addr, method, path, body, None, Duration::from_secs(10)).ok()
+    // Generous: six servers, their agents and runners share two cores in the end-to-end
+    // tests, and a route that drives tmux (answer) once took longer than 10 s there.
+    headspace::client::request(addr, method, path, body, None, Duration::from_secs(30)).ok()
 }
 
 /// Polls `f` until it returns `Some` or the time runs out.
