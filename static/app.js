@@ -34,8 +34,29 @@ async function api(path, options) {
   if (o.method && o.method !== 'GET') o.headers = Object.assign({ 'content-type': 'application/json' }, o.headers || {});
   const r = await fetch(path, o);
   const body = await r.json().catch(() => ({}));
+  if (r.status === 401) showLogin();
   if (!r.ok) throw new Error(body.error || `${r.status} ${r.statusText}`);
+  if (o.withEventId) return { body, lastEventId: Number(r.headers.get('x-last-event-id') || 0) };
   return body;
+}
+
+// Off loopback the server wants its token: the page asks for it once and the server answers
+// with an HttpOnly cookie, which EventSource sends too.
+function showLogin() {
+  const d = $('login');
+  if (!d || d.open) return;
+  d.showModal();
+  $('login-token').focus();
+}
+
+async function login(e) {
+  e.preventDefault();
+  try {
+    await api('/api/login', { method: 'POST', body: JSON.stringify({ token: $('login-token').value }) });
+    location.reload();
+  } catch (err) {
+    $('login-error').textContent = err.message;
+  }
 }
 
 function toast(message, kind) {
@@ -282,7 +303,9 @@ function updateCard(a) {
 }
 
 async function loadAgents() {
-  const list = await api('/api/agents');
+  const { body: list, lastEventId } = await api('/api/agents', { withEventId: true });
+  // The stream starts where this list ends: an event committed in between is not missed.
+  if (!hs.streamFrom) hs.streamFrom = lastEventId;
   hs.agents = new Map(list.map((a) => [a.id, a]));
   renderAgents();
   if (hs.open !== null) convTitle(hs.agents.get(hs.open));
@@ -562,7 +585,7 @@ async function refetchAll() {
 }
 
 function connect() {
-  const es = new EventSource('/api/events');
+  const es = new EventSource(`/api/events${hs.streamFrom ? `?last_event_id=${hs.streamFrom}` : ''}`);
   es.onopen = () => { $('conn').dataset.state = 'live'; $('conn').title = 'Live'; };
   es.onerror = () => { $('conn').dataset.state = 'down'; $('conn').title = 'Reconnecting…'; };
   es.addEventListener('turn_created', (ev) => applyOnce(ev, (t) => {
@@ -628,6 +651,7 @@ document.addEventListener('DOMContentLoaded', async () => {
     applyTheme(next);
   });
   $('help').addEventListener('click', () => $('keys').showModal());
+  $('login-form').addEventListener('submit', login);
   document.addEventListener('keydown', (e) => {
     if (e.target.matches('input, textarea') || document.querySelector('dialog[open]')) {
       if (e.key === 'Escape') e.target.blur();

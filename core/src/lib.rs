@@ -78,6 +78,7 @@
 
 #![warn(missing_docs)]
 
+pub mod access;
 pub mod activity;
 pub mod engine;
 pub mod entry;

@@ -3,6 +3,18 @@
 
 use serde_json::{json, Value};
 
+/// How many characters of a text a card shows; the turn routes give the whole text.
+pub const PREVIEW_CHARS: usize = 2000;
+
+/// The first [`PREVIEW_CHARS`] characters of `text`, with `…` when it goes on; and whether
+/// it was cut.
+pub fn preview(text: &str) -> (String, bool) {
+    match text.char_indices().nth(PREVIEW_CHARS) {
+        Some((at, _)) => (format!("{}…", &text[..at]), true),
+        None => (text.to_string(), false),
+    }
+}
+
 /// What the agent is asked right now.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OpenQuestion {
@@ -16,9 +28,9 @@ pub struct OpenQuestion {
 }
 
 impl OpenQuestion {
-    /// The question as the API shows it: `{"text", "question"}`.
+    /// The question as the API shows it: `{"text", "question"}`, its text a preview.
     pub fn to_json(&self) -> Value {
-        json!({"text": self.text, "question": self.question})
+        json!({"text": preview(&self.text).0, "question": self.question})
     }
 
     /// The labels to pick from, in the order the terminal numbers them (the first question's,

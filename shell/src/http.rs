@@ -1,5 +1,6 @@
 //! HTTP: hook routes, the JSON API, SSE, health, metrics and the static dashboard.
 
+use crate::connections::{Busy, Connections};
 use crate::driver::{Health, Msg};
 use crate::metrics::Metrics;
 use crate::orchestrate::command::{perform, Command};
@@ -10,12 +11,14 @@ use crate::pgstore::AgentView;
 use crate::sse::Hub;
 use crate::world::{Panes, Store, Waited};
 use bytes::Bytes;
+use headspace_core::access::{AccessPolicy, Peer, RequestFacts};
 use headspace_core::activity::{agent_activity, agent_state};
 use headspace_core::hook::Hook;
-use headspace_core::question::{open_question, OpenQuestion};
+use headspace_core::question::{open_question, preview, OpenQuestion};
 use headspace_core::Reply;
 use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited};
 use hyper::body::{Frame, Incoming};
+use hyper::header::HeaderValue;
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 use std::convert::Infallible;
@@ -40,17 +43,61 @@ pub struct App {
     pub health: Arc<Health>,
     /// Largest accepted request body.
     pub max_body: usize,
-    /// Bearer token required on every route but /healthz, when set.
+    /// Who may call which route (host, origin, token, account, method).
+    pub access: AccessPolicy,
+    /// The token, handed to runners this server starts (in their environment, never argv).
     pub token: Option<String>,
+    /// This server's own address (`127.0.0.1:PORT`): the one runners it starts talk back to.
+    pub self_addr: String,
     /// The dashboard's files.
     pub static_dir: PathBuf,
     /// How long a reconcile may take before it answers `partial`.
     pub reconcile_budget: Duration,
     /// The panes, for send and clear.
     pub panes: Arc<dyn Panes>,
+    /// The open connections, capped.
+    pub connections: Arc<Connections>,
+    /// Time allowed for a request's headers, and between requests.
+    pub header_timeout: Duration,
 }
 
-type Body = BoxBody<Bytes, Infallible>;
+/// A response body.
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// `body`, holding `guard` until its last frame is sent (or the client goes away).
+pub fn with_guard(body: Body, guard: Busy) -> Body {
+    GuardedBody {
+        inner: body,
+        _guard: guard,
+    }
+    .boxed()
+}
+
+/// A body that keeps its connection marked busy while it streams.
+struct GuardedBody {
+    inner: Body,
+    _guard: Busy,
+}
+
+impl hyper::body::Body for GuardedBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        std::pin::Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
 
 fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed()
@@ -69,48 +116,119 @@ fn error(status: StatusCode, message: impl std::fmt::Display) -> Response<Body> 
     json_response(status, &json!({"error": message.to_string()}))
 }
 
-/// Handles one request.
-pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+/// Handles one request from `peer`: the access checks first ([`AccessPolicy::check`]), then
+/// the route; every answer forbids framing and sniffing.
+pub async fn handle(
+    app: Arc<App>,
+    req: Request<Incoming>,
+    peer: Peer,
+) -> Result<Response<Body>, Infallible> {
+    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+    let facts = RequestFacts {
+        method: req.method().as_str(),
+        path: req.uri().path(),
+        host: header("host"),
+        origin: header("origin"),
+        sec_fetch_site: header("sec-fetch-site"),
+        content_type: header("content-type"),
+        authorization: header("authorization"),
+        cookie: header("cookie"),
+    };
+    if let Err(refusal) = app.access.check(&facts, peer) {
+        app.metrics.requests_refused.fetch_add(1, Relaxed);
+        debug!(
+            "[HTTP] refused {} {}: {}",
+            facts.method, facts.path, refusal.message
+        );
+        let status = StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::FORBIDDEN);
+        return Ok(hardened(error(status, refusal.message)));
+    }
+    Ok(hardened(route(&app, req).await))
+}
+
+/// Headers every answer carries: no framing (clickjacking an answer button), no content
+/// sniffing, no referrer, readable by this origin only.
+fn hardened(mut resp: Response<Body>) -> Response<Body> {
+    let h = resp.headers_mut();
+    h.insert("x-frame-options", HeaderValue::from_static("DENY"));
+    h.entry("content-security-policy")
+        .or_insert(HeaderValue::from_static(
+            "default-src 'none'; frame-ancestors 'none'",
+        ));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    h.insert(
+        "cross-origin-resource-policy",
+        HeaderValue::from_static("same-origin"),
+    );
+    resp
+}
+
+/// The 405 for a route that changes state, asked with GET.
+fn post_only(path: &str) -> Response<Body> {
+    let mut r = error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("{path} changes state: use POST with Content-Type: application/json"),
+    );
+    r.headers_mut()
+        .insert("allow", HeaderValue::from_static("POST"));
+    r
+}
+
+/// `POST /api/login {"token": …}`: sets the login cookie the dashboard uses off loopback
+/// (`HttpOnly`, `SameSite=Strict`: no script and no other site can send or read it).
+async fn login(app: &App, body: &[u8]) -> Response<Body> {
+    let Some(cookie) = app.access.login_cookie() else {
+        return json_response(
+            StatusCode::OK,
+            &json!({"status": "open", "message": "this server needs no token"}),
+        );
+    };
+    let token = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v["token"].as_str().map(str::to_string));
+    match token {
+        Some(t) if app.access.token_matches(&t) => {
+            let mut r = json_response(StatusCode::OK, &json!({"status": "logged in"}));
+            if let Ok(v) = HeaderValue::from_str(&cookie) {
+                r.headers_mut().insert("set-cookie", v);
+            }
+            r
+        }
+        Some(_) => {
+            // Guessing costs time; the user typing a wrong token barely notices.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            warn!("[HTTP] a login with a wrong token");
+            error(StatusCode::UNAUTHORIZED, "wrong token")
+        }
+        None => error(StatusCode::BAD_REQUEST, "body must be {\"token\": \"…\"}"),
+    }
+}
+
+/// `POST /api/logout`: forgets the login cookie.
+fn logout() -> Response<Body> {
+    let mut r = json_response(StatusCode::OK, &json!({"status": "logged out"}));
+    r.headers_mut().insert(
+        "set-cookie",
+        HeaderValue::from_static("headspace_login=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
+    );
+    r
+}
+
+async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
+    let app = app.clone();
     let path = req.uri().path().to_string();
     let method = req.method().clone();
-    if let Some(token) = &app.token {
-        if path != "/healthz" {
-            let ok = req
-                .headers()
-                .get("authorization")
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.strip_prefix("Bearer ").is_some_and(|t| t == token));
-            if !ok {
-                return Ok(error(
-                    StatusCode::UNAUTHORIZED,
-                    "missing or wrong bearer token",
-                ));
-            }
-        }
-    }
-    // A web page may POST to localhost across origins without asking only with a "simple"
-    // content type; a JSON one needs a preflight, which this server never grants. So the
-    // API's actions (typing into panes, starting runners) cannot be triggered by a page.
-    if method == Method::POST && path.starts_with("/api/") {
-        let json = req
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.trim_start().starts_with("application/json"));
-        if !json {
-            return Ok(error(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                format!("POST {path} needs Content-Type: application/json"),
-            ));
-        }
-    }
     let decoded: Vec<String> = path
         .trim_matches('/')
         .split('/')
         .map(percent_decode)
         .collect();
     let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
-    let resp = match (&method, segments.as_slice()) {
+    match (&method, segments.as_slice()) {
         (&Method::POST, ["hook", event]) => {
             let event = event.to_string();
             hook(&app, Some(event), req).await
@@ -124,13 +242,23 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Bo
                 app.health.healthy.load(Relaxed),
             )))
             .expect("response"),
-        (&Method::GET, ["api", "agents"]) => match app.store.agents().await {
-            Ok(rows) => json_response(
-                StatusCode::OK,
-                &Value::Array(rows.iter().map(agent_json).collect()),
-            ),
-            Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
-        },
+        (&Method::GET, ["api", "agents"]) => {
+            // Read before the list: a page that streams events from this id misses nothing
+            // committed after the list was read.
+            let last_event = app.hub.last_id();
+            match app.store.agents().await {
+                Ok(rows) => {
+                    let mut r = json_response(
+                        StatusCode::OK,
+                        &Value::Array(rows.iter().map(agent_json).collect()),
+                    );
+                    r.headers_mut()
+                        .insert("x-last-event-id", HeaderValue::from(last_event));
+                    r
+                }
+                Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+            }
+        }
         (&Method::GET, ["api", "agents", id]) => {
             with_agent(&app, id, |row| {
                 json_response(StatusCode::OK, &agent_json(row))
@@ -175,19 +303,17 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Bo
             }
         }
         (&Method::GET, ["api", "orchestrations"]) => orchestrations(&app).await,
-        (&Method::GET, ["api", "orchestrate", command]) => {
-            let project = query_param(req.uri().query(), "project").map(percent_decode);
-            orchestrate(&app, command, project).await
-        }
+        (&Method::GET, ["api", "orchestrate", command]) => match Command::parse(command) {
+            Some(c) if !c.read_only() => post_only(&path),
+            _ => {
+                let project = query_param(req.uri().query(), "project").map(percent_decode);
+                orchestrate(&app, command, project).await
+            }
+        },
         (&Method::POST, ["api", "orchestrate", command]) => {
             let command = command.to_string();
-            let host = req
-                .headers()
-                .get("host")
-                .and_then(|h| h.to_str().ok())
-                .map(str::to_string);
             match read_body(&app, req).await {
-                Ok(body) if command == "start" => start_orchestration(&app, &body, host).await,
+                Ok(body) if command == "start" => start_orchestration(&app, &body).await,
                 Ok(body) => {
                     let project = serde_json::from_slice::<Value>(&body)
                         .ok()
@@ -198,13 +324,22 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Bo
             }
         }
         (&Method::GET, ["api", "events"]) => events(&app, &req),
+        (&Method::POST, ["api", "login"]) => match read_body(&app, req).await {
+            Ok(body) => login(&app, &body).await,
+            Err(r) => r,
+        },
+        (&Method::POST, ["api", "logout"]) => logout(),
+        (&Method::GET, ["hook", _] | ["hooks", "claude"] | ["api", "login" | "logout"])
+        | (
+            &Method::GET,
+            ["api", "agents", _, "reconcile" | "send" | "clear" | "interrupt" | "answer"],
+        ) => post_only(&path),
         (&Method::GET, _) => static_file(&app, &path).await,
         _ => error(
             StatusCode::NOT_FOUND,
             format!("no route for {method} {path}"),
         ),
-    };
-    Ok(resp)
+    }
 }
 
 async fn read_body(app: &App, req: Request<Incoming>) -> Result<Bytes, Response<Body>> {
@@ -237,6 +372,17 @@ async fn hook(app: &App, event: Option<String>, req: Request<Incoming>) -> Respo
         }
     };
     match Hook::parse(event.as_deref(), &body) {
+        Ok(h) if h.session_id.is_none() => {
+            app.metrics.hooks_rejected.fetch_add(1, Relaxed);
+            warn!(
+                "[HOOK_RECEIVER] refused a {} hook without a session",
+                h.event.name()
+            );
+            error(
+                StatusCode::BAD_REQUEST,
+                "the hook names no session: session_id (or headspace_session_id) is required",
+            )
+        }
         Ok(h) => {
             app.metrics.hook(h.event.name());
             let _ = app.core.send(Msg::Hook {
@@ -290,8 +436,11 @@ pub fn agent_json(v: &AgentView) -> Value {
         "activity": agent_activity(a, task).as_str(),
         "task_id": task.map(|t| t.id),
         "state_since": task.map(|t| t.state_since),
-        "command": v.command,
-        "last_turn": v.last_turn.as_ref().map(|l| json!({"actor": l.actor, "intent": l.intent, "text": l.text, "timestamp": l.timestamp})),
+        "command": v.command.as_deref().map(|c| preview(c).0),
+        "last_turn": v.last_turn.as_ref().map(|l| {
+            let (text, truncated) = preview(&l.text);
+            json!({"actor": l.actor, "intent": l.intent, "text": text, "truncated": truncated, "timestamp": l.timestamp})
+        }),
         "question": open_question_of(v).map(|q| q.to_json()),
         "last_seen_at": a.last_seen_at,
         "turn_count": v.turn_count,
@@ -501,13 +650,13 @@ async fn orchestrations(app: &App) -> Response<Body> {
         Ok(p) => p,
         Err(r) => return r,
     };
-    let token = app.token.clone();
+    let (token, addr) = (app.token.clone(), app.self_addr.clone());
     let found = tokio::task::spawn_blocking(move || {
         projects
             .into_iter()
             .filter(|p| p.join(".specflow/workflows").is_dir())
             .filter_map(|p| {
-                let mut v = perform(&p, Command::Status, None, token.clone()).ok()?;
+                let mut v = perform(&p, Command::Status, Some(addr.clone()), token.clone()).ok()?;
                 v["project"] = json!(p);
                 Some(v)
             })
@@ -574,8 +723,8 @@ async fn orchestrate(app: &App, command: &str, project: Option<String>) -> Respo
         Ok(p) => p,
         Err(r) => return r,
     };
-    let token = app.token.clone();
-    let done = tokio::task::spawn_blocking(move || perform(&project, command, None, token)).await;
+    let (token, addr) = (app.token.clone(), Some(app.self_addr.clone()));
+    let done = tokio::task::spawn_blocking(move || perform(&project, command, addr, token)).await;
     match done {
         Ok(Ok(v)) => json_response(StatusCode::OK, &v),
         Ok(Err(e)) => {
@@ -592,7 +741,7 @@ async fn orchestrate(app: &App, command: &str, project: Option<String>) -> Respo
 }
 
 /// Starts a runner for a project (the dashboard's play button); it talks back to this server.
-async fn start_orchestration(app: &App, body: &[u8], host: Option<String>) -> Response<Body> {
+async fn start_orchestration(app: &App, body: &[u8]) -> Response<Body> {
     let launch: Launch = match serde_json::from_slice(body) {
         Ok(l) => l,
         Err(e) => {
@@ -606,18 +755,6 @@ async fn start_orchestration(app: &App, body: &[u8], host: Option<String>) -> Re
         Ok(project) => Launch { project, ..launch },
         Err(r) => return r,
     };
-    // The runner talks back to this server by the address the request used; only a local one
-    // is taken (a rebinding name must not point the runner elsewhere).
-    let addr = host.unwrap_or_else(|| crate::serve::DEFAULT_ADDR.into());
-    let local = ["127.0.0.1", "localhost", "[::1]"]
-        .iter()
-        .any(|h| addr == *h || addr.starts_with(&format!("{h}:")));
-    if !local {
-        return error(
-            StatusCode::BAD_REQUEST,
-            format!("start orchestrations through a local address, not {addr}"),
-        );
-    }
     if launch.agent.trim().is_empty() || launch.agent.starts_with('-') {
         return error(
             StatusCode::BAD_REQUEST,
@@ -630,7 +767,8 @@ async fn start_orchestration(app: &App, body: &[u8], host: Option<String>) -> Re
             "the budget must be a positive number of dollars",
         );
     }
-    match spawn_runner(&launch, &addr, app.token.as_deref()) {
+    // The runner talks back to this server at its own address, never one a request names.
+    match spawn_runner(&launch, &app.self_addr, app.token.as_deref()) {
         Ok(pid) => json_response(
             StatusCode::OK,
             &json!({"status": "started", "pid": pid, "log": log_path(&launch.project)}),
@@ -763,7 +901,7 @@ async fn static_file(app: &App, path: &str) -> Response<Body> {
                 .header("content-type", ct)
                 .header(
                     "content-security-policy",
-                    "default-src 'self'; style-src 'self' 'unsafe-inline'",
+                    "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
                 )
                 .body(full(bytes))
                 .expect("response")

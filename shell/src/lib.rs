@@ -4,6 +4,7 @@
 //! live in the core.
 
 pub mod client;
+pub mod connections;
 pub mod driver;
 pub mod embedded_pg;
 pub mod forward;
@@ -13,6 +14,7 @@ pub mod http;
 pub mod metrics;
 pub mod migrate;
 pub mod orchestrate;
+pub mod peer;
 pub mod pgstore;
 pub mod record;
 pub mod serve;

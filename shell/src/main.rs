@@ -55,9 +55,32 @@ struct ServerArg {
         default_value = headspace::serve::DEFAULT_ADDR
     )]
     addr: String,
-    /// Bearer token, when the server requires one.
-    #[arg(long, env = "HEADSPACE_TOKEN", hide_env_values = true)]
+    #[command(flatten)]
+    auth: TokenArgs,
+}
+
+/// The server's token, when it requires one: from a file, or from the environment.
+#[derive(clap::Args)]
+struct TokenArgs {
+    /// A file holding the server's token (keep it 0600).
+    #[arg(long, env = "HEADSPACE_TOKEN_FILE")]
+    token_file: Option<PathBuf>,
+    /// The token itself (`HEADSPACE_TOKEN`); as a flag every account sees it in `ps`.
+    #[arg(long, env = "HEADSPACE_TOKEN", hide_env_values = true, hide = true)]
     token: Option<String>,
+}
+
+impl TokenArgs {
+    /// The token, if any; an unreadable token file ends the command with its reason.
+    fn get(&self) -> Option<String> {
+        match headspace::serve::read_token(self.token_file.as_deref(), self.token.as_deref()) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("headspace: {e}");
+                std::process::exit(2);
+            }
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -190,12 +213,12 @@ struct ProjectArgs {
     /// The project folder (the one holding `.specflow/`).
     #[arg(long)]
     project: PathBuf,
-    /// The Headspace server (default: the one the run was started with, else 127.0.0.1:5055).
+    /// The Headspace server (default 127.0.0.1:5055; never an address from the project's
+    /// files, which anyone who wrote the repository controls).
     #[arg(long, env = "HEADSPACE_ADDR")]
     addr: Option<String>,
-    /// Bearer token, when the server requires one.
-    #[arg(long, env = "HEADSPACE_TOKEN", hide_env_values = true)]
-    token: Option<String>,
+    #[command(flatten)]
+    auth: TokenArgs,
 }
 
 /// `orchestrate start`'s options.
@@ -346,7 +369,7 @@ fn orchestrate(action: OrchestrateAction) -> ExitCode {
         &project.project,
         command,
         project.addr.clone(),
-        project.token.clone(),
+        project.auth.get(),
     ) {
         Ok(v) if json => {
             println!("{v}");
@@ -498,7 +521,7 @@ fn orchestrate_start(a: StartArgs, files: headspace::orchestrate::files::Project
     let deps = std::sync::Arc::new(live::LiveDeps::new(
         files.clone(),
         &settings,
-        a.project.token.clone(),
+        a.project.auth.get(),
         false,
     ));
     let opts = control::StartOptions {
@@ -632,7 +655,7 @@ fn call(server: &ServerArg, method: &str, path: &str) -> Result<(u16, serde_json
         method,
         path,
         b"",
-        server.token.as_deref(),
+        server.auth.get().as_deref(),
         std::time::Duration::from_secs(30),
     )?;
     let v =
@@ -685,7 +708,7 @@ fn wait(agent: &str, timeout: f64, server: &ServerArg) -> ExitCode {
         "GET",
         &path,
         b"",
-        server.token.as_deref(),
+        server.auth.get().as_deref(),
         std::time::Duration::try_from_secs_f64(timeout.clamp(0.0, 86_400.0) + 30.0)
             .unwrap_or(std::time::Duration::from_secs(30)),
     );
@@ -749,7 +772,7 @@ fn send(agent: &str, text: Option<&str>, server: &ServerArg) -> ExitCode {
         "POST",
         &path,
         body.as_bytes(),
-        server.token.as_deref(),
+        server.auth.get().as_deref(),
         std::time::Duration::from_secs(30),
     ) {
         Ok((200, b)) => {

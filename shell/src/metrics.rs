@@ -20,6 +20,12 @@ pub struct Metrics {
     pub store_retries: AtomicU64,
     /// Hooks refused as malformed.
     pub hooks_rejected: AtomicU64,
+    /// Requests refused by the access checks (foreign host, cross-site, no token, …).
+    pub requests_refused: AtomicU64,
+    /// Idle connections closed to make room for new ones.
+    pub connections_evicted: AtomicU64,
+    /// Connections open now.
+    pub connections_open: AtomicU64,
 }
 
 impl Metrics {
@@ -92,6 +98,21 @@ impl Metrics {
                 self.store_retries.load(Relaxed) as i64,
             ),
             ("headspace_store_healthy", "gauge", i64::from(healthy)),
+            (
+                "headspace_requests_refused_total",
+                "counter",
+                self.requests_refused.load(Relaxed) as i64,
+            ),
+            (
+                "headspace_connections_evicted_total",
+                "counter",
+                self.connections_evicted.load(Relaxed) as i64,
+            ),
+            (
+                "headspace_connections_open",
+                "gauge",
+                self.connections_open.load(Relaxed) as i64,
+            ),
         ] {
             family(&mut s, name, kind, None);
             sample(&mut s, name, value);
@@ -141,7 +162,10 @@ mod tests {
              # TYPE headspace_gaps_detected_total counter\nheadspace_gaps_detected_total 6\n\
              # TYPE headspace_sse_clients gauge\nheadspace_sse_clients 7\n\
              # TYPE headspace_store_retries_total counter\nheadspace_store_retries_total 8\n\
-             # TYPE headspace_store_healthy gauge\nheadspace_store_healthy 1\n"
+             # TYPE headspace_store_healthy gauge\nheadspace_store_healthy 1\n\
+             # TYPE headspace_requests_refused_total counter\nheadspace_requests_refused_total 0\n\
+             # TYPE headspace_connections_evicted_total counter\nheadspace_connections_evicted_total 0\n\
+             # TYPE headspace_connections_open gauge\nheadspace_connections_open 0\n"
         );
     }
 }

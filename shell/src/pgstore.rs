@@ -460,9 +460,9 @@ impl PgStore {
             "SELECT a.id, a.session_id, a.sessions, a.project, a.cwd, a.transcript_path, a.tmux_pane, a.ended, a.waiting_permission, {}, {}, a.permission,
                     t.id, t.agent_id, t.session_id, t.state, t.transcript_state, {}, {}, {},
                     (SELECT count(*) FROM turns u WHERE u.agent_id = a.id),
-                    (SELECT c.text FROM turns c WHERE c.task_id = t.id AND c.actor = 'user' ORDER BY c.\"timestamp\", c.id LIMIT 1),
-                    l.actor, l.intent, l.text, {},
-                    q.text, q.question
+                    (SELECT left(c.text, {p}) FROM turns c WHERE c.task_id = t.id AND c.actor = 'user' ORDER BY c.\"timestamp\", c.id LIMIT 1),
+                    l.actor, l.intent, left(l.text, {p}), {},
+                    left(q.text, {p}), q.question
              FROM agents a
              LEFT JOIN LATERAL (SELECT * FROM tasks x WHERE x.agent_id = a.id ORDER BY x.started_at DESC, x.id DESC LIMIT 1) t ON true
              LEFT JOIN LATERAL (SELECT * FROM turns y WHERE y.agent_id = a.id ORDER BY y.\"timestamp\" DESC, y.id DESC LIMIT 1) l ON true
@@ -474,7 +474,9 @@ impl PgStore {
             ms("t.started_at"),
             ms("t.hook_turn_end_at"),
             ms("t.state_since"),
-            ms("l.\"timestamp\"")
+            ms("l.\"timestamp\""),
+            // A card shows previews; one more character than shown tells the text goes on.
+            p = headspace_core::question::PREVIEW_CHARS + 1,
         );
         let rows = c.query(&sql, params).await?;
         let mut out = Vec::new();

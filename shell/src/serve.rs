@@ -1,5 +1,6 @@
 //! `headspace serve`: the server around the core.
 
+use crate::connections::Connections;
 use crate::driver::{self, CoreHome, Health};
 use crate::embedded_pg::EmbeddedPg;
 use crate::http::{self, App};
@@ -8,14 +9,16 @@ use crate::pgstore::PgStore;
 use crate::record::Recorder;
 use crate::sse::Hub;
 use crate::world::{DiskFiles, SystemClock, TmuxPanes, World};
+use headspace_core::access::{AccessPolicy, Peer};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 /// Where the server listens unless told otherwise, and where every client looks for it.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:5055";
@@ -41,9 +44,30 @@ pub struct ServeArgs {
     /// Largest request body accepted, in bytes.
     #[arg(long, env = "HEADSPACE_MAX_BODY", default_value_t = 1 << 20)]
     pub max_body: usize,
-    /// Bearer token required on every route but /healthz (required off loopback).
-    #[arg(long, env = "HEADSPACE_TOKEN", hide_env_values = true)]
+    /// A file holding the bearer token required on every route but /healthz and the
+    /// dashboard's files (required off loopback). Keep it 0600.
+    #[arg(long, env = "HEADSPACE_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
+    /// The token itself, from the environment (`HEADSPACE_TOKEN`). As a flag it is visible to
+    /// every account in `ps`: prefer --token-file.
+    #[arg(long, env = "HEADSPACE_TOKEN", hide_env_values = true, hide = true)]
     pub token: Option<String>,
+    /// Another name this server answers to (the Host header), besides the loopback names and
+    /// the listen address; repeat for more. Needed behind a proxy or a DNS name.
+    #[arg(
+        long = "allow-host",
+        env = "HEADSPACE_ALLOW_HOSTS",
+        value_delimiter = ','
+    )]
+    pub allow_hosts: Vec<String>,
+    /// Most connections open at once (lowered to fit the process's file limit); when full,
+    /// the longest-idle connection is closed to make room.
+    #[arg(long, env = "HEADSPACE_MAX_CONNECTIONS", default_value_t = 512)]
+    pub max_connections: usize,
+    /// Seconds a client may take to send a request's headers, and may stay idle between
+    /// requests, before its connection is closed.
+    #[arg(long, env = "HEADSPACE_HEADER_TIMEOUT_SECONDS", default_value_t = 10.0)]
+    pub header_timeout_seconds: f64,
     /// The dashboard's files.
     #[arg(long, env = "HEADSPACE_STATIC_DIR")]
     pub static_dir: Option<PathBuf>,
@@ -103,9 +127,10 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         .home
         .clone()
         .unwrap_or_else(|| home_dir().join(".local/share/headspace"));
-    if !args.addr.ip().is_loopback() && args.token.is_none() {
+    let token = read_token(args.token_file.as_deref(), args.token.as_deref())?;
+    if !args.addr.ip().is_loopback() && token.is_none() {
         return Err(format!(
-            "listening on {} (not loopback) needs a token: set HEADSPACE_TOKEN or --token",
+            "listening on {} (not loopback) needs a token: --token-file FILE (or HEADSPACE_TOKEN)",
             args.addr
         ));
     }
@@ -123,7 +148,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
             url
         }
     };
-    let result = serve(args, claude_dir, url).await;
+    let result = serve(args, token, claude_dir, url).await;
     if let Some(pg) = embedded {
         info!("stopping the embedded database");
         let _ = tokio::task::spawn_blocking(move || pg.stop()).await;
@@ -131,7 +156,72 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     result
 }
 
-async fn serve(args: ServeArgs, claude_dir: PathBuf, url: String) -> Result<(), String> {
+/// The token from `--token-file` (first line, trimmed) or the environment; a token given as
+/// a command-line flag works but is warned about (every account sees it in `ps`).
+pub fn read_token(file: Option<&Path>, given: Option<&str>) -> Result<Option<String>, String> {
+    if let Some(path) = file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the token file {}: {e}", path.display()))?;
+        let token = text.lines().next().unwrap_or("").trim().to_string();
+        if token.is_empty() {
+            return Err(format!("the token file {} is empty", path.display()));
+        }
+        if let Ok(m) = std::fs::metadata(path) {
+            use std::os::unix::fs::PermissionsExt;
+            if m.permissions().mode() & 0o077 != 0 {
+                warn!(
+                    "the token file {} can be read by other accounts: chmod 600 it",
+                    path.display()
+                );
+            }
+        }
+        return Ok(Some(token));
+    }
+    if std::env::args().any(|a| a == "--token" || a.starts_with("--token=")) {
+        warn!("--token puts the token where every account can read it (ps); use --token-file FILE or HEADSPACE_TOKEN");
+    }
+    Ok(given
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string))
+}
+
+/// The file descriptors kept free for the database pool, tmux, transcripts and logs.
+const FD_RESERVE: u64 = 64;
+
+/// `wanted` connections, lowered so that they and [`FD_RESERVE`] fit the process's limit on
+/// open files (raising the soft limit to the hard one first).
+fn connection_cap(wanted: usize) -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct we own.
+    let limit = unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return wanted;
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: lim.rlim_max,
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                lim = raised;
+            }
+        }
+        lim.rlim_cur
+    };
+    let room = limit.saturating_sub(FD_RESERVE).max(8);
+    wanted.min(usize::try_from(room).unwrap_or(usize::MAX))
+}
+
+async fn serve(
+    args: ServeArgs,
+    token: Option<String>,
+    claude_dir: PathBuf,
+    url: String,
+) -> Result<(), String> {
     let mut delay = Duration::from_millis(200);
     let applied = loop {
         match crate::migrate::run(&url).await {
@@ -165,24 +255,43 @@ async fn serve(args: ServeArgs, claude_dir: PathBuf, url: String) -> Result<(), 
         ),
         None => None,
     };
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
     let mut core = headspace_core::Config::new(claude_dir.display().to_string());
     core.gap_threshold_ms = (args.gap_seconds * 1000.0) as i64;
+    let listen_host = local.ip().to_string();
+    let hosts = args
+        .allow_hosts
+        .iter()
+        .map(String::as_str)
+        .chain([listen_host.as_str()]);
+    let max_connections = connection_cap(args.max_connections);
+    if max_connections < args.max_connections {
+        info!("at most {max_connections} connections at once (the process's open-file limit)");
+    }
     let settings = Settings {
         core,
         sweep_every: Duration::from_secs_f64(args.sweep_seconds.max(0.05)),
         pane_interval: Duration::from_secs_f64(args.pane_poll_seconds.max(0.05)),
         pane_lines: args.pane_lines,
         max_body: args.max_body,
-        token: args.token.clone(),
+        access: AccessPolicy::new(hosts, token.as_deref()),
+        token,
+        // Runners this server starts talk back over loopback, whatever it listens on.
+        self_addr: if local.ip().is_unspecified() {
+            format!("127.0.0.1:{}", local.port())
+        } else {
+            local.to_string()
+        },
+        max_connections,
+        header_timeout: Duration::from_secs_f64(args.header_timeout_seconds.max(0.1)),
         static_dir: args.static_dir.clone().unwrap_or_else(default_static),
         core_home: CoreHome::Thread,
     };
     let app = start(&world, settings, recorder).await?;
     crate::watcher::start_notify(claude_dir.clone(), app.core.clone());
-    let listener = tokio::net::TcpListener::bind(args.addr)
-        .await
-        .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
     eprintln!(
         "headspace: listening on http://{local}/ (claude dir {})",
         claude_dir.display()
@@ -234,8 +343,16 @@ pub struct Settings {
     pub pane_lines: u32,
     /// Largest request body accepted.
     pub max_body: usize,
-    /// Bearer token, when one is required.
+    /// Who may call which route.
+    pub access: AccessPolicy,
+    /// The token, when one is required (handed to the runners the server starts).
     pub token: Option<String>,
+    /// The server's own address, for the runners it starts.
+    pub self_addr: String,
+    /// Most connections open at once.
+    pub max_connections: usize,
+    /// Time allowed for a request's headers and between requests on a connection.
+    pub header_timeout: Duration,
     /// The dashboard's files.
     pub static_dir: PathBuf,
     /// Where the core's loop runs.
@@ -292,7 +409,11 @@ pub async fn start(
         metrics,
         health,
         max_body: settings.max_body,
+        access: settings.access,
         token: settings.token,
+        self_addr: settings.self_addr,
+        connections: Connections::new(settings.max_connections),
+        header_timeout: settings.header_timeout,
         static_dir: settings.static_dir,
         reconcile_budget: Duration::from_secs(5),
         panes: world.panes.clone(),
@@ -303,39 +424,121 @@ pub async fn start(
 pub trait Listen {
     /// An accepted connection.
     type Conn: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static;
-    /// Waits for the next connection.
-    fn accept(&mut self) -> impl std::future::Future<Output = std::io::Result<Self::Conn>>;
+    /// Waits for the next connection; says who is at its other end.
+    fn accept(&mut self) -> impl std::future::Future<Output = std::io::Result<(Self::Conn, Peer)>>;
 }
 
 impl Listen for tokio::net::TcpListener {
     type Conn = tokio::net::TcpStream;
 
-    async fn accept(&mut self) -> std::io::Result<tokio::net::TcpStream> {
-        let (stream, _) = tokio::net::TcpListener::accept(self).await?;
+    async fn accept(&mut self) -> std::io::Result<(tokio::net::TcpStream, Peer)> {
+        let (stream, peer) = tokio::net::TcpListener::accept(self).await?;
         // Events are small and must not wait for Nagle's algorithm.
         let _ = stream.set_nodelay(true);
-        Ok(stream)
+        let local = stream.local_addr()?;
+        // Reading /proc/net/tcp is a blocking read, but of a small in-memory table.
+        let who = crate::peer::identify(peer, local);
+        Ok((stream, who))
     }
 }
 
-/// Serves HTTP/1.1 on every connection `listener` accepts, until `shutdown` resolves.
+/// Whether an accept error means the process is out of file descriptors.
+fn out_of_files(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE))
+}
+
+/// Serves HTTP/1.1 on every connection `listener` accepts, until `shutdown` resolves. At most
+/// `app.connections`' cap are open at once (a full table closes its longest-idle connection);
+/// a client gets `app.header_timeout` to send its headers and may stay idle that long between
+/// requests; running out of file descriptors sheds an idle connection and backs off instead of
+/// spinning.
 pub async fn accept_loop<L: Listen>(
     mut listener: L,
     app: Arc<App>,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
     tokio::pin!(shutdown);
+    let mut backoff = Duration::from_millis(10);
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok(stream) = accepted else { continue };
-                let app = app.clone();
-                tokio::spawn(async move {
-                    let svc = service_fn(move |req| http::handle(app.clone(), req));
-                    let _ = http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), svc).await;
-                });
+                let (stream, peer) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        if out_of_files(&e) {
+                            let shed = app.connections.shed_one();
+                            warn!("[HTTP] out of file descriptors accepting a connection ({e}); {}, retrying in {backoff:?}",
+                                if shed { "closed the longest-idle connection" } else { "no idle connection to close" });
+                        } else {
+                            debug!("[HTTP] accept failed: {e}");
+                        }
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(Duration::from_millis(500));
+                        continue;
+                    }
+                };
+                backoff = Duration::from_millis(10);
+                serve_connection(&app, stream, peer);
             }
             _ = &mut shutdown => break,
         }
     }
+}
+
+/// Serves one connection on its own task, within the connection table.
+fn serve_connection<C>(app: &Arc<App>, stream: C, peer: Peer)
+where
+    C: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let evicted_before = app.connections.evicted();
+    let Some(admitted) = app.connections.admit() else {
+        // Every open connection is in the middle of a request: turn this one away at once.
+        app.metrics.requests_refused.fetch_add(1, Relaxed);
+        tokio::spawn(async move {
+            let mut stream = stream;
+            let _ = tokio::io::AsyncWriteExt::write_all(
+                &mut stream,
+                b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: 40\r\nconnection: close\r\n\r\n{\"error\":\"too many connections; retry\"}\n",
+            )
+            .await;
+        });
+        return;
+    };
+    let evicted = app.connections.evicted() - evicted_before;
+    app.metrics.connections_evicted.fetch_add(evicted, Relaxed);
+    app.metrics
+        .connections_open
+        .store(app.connections.open() as u64, Relaxed);
+    let app = app.clone();
+    tokio::spawn(async move {
+        let mut admitted = admitted;
+        let (conns, id) = admitted.handle();
+        let svc_app = app.clone();
+        let svc = service_fn(move |req| {
+            let app = svc_app.clone();
+            // Busy from the request's arrival until its answer's last byte (an SSE stream, a
+            // long wait): only idle connections are ever closed to make room.
+            let guard = crate::connections::busy(&conns, id);
+            async move {
+                let resp = http::handle(app, req, peer).await?;
+                Ok::<_, std::convert::Infallible>(resp.map(|b| http::with_guard(b, guard)))
+            }
+        });
+        let conn = http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(app.header_timeout)
+            .keep_alive(true)
+            .serve_connection(TokioIo::new(stream), svc);
+        tokio::pin!(conn);
+        tokio::select! {
+            _ = conn.as_mut() => {}
+            _ = &mut admitted.closed => {
+                debug!("[HTTP] closed an idle connection to make room");
+            }
+        }
+        drop(admitted);
+        app.metrics
+            .connections_open
+            .store(app.connections.open() as u64, Relaxed);
+    });
 }

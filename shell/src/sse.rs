@@ -1,10 +1,16 @@
 //! The SSE hub: increasing event ids, a replay buffer for `Last-Event-ID`, `gap` events, and
 //! bounded per-client queues so a slow client is dropped and never blocks anyone.
+//!
+//! The replay ring is bounded by count and by bytes (a turn's text can be megabytes). New
+//! events are announced to clients by id only (a `watch` of the newest id); each client then
+//! copies what it has not sent yet out of the ring. So no event is held anywhere but the ring,
+//! and a client that fell further behind than the ring reaches gets a `gap` and refetches.
 
 use bytes::Bytes;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{mpsc, watch};
 
 /// One event, framed once for every client.
 #[derive(Debug)]
@@ -16,15 +22,17 @@ struct SseEvent {
 struct Ring {
     next_id: u64,
     events: VecDeque<Arc<SseEvent>>,
+    bytes: usize,
 }
 
 /// Fans events out to every connected client.
 pub struct Hub {
     ring: Mutex<Ring>,
-    tx: broadcast::Sender<Arc<SseEvent>>,
+    newest: watch::Sender<u64>,
     capacity: usize,
+    max_bytes: usize,
     /// Connected clients.
-    pub clients: std::sync::atomic::AtomicI64,
+    pub clients: AtomicI64,
 }
 
 /// Frames queued towards one client's socket.
@@ -32,19 +40,28 @@ const CLIENT_QUEUE: usize = 1024;
 /// How long a client may take to make room before it is dropped (it reconnects with
 /// Last-Event-ID and is served from the ring, or gets a gap).
 const CLIENT_STALL: std::time::Duration = std::time::Duration::from_secs(10);
+/// The replay ring's default size in bytes.
+pub const DEFAULT_RING_BYTES: usize = 64 << 20;
 
 impl Hub {
-    /// A hub whose ids start after `first_id` and which keeps the last `capacity` events.
+    /// A hub whose ids start after `first_id` and which keeps the last `capacity` events, at
+    /// most [`DEFAULT_RING_BYTES`] of them.
     pub fn new(first_id: u64, capacity: usize) -> Hub {
-        // The live channel holds as much as the ring: a client behind by more gets a gap.
-        let (tx, _) = broadcast::channel(capacity.max(16));
+        Hub::with_limits(first_id, capacity, DEFAULT_RING_BYTES)
+    }
+
+    /// As [`Hub::new`], with the ring's byte bound given.
+    pub fn with_limits(first_id: u64, capacity: usize, max_bytes: usize) -> Hub {
+        let (newest, _) = watch::channel(first_id);
         Hub {
             ring: Mutex::new(Ring {
                 next_id: first_id + 1,
                 events: VecDeque::new(),
+                bytes: 0,
             }),
-            tx,
-            capacity,
+            newest,
+            capacity: capacity.max(1),
+            max_bytes,
             clients: 0.into(),
         }
     }
@@ -58,17 +75,42 @@ impl Hub {
             id,
             frame: Bytes::from(format!("id: {id}\nevent: {name}\ndata: {data}\n\n")),
         });
-        ring.events.push_back(ev.clone());
-        if ring.events.len() > self.capacity {
-            ring.events.pop_front();
+        ring.bytes += ev.frame.len();
+        ring.events.push_back(ev);
+        // The newest event always stays, however large: a client must be able to get it.
+        while ring.events.len() > 1
+            && (ring.events.len() > self.capacity || ring.bytes > self.max_bytes)
+        {
+            if let Some(old) = ring.events.pop_front() {
+                ring.bytes -= old.frame.len();
+            }
         }
-        let _ = self.tx.send(ev);
+        drop(ring);
+        self.newest.send_replace(id);
         id
     }
 
     /// The id of the last event published.
     pub fn last_id(&self) -> u64 {
         self.ring.lock().expect("hub lock").next_id - 1
+    }
+
+    /// Bytes the replay ring holds now.
+    pub fn ring_bytes(&self) -> usize {
+        self.ring.lock().expect("hub lock").bytes
+    }
+
+    /// The events after `after` that the ring still holds, or `Err(newest)` when some of
+    /// them are no longer held (the client must refetch).
+    fn since(&self, after: u64) -> Result<Vec<Arc<SseEvent>>, u64> {
+        let ring = self.ring.lock().expect("hub lock");
+        let newest = ring.next_id - 1;
+        let oldest = ring.events.front().map_or(ring.next_id, |e| e.id);
+        if after > newest || after + 1 < oldest {
+            return Err(newest);
+        }
+        let start = ring.events.partition_point(|e| e.id <= after);
+        Ok(ring.events.range(start..).cloned().collect())
     }
 
     /// Starts a client: what it missed since `last_id` (or a `gap` when that is no longer
@@ -79,69 +121,53 @@ impl Hub {
         heartbeat: std::time::Duration,
     ) -> mpsc::Receiver<Bytes> {
         let (out, rx) = mpsc::channel::<Bytes>(CLIENT_QUEUE);
-        let (replay, gap, mut live) = {
-            let ring = self.ring.lock().expect("hub lock");
-            let live = self.tx.subscribe();
-            let newest = ring.next_id - 1;
-            let oldest = ring.events.front().map_or(ring.next_id, |e| e.id);
-            match last_id {
-                None => (Vec::new(), false, live),
-                Some(l) if l > newest || l + 1 < oldest => (Vec::new(), true, live),
-                Some(l) => (
-                    ring.events
-                        .iter()
-                        .filter(|e| e.id > l)
-                        .cloned()
-                        .collect::<Vec<_>>(),
-                    false,
-                    live,
-                ),
-            }
-        };
+        let mut news = self.newest.subscribe();
         let hub = self.clone();
-        hub.clients
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // A client without Last-Event-ID starts at the present.
+        let start = last_id.unwrap_or_else(|| *news.borrow_and_update());
+        hub.clients.fetch_add(1, Relaxed);
         tokio::spawn(async move {
             let _ = out.send(Bytes::from_static(b"retry: 1000\n\n")).await;
-            if gap {
-                let _ = out.try_send(
-                    hub.gap_frame("events since Last-Event-ID are no longer held; refetch"),
-                );
-            }
-            for ev in replay {
-                if !send(&out, ev.frame.clone()).await {
-                    hub.clients
-                        .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-                    return;
-                }
-            }
+            let mut sent = start;
             let mut beat = tokio::time::interval(heartbeat);
             beat.tick().await;
-            loop {
-                tokio::select! {
-                    r = live.recv() => match r {
-                        Ok(ev) => {
+            'client: loop {
+                match hub.since(sent) {
+                    Ok(events) => {
+                        for ev in events {
                             if !send(&out, ev.frame.clone()).await {
-                                break; // stuck or gone: dropped, it reconnects with Last-Event-ID
+                                break 'client; // stuck or gone: it reconnects with Last-Event-ID
                             }
-                        }
-                        Err(broadcast::error::RecvError::Lagged(_)) => {
-                            if !send(&out, hub.gap_frame("client fell behind; refetch")).await {
-                                break;
-                            }
-                        }
-                        Err(broadcast::error::RecvError::Closed) => break,
-                    },
-                    _ = beat.tick() => {
-                        if out.try_send(Bytes::from_static(b": heartbeat\n\n")).is_err() {
-                            break;
+                            sent = ev.id;
                         }
                     }
-                    _ = out.closed() => break,
+                    Err(newest) => {
+                        let why = if last_id == Some(sent) {
+                            "events since Last-Event-ID are no longer held; refetch"
+                        } else {
+                            "client fell behind; refetch"
+                        };
+                        if !send(&out, hub.gap_frame(why)).await {
+                            break 'client;
+                        }
+                        sent = newest;
+                    }
+                }
+                tokio::select! {
+                    changed = news.changed() => {
+                        if changed.is_err() {
+                            break 'client;
+                        }
+                    }
+                    _ = beat.tick() => {
+                        if out.try_send(Bytes::from_static(b": heartbeat\n\n")).is_err() {
+                            break 'client;
+                        }
+                    }
+                    _ = out.closed() => break 'client,
                 }
             }
-            hub.clients
-                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            hub.clients.fetch_sub(1, Relaxed);
         });
         rx
     }
@@ -162,4 +188,44 @@ async fn send(out: &mpsc::Sender<Bytes>, frame: Bytes) -> bool {
         tokio::time::timeout(CLIENT_STALL, out.send(frame)).await,
         Ok(Ok(()))
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_ring_is_bounded_by_bytes_and_keeps_the_newest() {
+        let hub = Hub::with_limits(0, 1000, 10_000);
+        let big = "x".repeat(4_000);
+        for _ in 0..10 {
+            hub.publish("turn_created", &json!({ "text": big }));
+        }
+        assert!(hub.ring_bytes() <= 10_000, "{}", hub.ring_bytes());
+        assert_eq!(hub.since(9).unwrap().len(), 1);
+        assert!(hub.since(1).is_err(), "older events are gone: a gap");
+        let huge = "y".repeat(50_000);
+        let id = hub.publish("turn_created", &json!({ "text": huge }));
+        assert_eq!(
+            hub.since(id - 1).unwrap().len(),
+            1,
+            "a single huge event stays"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_client_gets_what_it_missed_then_live_events() {
+        let hub = Arc::new(Hub::new(100, 16));
+        let first = hub.publish("a", &json!(1));
+        hub.publish("b", &json!(2));
+        let mut rx = hub.connect(Some(first), std::time::Duration::from_secs(60));
+        assert_eq!(&rx.recv().await.unwrap()[..], b"retry: 1000\n\n");
+        assert!(String::from_utf8_lossy(&rx.recv().await.unwrap()).contains("event: b"));
+        hub.publish("c", &json!(3));
+        assert!(String::from_utf8_lossy(&rx.recv().await.unwrap()).contains("event: c"));
+        let mut late = hub.connect(Some(1), std::time::Duration::from_secs(60));
+        late.recv().await.unwrap();
+        assert!(String::from_utf8_lossy(&late.recv().await.unwrap()).contains("event: gap"));
+    }
 }

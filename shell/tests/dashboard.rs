@@ -586,3 +586,53 @@ fn an_orchestration_panel_shows_the_run_and_its_buttons_drive_it() {
     assert!(log.contains("cancelled"), "{log}");
     server.stop();
 }
+
+#[test]
+fn the_dashboard_cannot_be_framed_by_a_decoy_page() {
+    // Clickjacking: a page frames the dashboard under a decoy and catches a click on an
+    // answer button. The decoy here is served by the same server (the friendliest case for
+    // the attacker: same origin), from a copy of the dashboard's files plus the decoy.
+    let Some(db) = fresh_db("dashboard_frame") else {
+        return;
+    };
+    let Some(browser) = Browser::start() else {
+        return;
+    };
+    let claude = temp_dir("dashboard-frame");
+    let site = claude.join("site");
+    std::fs::create_dir_all(&site).unwrap();
+    let real = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../static");
+    for f in std::fs::read_dir(&real).unwrap().flatten() {
+        std::fs::copy(f.path(), site.join(f.file_name())).unwrap();
+    }
+    std::fs::write(
+        site.join("decoy.html"),
+        "<!doctype html><title>Win a prize</title><button>Click to claim</button>\
+         <iframe id=f src=\"/\" style=\"opacity:0.01;position:absolute;top:0\"></iframe>\
+         <script src=\"/decoy.js\"></script>",
+    )
+    .unwrap();
+    std::fs::write(
+        site.join("decoy.js"),
+        "document.getElementById('f').addEventListener('load', () => {\n\
+           let seen = 'no';\n\
+           try { const d = document.getElementById('f').contentDocument;\n\
+                 if (d && d.querySelector('#cards')) seen = 'dashboard'; } catch (e) { seen = 'blocked'; }\n\
+           document.body.dataset.framed = seen;\n\
+         });",
+    )
+    .unwrap();
+    let server = Server::start(&db, &claude, &["--static-dir", site.to_str().unwrap()]);
+    browser.goto(&format!("http://{}/decoy.html", server.addr));
+    let framed = browser.until(
+        "the frame to load or fail",
+        "return document.body.dataset.framed || false",
+    );
+    assert_ne!(
+        framed, "dashboard",
+        "the dashboard rendered inside another page's frame"
+    );
+    // The dashboard itself still loads on its own.
+    browser.goto(&format!("http://{}/", server.addr));
+    browser.until("the page", "return !!document.querySelector('#cards')");
+}

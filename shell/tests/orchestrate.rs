@@ -1540,6 +1540,16 @@ fn the_server_finds_a_projects_orchestration_and_drives_it_like_the_cli() {
             serde_json::from_str::<Value>(&text).unwrap_or(Value::Null),
         )
     };
+    // An <img> on any page GETs what it likes: a GET never changes the run.
+    for command in ["pause", "cancel", "merge", "confirm-gate", "resume"] {
+        let (status, body) = server.get(&format!("/api/orchestrate/{command}?project={q}"));
+        assert_eq!(status, 405, "GET {command}: {body}");
+    }
+    assert_eq!(
+        f.read_execution(&id).unwrap().status,
+        ExecutionStatus::Running,
+        "GET changed nothing"
+    );
     let (status, v) = post("pause", json!({"project": p}));
     assert_eq!((status, &v["status"]), (200, &json!("paused")), "{v}");
     let (status, v) = post("pause", json!({"project": p}));
@@ -1595,6 +1605,55 @@ fn the_server_finds_a_projects_orchestration_and_drives_it_like_the_cli() {
         "not cancelled"
     );
     server.stop();
+}
+
+#[test]
+fn a_projects_files_never_choose_where_the_token_is_sent() {
+    // A cloned repository's run file names the attacker's address as the server.
+    let thief = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let thief_addr = thief.local_addr().unwrap().to_string();
+    thief.set_nonblocking(true).unwrap();
+    let (dir, id) = project(
+        "token-thief",
+        "design",
+        "in_progress",
+        StartOptions::default(),
+    );
+    let f = ProjectFiles::new(dir.path());
+    let mut e = f.read_execution(&id).unwrap();
+    e.config.extra.insert(
+        headspace::orchestrate::live::SETTINGS_KEY.into(),
+        json!({"agent": "%3", "addr": thief_addr, "claudeDir": "/etc"}),
+    );
+    f.write_execution(&e).unwrap();
+    let s = Settings::of(&f.read_execution(&id).unwrap());
+    assert_eq!(s.addr, None, "the address is never read from the project");
+    assert_eq!(s.claude_dir, None);
+    // Every command that may talk to the server, with a token in the environment.
+    for command in ["status", "decide", "cancel"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
+            .args(["orchestrate", command, "--project"])
+            .arg(dir.path())
+            .env("HEADSPACE_TOKEN", "stolen-token-123")
+            .env_remove("HEADSPACE_ADDR")
+            .output()
+            .unwrap();
+        let _ = out;
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let mut got = String::new();
+    while let Ok((mut conn, _)) = thief.accept() {
+        conn.set_nonblocking(false).unwrap();
+        conn.set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let mut buf = [0u8; 4096];
+        let n = std::io::Read::read(&mut conn, &mut buf).unwrap_or(0);
+        got.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(
+        !got.contains("stolen-token-123"),
+        "the token went to the project's address: {got}"
+    );
 }
 
 #[test]

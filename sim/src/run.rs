@@ -9,6 +9,7 @@ use crate::session::{pane_segment, post, run_agent};
 use crate::world::{sim_now, AdapterFaults, SimWorld, EPOCH_MS};
 use headspace::record::Recorder;
 use headspace::serve::{accept_loop, start, Listen, Settings};
+use headspace_core::access::{AccessPolicy, Peer};
 use headspace_core::planted::Bug;
 use headspace_core::synth::CLAUDE_DIR;
 use std::time::{Duration, Instant};
@@ -49,8 +50,9 @@ struct SimListener(turmoil::net::TcpListener);
 impl Listen for SimListener {
     type Conn = turmoil::net::TcpStream;
 
-    async fn accept(&mut self) -> std::io::Result<turmoil::net::TcpStream> {
-        Ok(self.0.accept().await?.0)
+    async fn accept(&mut self) -> std::io::Result<(turmoil::net::TcpStream, Peer)> {
+        // Every simulated client is the user's own Claude Code or tool.
+        Ok((self.0.accept().await?.0, Peer::SameUser))
     }
 }
 
@@ -66,7 +68,11 @@ async fn server(world: SimWorld, bug: Option<Bug>) -> turmoil::Result {
         pane_interval: Duration::from_secs(2),
         pane_lines: 20,
         max_body: 1 << 20,
+        access: AccessPolicy::new(["server"], None),
         token: None,
+        self_addr: "server:5055".into(),
+        max_connections: 512,
+        header_timeout: Duration::from_secs(10),
         static_dir: "/nonexistent".into(),
         core_home: headspace::driver::CoreHome::Task,
     };

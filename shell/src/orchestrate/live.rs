@@ -43,10 +43,11 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// The settings stored in a run, without any command: a project's files may come from
-    /// anyone (a cloned repository), so what runs is never read from them. A stored headless
-    /// mode keeps the default command; the helper and a custom command come from the
-    /// command line or the environment at each start.
+    /// The settings stored in a run, without any command or address: a project's files may
+    /// come from anyone (a cloned repository), so what runs, and where the token is sent, are
+    /// never read from them. A stored headless mode keeps the default command; the helper, a
+    /// custom command, the server's address and Claude's folder come from the command line
+    /// or the environment at each start.
     pub fn of(execution: &OrchestrationExecution) -> Settings {
         let stored: Settings = execution
             .config
@@ -57,10 +58,13 @@ impl Settings {
         stored.without_commands()
     }
 
-    /// These settings as a run stores them: no commands (see [`Settings::of`]).
+    /// These settings as a run stores them: no commands and no address (see
+    /// [`Settings::of`]).
     pub fn without_commands(mut self) -> Settings {
         self.headless = self.headless.map(|_| Vec::new());
         self.helper = None;
+        self.addr = None;
+        self.claude_dir = None;
         self
     }
 

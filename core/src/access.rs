@@ -1,0 +1,447 @@
+//! Who may call the server: the checks every request passes before any route runs.
+//!
+//! Headspace types into terminals whose agents can run any command, so its routes are as
+//! sensitive as an SSH agent. The threat model (`SECURITY.md`) trusts the user's own account
+//! and nothing else: not other local accounts, not the web pages the user visits (which can
+//! reach loopback, and can rebind a name of theirs to 127.0.0.1), not other machines.
+//!
+//! The rules, in the order they are applied (the first refusal wins):
+//!
+//! 1. **Host.** The `Host` header names this server: a loopback name, the address it listens
+//!    on, or a name the user allowed. A page whose own name resolves to 127.0.0.1 (DNS
+//!    rebinding) sends its own name, and is refused.
+//! 2. **Same origin.** A browser request from another site carries `Origin` or
+//!    `Sec-Fetch-Site: cross-site` / `same-site` (another port of localhost is the same site):
+//!    refused. Tools (curl, the hook forwarder, the CLI) send neither.
+//! 3. **Who.** With a token configured, every route but `/healthz`, the dashboard's static
+//!    files and the login needs it: as `Authorization: Bearer …` or as the login cookie the
+//!    dashboard gets from `POST /api/login`. Without one (loopback only), the connection must
+//!    come from the account that runs the server (or root); the shell tells which account
+//!    holds the other end of a loopback connection.
+//! 4. **Methods.** A state change is a `POST` with `Content-Type: application/json`: a page
+//!    cannot send that across origins without a preflight, which this server never grants.
+//!    `GET` and `HEAD` read; every other method is refused.
+//!
+//! All of this is a pure function of the request's facts, so it is tested without a socket.
+
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
+
+/// The name of the cookie `POST /api/login` sets.
+pub const LOGIN_COOKIE: &str = "headspace_login";
+
+/// Who holds the other end of the connection, as the shell found out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Peer {
+    /// A loopback connection from the account that runs the server, or from root.
+    SameUser,
+    /// A loopback connection from another local account (its uid).
+    OtherUser(u32),
+    /// A loopback connection whose account could not be told.
+    Unknown,
+    /// A connection from another machine.
+    Remote,
+}
+
+/// The facts of one request that the checks look at (header values as sent).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RequestFacts<'a> {
+    /// `GET`, `POST`, …
+    pub method: &'a str,
+    /// The path, without the query.
+    pub path: &'a str,
+    /// The `Host` header.
+    pub host: Option<&'a str>,
+    /// The `Origin` header.
+    pub origin: Option<&'a str>,
+    /// The `Sec-Fetch-Site` header.
+    pub sec_fetch_site: Option<&'a str>,
+    /// The `Content-Type` header.
+    pub content_type: Option<&'a str>,
+    /// The `Authorization` header.
+    pub authorization: Option<&'a str>,
+    /// The `Cookie` header.
+    pub cookie: Option<&'a str>,
+}
+
+/// Why a request is refused: the status and a message that says what to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// The HTTP status (400, 401, 403, 405 or 415).
+    pub status: u16,
+    /// What was wrong, for the JSON `{"error": …}`.
+    pub message: String,
+}
+
+impl Refusal {
+    fn new(status: u16, message: impl Into<String>) -> Refusal {
+        Refusal {
+            status,
+            message: message.into(),
+        }
+    }
+}
+
+/// The request policy of one server: the names it answers to and its token, if any.
+#[derive(Clone)]
+pub struct AccessPolicy {
+    hosts: BTreeSet<String>,
+    /// SHA-256 of the token: compared digest to digest, in constant time.
+    token: Option<[u8; 32]>,
+    /// The login cookie's value: derived from the token, so the cookie is not the token.
+    cookie: Option<String>,
+}
+
+impl std::fmt::Debug for AccessPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AccessPolicy")
+            .field("hosts", &self.hosts)
+            .field("token", &self.token.map(|_| "<set>"))
+            .finish()
+    }
+}
+
+impl AccessPolicy {
+    /// A policy answering to the loopback names plus `hosts` (host names or addresses,
+    /// without port; the listen address belongs here), with `token` required when set.
+    pub fn new<'a>(hosts: impl IntoIterator<Item = &'a str>, token: Option<&str>) -> AccessPolicy {
+        let mut names: BTreeSet<String> = ["localhost", "127.0.0.1", "::1"]
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        for h in hosts {
+            let h = host_name(h.trim());
+            if !h.is_empty() && h != "0.0.0.0" && h != "::" {
+                names.insert(h.to_ascii_lowercase());
+            }
+        }
+        AccessPolicy {
+            hosts: names,
+            token: token.map(sha256),
+            cookie: token.map(login_cookie_value),
+        }
+    }
+
+    /// Whether a token is required.
+    pub fn token_required(&self) -> bool {
+        self.token.is_some()
+    }
+
+    /// The names this server answers to (lowercase, without port).
+    pub fn hosts(&self) -> impl Iterator<Item = &str> {
+        self.hosts.iter().map(String::as_str)
+    }
+
+    /// Whether `token` is the server's token (constant time).
+    pub fn token_matches(&self, token: &str) -> bool {
+        self.token
+            .is_some_and(|want| constant_time_eq(&want, &sha256(token)))
+    }
+
+    /// The `Set-Cookie` value that logs a browser in; `None` without a token.
+    pub fn login_cookie(&self) -> Option<String> {
+        self.cookie.as_ref().map(|v| {
+            format!("{LOGIN_COOKIE}={v}; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000")
+        })
+    }
+
+    /// Checks a request; `Err` says why it is refused.
+    pub fn check(&self, r: &RequestFacts<'_>, peer: Peer) -> Result<(), Refusal> {
+        let host = match r.host.map(str::trim).filter(|h| !h.is_empty()) {
+            Some(h) => h,
+            None => return Err(Refusal::new(400, "the request has no Host header")),
+        };
+        let name = host_name(host).to_ascii_lowercase();
+        if !self.hosts.contains(&name) {
+            return Err(Refusal::new(
+                403,
+                format!(
+                    "this server does not answer to the name {name:?} (a web page rebinding its name to this machine?); \
+                     it answers to {}; start it with --allow-host {name} if that name is yours",
+                    self.hosts.iter().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
+        if let Some(site) = r.sec_fetch_site.map(str::trim) {
+            if !site.eq_ignore_ascii_case("same-origin") && !site.eq_ignore_ascii_case("none") {
+                return Err(Refusal::new(
+                    403,
+                    format!("cross-site request refused (Sec-Fetch-Site: {site})"),
+                ));
+            }
+        }
+        if let Some(origin) = r.origin.map(str::trim) {
+            let same = ["http://", "https://"]
+                .iter()
+                .any(|scheme| origin.strip_prefix(scheme) == Some(host));
+            if !same {
+                return Err(Refusal::new(
+                    403,
+                    format!("cross-origin request from {origin} refused"),
+                ));
+            }
+        }
+        if !self.open_route(r) {
+            if self.token.is_some() {
+                if !self.authenticated(r) {
+                    return Err(Refusal::new(
+                        401,
+                        "this server needs its token: `Authorization: Bearer TOKEN`, or log in on the dashboard",
+                    ));
+                }
+            } else {
+                match peer {
+                    Peer::SameUser => {}
+                    Peer::OtherUser(uid) => {
+                        return Err(Refusal::new(
+                            403,
+                            format!("connections from another local account (uid {uid}) are refused; give the server a token to share it"),
+                        ))
+                    }
+                    Peer::Unknown => {
+                        return Err(Refusal::new(
+                            403,
+                            "cannot tell which local account is connecting; refused (give the server a token to allow it)",
+                        ))
+                    }
+                    Peer::Remote => {
+                        return Err(Refusal::new(
+                            403,
+                            "connections from other machines need the server's token",
+                        ))
+                    }
+                }
+            }
+        }
+        match r.method {
+            "GET" | "HEAD" => Ok(()),
+            "POST" => {
+                let json = r.content_type.is_some_and(|c| {
+                    c.split(';')
+                        .next()
+                        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+                });
+                if json {
+                    Ok(())
+                } else {
+                    Err(Refusal::new(
+                        415,
+                        format!("POST {} needs Content-Type: application/json", r.path),
+                    ))
+                }
+            }
+            other => Err(Refusal::new(
+                405,
+                format!("method {other} is not allowed here; reads are GET, actions are POST"),
+            )),
+        }
+    }
+
+    /// Routes anyone who passed the host and origin checks may call: the health check, the
+    /// dashboard's own files (code, no data) and the login.
+    fn open_route(&self, r: &RequestFacts<'_>) -> bool {
+        match r.method {
+            "GET" | "HEAD" => {
+                r.path == "/healthz" || (!r.path.starts_with("/api/") && !is_data_route(r.path))
+            }
+            "POST" => r.path == "/api/login",
+            _ => false,
+        }
+    }
+
+    fn authenticated(&self, r: &RequestFacts<'_>) -> bool {
+        let bearer = r
+            .authorization
+            .and_then(|v| v.trim().strip_prefix("Bearer "))
+            .is_some_and(|t| self.token_matches(t.trim()));
+        let cookie = match (&self.cookie, r.cookie) {
+            (Some(want), Some(header)) => header
+                .split(';')
+                .filter_map(|kv| kv.trim().split_once('='))
+                .any(|(k, v)| k == LOGIN_COOKIE && constant_time_eq(&sha256(v), &sha256(want))),
+            _ => false,
+        };
+        bearer || cookie
+    }
+}
+
+/// Routes outside `/api/` that carry data: hooks and metrics.
+fn is_data_route(path: &str) -> bool {
+    path.starts_with("/hook/") || path.starts_with("/hooks/") || path == "/metrics"
+}
+
+/// The host part of a `Host` header or address: `[::1]:5055` → `::1`, `a.b:80` → `a.b`.
+pub fn host_name(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    match host.rsplit_once(':') {
+        // One colon: name and port. More than one: a bare IPv6 address.
+        Some((name, port)) if !name.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => {
+            name
+        }
+        _ => host,
+    }
+}
+
+fn sha256(s: &str) -> [u8; 32] {
+    Sha256::digest(s.as_bytes()).into()
+}
+
+/// The login cookie's value for `token`: a digest, so a leaked cookie is not the token.
+fn login_cookie_value(token: &str) -> String {
+    sha256(&format!("headspace-login-v1\0{token}"))
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Equality whose time does not depend on where the bytes differ.
+pub fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts<'a>(method: &'a str, path: &'a str, host: &'a str) -> RequestFacts<'a> {
+        RequestFacts {
+            method,
+            path,
+            host: Some(host),
+            content_type: (method == "POST").then_some("application/json"),
+            ..RequestFacts::default()
+        }
+    }
+
+    #[test]
+    fn host_names_with_ports_and_brackets() {
+        assert_eq!(host_name("127.0.0.1:5055"), "127.0.0.1");
+        assert_eq!(host_name("[::1]:5055"), "::1");
+        assert_eq!(host_name("::1"), "::1");
+        assert_eq!(host_name("localhost"), "localhost");
+        assert_eq!(host_name("evil.example:5055"), "evil.example");
+    }
+
+    #[test]
+    fn a_rebinding_name_is_refused_and_loopback_names_pass() {
+        let p = AccessPolicy::new(["127.0.0.1"], None);
+        for ok in [
+            "127.0.0.1:5055",
+            "localhost:5055",
+            "[::1]:5055",
+            "LOCALHOST",
+        ] {
+            assert_eq!(
+                p.check(&facts("GET", "/api/agents", ok), Peer::SameUser),
+                Ok(())
+            );
+        }
+        let r = p
+            .check(
+                &facts("POST", "/api/agents/1/send", "evil.example:5055"),
+                Peer::SameUser,
+            )
+            .unwrap_err();
+        assert_eq!(r.status, 403);
+        assert!(r.message.contains("evil.example"), "{}", r.message);
+        let none = RequestFacts {
+            host: None,
+            ..facts("GET", "/", "x")
+        };
+        assert_eq!(p.check(&none, Peer::SameUser).unwrap_err().status, 400);
+        let allowed = AccessPolicy::new(["box.lan"], None);
+        assert!(allowed
+            .check(&facts("GET", "/", "box.lan:5055"), Peer::SameUser)
+            .is_ok());
+    }
+
+    #[test]
+    fn cross_site_requests_are_refused() {
+        let p = AccessPolicy::new([], None);
+        let mut f = facts("POST", "/api/agents/1/send", "127.0.0.1:5055");
+        f.origin = Some("http://evil.example");
+        assert_eq!(p.check(&f, Peer::SameUser).unwrap_err().status, 403);
+        f.origin = Some("http://127.0.0.1:5055");
+        assert_eq!(p.check(&f, Peer::SameUser), Ok(()));
+        f.origin = Some("http://127.0.0.1:8080"); // another port is another origin
+        assert_eq!(p.check(&f, Peer::SameUser).unwrap_err().status, 403);
+        f.origin = Some("null");
+        assert_eq!(p.check(&f, Peer::SameUser).unwrap_err().status, 403);
+        let mut g = facts("GET", "/api/orchestrate/status", "localhost:5055");
+        g.sec_fetch_site = Some("cross-site");
+        assert_eq!(p.check(&g, Peer::SameUser).unwrap_err().status, 403);
+        g.sec_fetch_site = Some("same-site");
+        assert_eq!(p.check(&g, Peer::SameUser).unwrap_err().status, 403);
+        g.sec_fetch_site = Some("same-origin");
+        assert_eq!(p.check(&g, Peer::SameUser), Ok(()));
+        g.sec_fetch_site = Some("none");
+        assert_eq!(p.check(&g, Peer::SameUser), Ok(()));
+    }
+
+    #[test]
+    fn actions_are_json_posts_and_other_methods_are_refused() {
+        let p = AccessPolicy::new([], None);
+        let mut f = facts("POST", "/hook/Stop", "127.0.0.1");
+        f.content_type = Some("text/plain");
+        assert_eq!(p.check(&f, Peer::SameUser).unwrap_err().status, 415);
+        f.content_type = Some("application/json; charset=utf-8");
+        assert_eq!(p.check(&f, Peer::SameUser), Ok(()));
+        f.content_type = None;
+        assert_eq!(p.check(&f, Peer::SameUser).unwrap_err().status, 415);
+        let d = facts("DELETE", "/api/agents/1", "127.0.0.1");
+        assert_eq!(p.check(&d, Peer::SameUser).unwrap_err().status, 405);
+    }
+
+    #[test]
+    fn without_a_token_only_the_servers_own_account_gets_in() {
+        let p = AccessPolicy::new([], None);
+        let f = facts("POST", "/api/agents/1/send", "127.0.0.1");
+        assert_eq!(p.check(&f, Peer::SameUser), Ok(()));
+        assert_eq!(p.check(&f, Peer::OtherUser(65534)).unwrap_err().status, 403);
+        assert_eq!(p.check(&f, Peer::Unknown).unwrap_err().status, 403);
+        assert_eq!(p.check(&f, Peer::Remote).unwrap_err().status, 403);
+        // The health check and the dashboard's own files are open to every account.
+        for open in ["/healthz", "/", "/app.js"] {
+            assert_eq!(
+                p.check(&facts("GET", open, "127.0.0.1"), Peer::OtherUser(65534)),
+                Ok(()),
+                "{open}"
+            );
+        }
+        for closed in ["/metrics", "/api/agents", "/hook/stop"] {
+            assert!(p
+                .check(&facts("GET", closed, "127.0.0.1"), Peer::OtherUser(65534))
+                .is_err());
+        }
+    }
+
+    #[test]
+    fn a_token_opens_the_server_by_header_or_login_cookie_only() {
+        let p = AccessPolicy::new(["0.0.0.0"], Some("s3cret"));
+        assert!(p.token_required());
+        let f = facts("GET", "/api/agents", "127.0.0.1");
+        assert_eq!(p.check(&f, Peer::Remote).unwrap_err().status, 401);
+        assert_eq!(p.check(&f, Peer::SameUser).unwrap_err().status, 401);
+        let mut with = f;
+        with.authorization = Some("Bearer s3cret");
+        assert_eq!(p.check(&with, Peer::Remote), Ok(()));
+        with.authorization = Some("Bearer s3cre");
+        assert_eq!(p.check(&with, Peer::Remote).unwrap_err().status, 401);
+        let set = p.login_cookie().unwrap();
+        assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict"));
+        assert!(!set.contains("s3cret"), "the cookie is not the token");
+        let value = set.split(';').next().unwrap();
+        let mut c = f;
+        c.cookie = Some(value);
+        assert_eq!(p.check(&c, Peer::Remote), Ok(()));
+        c.cookie = Some("headspace_login=00");
+        assert_eq!(p.check(&c, Peer::Remote).unwrap_err().status, 401);
+        let login = facts("POST", "/api/login", "127.0.0.1");
+        assert_eq!(p.check(&login, Peer::Remote), Ok(()));
+        assert!(p.token_matches("s3cret") && !p.token_matches("s3cret "));
+        // 0.0.0.0 is no name a client can send.
+        assert!(!p.hosts().any(|h| h == "0.0.0.0"));
+    }
+}
