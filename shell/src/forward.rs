@@ -60,12 +60,18 @@ pub fn post(target: &str) {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, "/hooks/claude"),
     };
+    // The token, when the server needs one: from its file, else the environment.
+    let file = std::env::var_os("HEADSPACE_TOKEN_FILE").map(std::path::PathBuf::from);
+    let given = std::env::var("HEADSPACE_TOKEN").ok();
+    let token = crate::serve::read_token(file.as_deref(), given.as_deref())
+        .ok()
+        .flatten();
     let _ = crate::client::request(
         addr,
         "POST",
         path,
         &body,
-        std::env::var("HEADSPACE_TOKEN").ok().as_deref(),
+        token.as_deref(),
         Duration::from_secs(5),
     );
 }

@@ -572,6 +572,17 @@ fn agent_list_previews_stay_small_whatever_the_turns_hold() {
     );
     let v: Value = serde_json::from_str(&list).unwrap();
     assert_eq!(v[0]["last_turn"]["truncated"], true);
+    // Listing them again and again holds no copy of the texts (it made 1.1 GB before).
+    for _ in 0..5 {
+        assert_eq!(server.get("/api/agents").0, 200);
+    }
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap();
+    let peak_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap();
+    assert!(peak_kb < 200 * 1024, "peak RSS {peak_kb} kB");
     // The whole text is still there, from the turn route.
     let id = v[0]["id"].as_u64().unwrap();
     let turns = server.json(&format!("/api/agents/{id}/turns"));
