@@ -55,6 +55,8 @@ demo-stop:
 fmt:
 	$(CARGO) fmt --all
 
+## Formatting and clippy with -D warnings; core/clippy.toml bans the clock, I/O, processes
+## and hash-map iteration in the core. CI runs it before the tests.
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings

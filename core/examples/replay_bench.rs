@@ -4,6 +4,8 @@
 //! The transcript is generated in 1 MiB chunks on the fly (same seed for both passes), so the
 //! process's memory shows what the core itself keeps. Usage:
 //! `cargo run --release -p headspace-core --example replay_bench [MEGABYTES]`.
+// A benchmark times and measures itself; the core never does (core/clippy.toml).
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use headspace_core::synth::{SessionWriter, CLAUDE_DIR};
 use headspace_core::{Command, Config, Core, Input, Timestamp};
