@@ -62,6 +62,9 @@ pub enum Input {
     },
     /// Rebuild all state from what the store holds (after a restart).
     Restore(Snapshot),
+    /// The stored rows of agents the core evicted from memory and asked back with
+    /// [`Command::LoadAgents`]: their agent rows, tasks and turns (offsets are not needed).
+    AgentsLoaded(Snapshot),
 }
 
 /// A state change the store must apply, in order, per agent.
@@ -128,6 +131,14 @@ pub enum Command {
     GapDetected {
         /// The agent.
         agent_id: AgentId,
+    },
+    /// Load these agents' rows, tasks and turns from the store, after every write emitted
+    /// before this command is committed, and feed them back as [`Input::AgentsLoaded`]. The
+    /// core evicted them from memory (ended, or silent for long) and an input concerns them
+    /// again; it holds every input from now on until they are back.
+    LoadAgents {
+        /// The agents.
+        ids: Vec<AgentId>,
     },
     /// Answer a request.
     Reply {

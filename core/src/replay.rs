@@ -26,7 +26,11 @@ pub struct Replayer {
 impl Replayer {
     /// A fresh world.
     pub fn new(claude_dir: &str) -> Replayer {
-        let config = Config::new(claude_dir.to_string());
+        Replayer::with_config(Config::new(claude_dir.to_string()))
+    }
+
+    /// A fresh world whose core runs with `config`.
+    pub fn with_config(config: Config) -> Replayer {
         Replayer {
             core: Core::new(config.clone()),
             config,
@@ -101,6 +105,10 @@ impl Replayer {
                 }
                 Command::Reply { request, reply } => self.replies.push((request, reply)),
                 Command::GapDetected { .. } => self.gaps += 1,
+                Command::LoadAgents { ids } => {
+                    let rows = self.store.load_agents(&ids);
+                    self.core.handle(at, Input::AgentsLoaded(rows));
+                }
             }
         }
     }

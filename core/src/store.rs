@@ -115,6 +115,31 @@ impl MemStore {
         }
     }
 
+    /// The rows of some agents, for [`crate::Input::AgentsLoaded`]: their agent rows, tasks
+    /// and turns, no offsets.
+    pub fn load_agents(&self, ids: &[AgentId]) -> Snapshot {
+        let ids: BTreeSet<AgentId> = ids.iter().copied().collect();
+        Snapshot {
+            agents: ids
+                .iter()
+                .filter_map(|id| self.agents.get(id).cloned())
+                .collect(),
+            tasks: self
+                .tasks
+                .values()
+                .filter(|t| ids.contains(&t.agent_id))
+                .cloned()
+                .collect(),
+            turns: self
+                .turns
+                .values()
+                .filter(|t| ids.contains(&t.agent_id))
+                .cloned()
+                .collect(),
+            offsets: Vec::new(),
+        }
+    }
+
     /// One turn by id.
     pub fn turn(&self, id: TurnId) -> Option<&TurnRow> {
         self.turns.get(&id)

@@ -291,6 +291,26 @@ fn run(plan: &Plan) -> Result<(String, Replayer), TestCaseError> {
     Ok((r.output_json(), r))
 }
 
+/// Runs a plan with a tick after every step and a core that evicts every agent silent for a
+/// millisecond: every input after the first finds its agent evicted and must bring it back.
+fn run_evicting(plan: &Plan) -> Result<(String, u64), TestCaseError> {
+    let mut config = headspace_core::Config::new(CLAUDE_DIR);
+    config.evict_after_ms = 1;
+    let mut r = Replayer::with_config(config);
+    let mut evictions = 0u64;
+    for (at, step) in &plan.steps {
+        r.step(*at, step.clone());
+        r.step(at.add_millis(2), Step::Tick);
+        evictions += r.core().memory_counts().1 as u64;
+        prop_assert!(
+            r.store().violations().is_empty(),
+            "S1: {:?}",
+            r.store().violations()
+        );
+    }
+    Ok((r.output_json(), evictions))
+}
+
 fn config() -> ProptestConfig {
     ProptestConfig {
         cases: 300,
@@ -329,5 +349,14 @@ proptest! {
         let without = plan(&case, false);
         let (c, _) = run(&without)?;
         prop_assert_eq!(&a, &c, "restarts changed the result");
+    }
+
+    #[test]
+    fn evicting_agents_from_memory_changes_nothing(case in case()) {
+        let with = plan(&case, true);
+        let (kept, _) = run(&with)?;
+        let (evicting, evictions) = run_evicting(&with)?;
+        prop_assert!(evictions > 0, "the test evicted nothing");
+        prop_assert_eq!(&kept, &evicting, "eviction changed the result");
     }
 }

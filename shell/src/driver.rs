@@ -37,6 +37,8 @@ pub enum Msg {
     Tick,
     /// Text is about to be typed into an agent's pane: (agent, text).
     Sent(String, String),
+    /// Agents the core evicted, back from the store.
+    AgentsLoaded(headspace_core::model::Snapshot),
     /// Reconcile an agent; the reply comes after the recovered turns are committed.
     Reconcile {
         /// Agent id, session id or pane.
@@ -196,6 +198,7 @@ impl CoreLoop {
                 }
             }
             Msg::Pane { pane, text } => self.feed(Input::Pane { pane, text }),
+            Msg::AgentsLoaded(rows) => self.feed(Input::AgentsLoaded(rows)),
             Msg::Sent(agent, text) => self.feed(Input::Sent {
                 agent,
                 text: Some(text),
@@ -253,6 +256,7 @@ pub fn start(
         metrics.clone(),
         health.clone(),
         replies.clone(),
+        tx.clone(),
     ));
     let mut lp = CoreLoop {
         core: Core::new(config),
@@ -322,6 +326,7 @@ async fn writer(
     metrics: Arc<Metrics>,
     health: Arc<Health>,
     replies: Replies,
+    core: mpsc::UnboundedSender<Msg>,
 ) {
     while let Some(mut batch) = rx.recv().await {
         while batch.len() < 5_000 {
@@ -382,7 +387,34 @@ async fn writer(
                         let _ = tx.send(reply);
                     }
                 }
+                // After the writes before it are committed, so the rows are whole.
+                Command::LoadAgents { ids } => {
+                    let rows = load_agents(&*store, &ids, &health).await;
+                    let _ = core.send(Msg::AgentsLoaded(rows));
+                }
                 _ => {}
+            }
+        }
+    }
+}
+
+/// Some agents' rows, retried with backoff while the database is down (the core holds its
+/// inputs until they come).
+async fn load_agents(
+    store: &dyn Store,
+    ids: &[u64],
+    health: &Health,
+) -> headspace_core::model::Snapshot {
+    let mut delay = std::time::Duration::from_millis(50);
+    loop {
+        match store.load_agents(ids).await {
+            Ok(rows) => return rows,
+            Err(e) => {
+                if health.healthy.swap(false, Relaxed) {
+                    warn!("[STORE] cannot load agents {ids:?} back, retrying until the database is back: {e}");
+                }
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(std::time::Duration::from_secs(2));
             }
         }
     }

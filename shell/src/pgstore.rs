@@ -437,6 +437,55 @@ impl PgStore {
         })
     }
 
+    /// The rows of some agents (agent rows, tasks, turns; no offsets): what brings agents the
+    /// core evicted from memory back into it.
+    pub async fn load_agents(&self, ids: &[u64]) -> Result<Snapshot, StoreError> {
+        let c = self.pool.get().await?;
+        let ids: Vec<i64> = ids.iter().map(|i| id(*i)).collect();
+        let agents = c
+            .query(
+                &format!(
+                    "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission FROM agents WHERE id = ANY($1) ORDER BY id",
+                    ms("last_seen_at"),
+                    ms("sent_at")
+                ),
+                &[&ids],
+            )
+            .await?
+            .iter()
+            .map(agent_row)
+            .collect();
+        let tasks = c
+            .query(
+                &format!(
+                    "SELECT id, agent_id, session_id, state, transcript_state, {}, {}, {} FROM tasks WHERE agent_id = ANY($1) ORDER BY id",
+                    ms("started_at"),
+                    ms("hook_turn_end_at"),
+                    ms("state_since")
+                ),
+                &[&ids],
+            )
+            .await?
+            .iter()
+            .map(task_row)
+            .collect::<Result<_, _>>()?;
+        let turns = c
+            .query(
+                &format!("{TURN_SELECT} WHERE agent_id = ANY($1) ORDER BY id"),
+                &[&ids],
+            )
+            .await?
+            .iter()
+            .map(turn_row)
+            .collect::<Result<_, _>>()?;
+        Ok(Snapshot {
+            agents,
+            tasks,
+            turns,
+            offsets: Vec::new(),
+        })
+    }
+
     /// All agents with their current task and what their cards show.
     pub async fn agents(&self) -> Result<Vec<AgentView>, StoreError> {
         self.agents_where("", &[]).await
@@ -646,6 +695,10 @@ impl crate::world::Store for PgStore {
 
     fn snapshot(&self) -> BoxFuture<'_, Result<Snapshot, StoreError>> {
         Box::pin(PgStore::snapshot(self))
+    }
+
+    fn load_agents<'a>(&'a self, ids: &'a [u64]) -> BoxFuture<'a, Result<Snapshot, StoreError>> {
+        Box::pin(PgStore::load_agents(self, ids))
     }
 
     fn agents(&self) -> BoxFuture<'_, Result<Vec<AgentView>, StoreError>> {

@@ -110,7 +110,8 @@ impl Recorder {
             Input::Sent { agent, text } => {
                 self.line(now, json!({"sent": {"agent": agent, "text": text}}))
             }
-            Input::TranscriptReset { .. } | Input::Restore(_) => {}
+            // Restore and loads come from the store, which a replay has of its own.
+            Input::TranscriptReset { .. } | Input::Restore(_) | Input::AgentsLoaded(_) => {}
         }
     }
 }

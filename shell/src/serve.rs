@@ -83,6 +83,10 @@ pub struct ServeArgs {
     /// Lines of each pane captured.
     #[arg(long, env = "HEADSPACE_PANE_LINES", default_value_t = 20)]
     pub pane_lines: u32,
+    /// Seconds an agent may say nothing before it leaves memory (the database keeps it; any
+    /// news of it brings it back); an ended agent leaves after a minute. 0: never.
+    #[arg(long, env = "HEADSPACE_EVICT_AFTER_SECONDS", default_value_t = 1800.0)]
+    pub evict_after_seconds: f64,
     /// tmux socket name (`tmux -L NAME`); the default server when unset.
     #[arg(long, env = "HEADSPACE_TMUX_SOCKET")]
     pub tmux_socket: Option<String>,
@@ -261,6 +265,7 @@ async fn serve(
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let mut core = headspace_core::Config::new(claude_dir.display().to_string());
     core.gap_threshold_ms = (args.gap_seconds * 1000.0) as i64;
+    core.evict_after_ms = (args.evict_after_seconds * 1000.0) as i64;
     let listen_host = local.ip().to_string();
     let hosts = args
         .allow_hosts

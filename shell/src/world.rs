@@ -51,6 +51,8 @@ pub trait Store: Send + Sync {
     fn apply<'a>(&'a self, writes: &'a [Write]) -> BoxFuture<'a, Result<(), StoreError>>;
     /// Everything the core needs to rebuild itself.
     fn snapshot(&self) -> BoxFuture<'_, Result<Snapshot, StoreError>>;
+    /// Some agents' rows, tasks and turns (no offsets), for `Input::AgentsLoaded`.
+    fn load_agents<'a>(&'a self, ids: &'a [u64]) -> BoxFuture<'a, Result<Snapshot, StoreError>>;
     /// All agents with what their cards show.
     fn agents(&self) -> BoxFuture<'_, Result<Vec<AgentView>, StoreError>>;
     /// One agent by id.

@@ -412,6 +412,16 @@ impl Store for SimWorld {
         Box::pin(async move { r })
     }
 
+    fn load_agents<'a>(&'a self, ids: &'a [u64]) -> BoxFuture<'a, Result<Snapshot, StoreError>> {
+        let mut s = self.lock();
+        let r = if s.down(sim_now()) {
+            Err(unavailable())
+        } else {
+            Ok(s.store.load_agents(ids))
+        };
+        Box::pin(async move { r })
+    }
+
     fn agents(&self) -> BoxFuture<'_, Result<Vec<AgentView>, StoreError>> {
         let s = self.lock();
         let ids: Vec<u64> = s.store.agents().map(|a| a.id).collect();

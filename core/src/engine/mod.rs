@@ -1,5 +1,6 @@
 //! The engine: inputs in, commands out. See the crate docs for the calling contract.
 
+mod evict;
 mod hooks;
 mod reconcile;
 mod restore;
@@ -35,6 +36,10 @@ pub struct Config {
     pub trust_ms: i64,
     /// How long a `send` counts as running when no prompt follows it.
     pub send_timeout_ms: i64,
+    /// How long an agent may say nothing (no hook, no transcript line) before it is evicted
+    /// from memory; the store keeps it and an input about it brings it back. An ended agent
+    /// goes after at most a minute. Zero or less: never.
+    pub evict_after_ms: i64,
     /// A known bug planted for the simulator to catch (test builds only).
     #[cfg(feature = "planted-bugs")]
     pub planted: Option<crate::planted::Bug>,
@@ -48,6 +53,7 @@ impl Config {
             gap_threshold_ms: 5_000,
             trust_ms: 10_000,
             send_timeout_ms: 60_000,
+            evict_after_ms: 30 * 60_000,
             #[cfg(feature = "planted-bugs")]
             planted: None,
         }
@@ -106,6 +112,8 @@ struct AgentState {
     last_signal_at: Timestamp,
     /// The text of the pending `send`, when known (lost on restart: the stamp decides then).
     sent_text: Option<u128>,
+    /// When it was last brought back into memory (its quiet time starts again then).
+    back_at: Timestamp,
     /// The planted skip fence: when a `/clear` armed it.
     #[cfg(feature = "planted-bugs")]
     fence_armed_at: Option<Timestamp>,
@@ -144,6 +152,12 @@ pub struct Core {
     dirty_tasks: BTreeMap<(AgentId, TaskId), TaskState>,
     dirty_agents: BTreeSet<AgentId>,
     out: VecDeque<Command>,
+    /// Agents evicted from memory (see `evict.rs`).
+    evicted: BTreeMap<AgentId, evict::Evicted>,
+    /// Evicted agents asked back with `LoadAgents`.
+    loading: BTreeSet<AgentId>,
+    /// Inputs held until the agents they concern are back, in arrival order.
+    held: VecDeque<(Timestamp, Input)>,
 }
 
 impl Core {
@@ -165,6 +179,9 @@ impl Core {
             dirty_tasks: BTreeMap::new(),
             dirty_agents: BTreeSet::new(),
             out: VecDeque::new(),
+            evicted: BTreeMap::new(),
+            loading: BTreeSet::new(),
+            held: VecDeque::new(),
         }
     }
 
@@ -172,6 +189,16 @@ impl Core {
     /// the latest time seen. Drain [`Core::poll_command`] afterwards.
     pub fn handle(&mut self, now: Timestamp, input: Input) {
         self.now = self.now.max(now);
+        let tick = matches!(input, Input::Tick);
+        self.handle_or_hold(now, input);
+        self.flush();
+        if tick {
+            self.evict_idle();
+        }
+    }
+
+    /// Handles one input whose agents are all in memory.
+    fn dispatch(&mut self, input: Input) {
         match input {
             Input::Hook { event, body } => self.on_hook(event.as_deref(), &body),
             Input::Transcript {
@@ -189,8 +216,9 @@ impl Core {
             }
             Input::Reconcile { agent, request } => self.on_reconcile(&agent, request),
             Input::Restore(snapshot) => self.restore(snapshot),
+            // Taken before dispatch (`handle_or_hold`).
+            Input::AgentsLoaded(_) => {}
         }
-        self.flush();
     }
 
     /// The next command to carry out, in order; `None` when there is nothing left to do.
@@ -199,8 +227,9 @@ impl Core {
     }
 
     /// When the core wants a [`Input::Tick`] next, if ever: the earliest moment a pane's
-    /// new output becomes a gap.
+    /// new output becomes a gap, a send times out, or an agent may leave memory.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
+        let evictions = self.agents.values().filter_map(|a| self.evictable_at(a));
         let gaps = self
             .agents
             .values()
@@ -211,7 +240,7 @@ impl Core {
             .values()
             .filter_map(|a| a.row.sent_at)
             .map(|t| t.add_millis(self.config.send_timeout_ms));
-        gaps.chain(sends).min()
+        gaps.chain(sends).chain(evictions).min()
     }
 
     /// The latest time the core has been given.
@@ -223,7 +252,7 @@ impl Core {
     pub fn resolve_agent(&self, reference: &str) -> Option<AgentId> {
         let r = reference.trim();
         if let Ok(id) = r.parse::<AgentId>() {
-            if self.agents.contains_key(&id) {
+            if self.agents.contains_key(&id) || self.evicted.contains_key(&id) {
                 return Some(id);
             }
         }
@@ -282,6 +311,7 @@ impl AgentState {
             pane_idle_readings: 0,
             last_signal_at: Timestamp(i64::MIN),
             sent_text: None,
+            back_at: Timestamp(i64::MIN),
             #[cfg(feature = "planted-bugs")]
             fence_armed_at: None,
         }

@@ -9,7 +9,42 @@ impl Core {
         let now = self.now;
         *self = Core::new(config);
         self.now = now;
-        for row in snap.agents {
+        self.hydrate(snap.agents, snap.tasks, snap.turns);
+        let mut reads = Vec::new();
+        for off in snap.offsets {
+            let Some(&agent_id) = self.by_session.get(&off.session_id) else {
+                continue;
+            };
+            self.open_file(
+                &off.path,
+                &off.session_id,
+                agent_id,
+                off.offset,
+                off.task_id,
+            );
+            reads.push((off.path, off.offset));
+        }
+        for (path, from) in reads {
+            let read = self.new_read(None);
+            self.out
+                .push_back(Command::ReadTranscript { path, from, read });
+        }
+        info!(
+            "[RESTORE] rebuilt {} agent(s) from the store",
+            self.agents.len()
+        );
+    }
+
+    /// Puts agents in memory from their stored rows, tasks and turns: after a restart (all
+    /// of them) or when evicted agents come back (some).
+    pub(super) fn hydrate(
+        &mut self,
+        agents: Vec<AgentRow>,
+        tasks: Vec<TaskRow>,
+        turns: Vec<TurnRow>,
+    ) {
+        let ids: BTreeSet<AgentId> = agents.iter().map(|r| r.id).collect();
+        for row in agents {
             self.next_agent = self.next_agent.max(row.id + 1);
             for s in &row.sessions {
                 self.by_session.insert(s.clone(), row.id);
@@ -20,14 +55,14 @@ impl Core {
             }
             self.agents.insert(row.id, AgentState::new(row));
         }
-        for row in snap.tasks {
+        for row in tasks {
             self.next_task = self.next_task.max(row.id + 1);
             if let Some(agent) = self.agents.get_mut(&row.agent_id) {
                 agent.task_order.insert((row.started_at, row.id));
                 agent.tasks.insert(row.id, row);
             }
         }
-        let mut turns = snap.turns;
+        let mut turns = turns;
         turns.sort_by_key(|t| t.id);
         for turn in &turns {
             self.next_turn = self.next_turn.max(turn.id + 1);
@@ -59,32 +94,11 @@ impl Core {
                 _ => {}
             }
         }
-        for agent in self.agents.values_mut() {
-            agent.latest = agent.task_order.last().map(|(_, t)| *t);
+        for id in ids {
+            if let Some(agent) = self.agents.get_mut(&id) {
+                agent.latest = agent.task_order.last().map(|(_, t)| *t);
+            }
         }
-        let mut reads = Vec::new();
-        for off in snap.offsets {
-            let Some(&agent_id) = self.by_session.get(&off.session_id) else {
-                continue;
-            };
-            self.open_file(
-                &off.path,
-                &off.session_id,
-                agent_id,
-                off.offset,
-                off.task_id,
-            );
-            reads.push((off.path, off.offset));
-        }
-        for (path, from) in reads {
-            let read = self.new_read(None);
-            self.out
-                .push_back(Command::ReadTranscript { path, from, read });
-        }
-        info!(
-            "[RESTORE] rebuilt {} agent(s) from the store",
-            self.agents.len()
-        );
     }
 
     pub(super) fn task_mut(&mut self, agent_id: AgentId, task_id: TaskId) -> &mut TaskRow {

@@ -1,0 +1,249 @@
+//! Evicting agents from memory, and bringing them back.
+//!
+//! An agent that ended, or has been silent for long, costs memory for nothing: its match
+//! index, seen entries and tasks. The core drops them and keeps only its row (ids, sessions,
+//! pane) and a hash of its pane's last screen; the store keeps everything. When an input
+//! concerns an evicted agent again (a resumed session's hook or transcript line, its pane
+//! changing, a `send` or a reconcile), the core asks for its rows with
+//! [`Command::LoadAgents`] and holds that input, and every input after it, until
+//! [`Input::AgentsLoaded`] brings them back: inputs are still handled in order, each as if
+//! the agent had never left.
+
+use super::*;
+
+/// What the core keeps of an agent it evicted.
+#[derive(Debug)]
+pub(super) struct Evicted {
+    /// Its row as the core last wrote it.
+    pub row: AgentRow,
+    /// A hash of its pane's last screen: an unchanged screen does not bring it back.
+    pub pane_hash: Option<u128>,
+}
+
+/// What an input needs before it can be handled.
+enum Needs {
+    /// Nothing: handle it.
+    Nothing,
+    /// These evicted agents back in memory.
+    Load(Vec<AgentId>),
+    /// Nothing at all: it says nothing new about an evicted agent (its unchanged screen).
+    Skip,
+}
+
+impl Core {
+    /// Handles `input` now, or holds it until the evicted agents it concerns are back.
+    pub(super) fn handle_or_hold(&mut self, now: Timestamp, input: Input) {
+        if let Input::AgentsLoaded(snapshot) = input {
+            self.on_agents_loaded(snapshot);
+            self.flush();
+            self.drain_held();
+            return;
+        }
+        if !self.held.is_empty() {
+            self.held.push_back((now, input));
+            return;
+        }
+        match self.needs(&input) {
+            Needs::Nothing => self.dispatch(input),
+            Needs::Skip => {}
+            Needs::Load(ids) => {
+                self.ask_to_load(ids);
+                self.held.push_back((now, input));
+            }
+        }
+    }
+
+    /// Handles held inputs in order until one needs agents that are not back yet.
+    fn drain_held(&mut self) {
+        while let Some((at, input)) = self.held.pop_front() {
+            match self.needs(&input) {
+                Needs::Nothing => {
+                    self.now = self.now.max(at);
+                    self.dispatch(input);
+                    self.flush();
+                }
+                Needs::Skip => {}
+                Needs::Load(ids) => {
+                    self.ask_to_load(ids);
+                    self.held.push_front((at, input));
+                    return;
+                }
+            }
+        }
+    }
+
+    fn ask_to_load(&mut self, ids: Vec<AgentId>) {
+        let new: Vec<AgentId> = ids
+            .into_iter()
+            .filter(|id| self.loading.insert(*id))
+            .collect();
+        if !new.is_empty() {
+            debug!("[EVICT] loading agent(s) {new:?} back from the store");
+            self.out.push_back(Command::LoadAgents { ids: new });
+        }
+    }
+
+    /// The evicted agents an input concerns.
+    fn needs(&self, input: &Input) -> Needs {
+        if self.evicted.is_empty() {
+            return Needs::Nothing;
+        }
+        let mut ids = BTreeSet::new();
+        match input {
+            Input::Hook { event, body } => {
+                if let Ok(hook) = Hook::parse(event.as_deref(), body) {
+                    let transcript_session = hook
+                        .transcript_path
+                        .as_deref()
+                        .and_then(|p| relative_transcript_path(&self.config.claude_dir, p))
+                        .and_then(|rel| session_of_path(&rel));
+                    for s in hook.session_id.iter().chain(transcript_session.iter()) {
+                        ids.extend(self.by_session.get(s));
+                    }
+                    if let Some(p) = &hook.tmux_pane {
+                        ids.extend(self.by_pane.get(p));
+                    }
+                }
+            }
+            Input::Transcript { path, .. } | Input::TranscriptReset { path } => {
+                match self.files.get(path) {
+                    Some(f) => {
+                        ids.insert(f.agent_id);
+                    }
+                    None => {
+                        if let Some(s) = session_of_path(path) {
+                            ids.extend(self.by_session.get(&s));
+                        }
+                    }
+                }
+            }
+            Input::Pane { pane, text } => {
+                if let Some(id) = self.by_pane.get(pane) {
+                    if let Some(e) = self.evicted.get(id) {
+                        if e.pane_hash == Some(hash128(text.trim_end().as_bytes())) {
+                            return Needs::Skip;
+                        }
+                    }
+                    ids.insert(*id);
+                }
+            }
+            Input::Sent { agent, .. } | Input::Reconcile { agent, .. } => {
+                ids.extend(self.resolve_agent(agent));
+            }
+            Input::Tick | Input::Restore(_) | Input::AgentsLoaded(_) => {}
+        }
+        let load: Vec<AgentId> = ids
+            .into_iter()
+            .filter(|id| self.evicted.contains_key(id))
+            .collect();
+        if load.is_empty() {
+            Needs::Nothing
+        } else {
+            Needs::Load(load)
+        }
+    }
+
+    /// Brings evicted agents back from their stored rows.
+    fn on_agents_loaded(&mut self, snapshot: Snapshot) {
+        let mut back = Vec::new();
+        for stored in snapshot.agents {
+            let Some(e) = self.evicted.remove(&stored.id) else {
+                continue;
+            };
+            self.loading.remove(&stored.id);
+            // The core's own row is the latest: every write of it was committed before the
+            // load, so the two agree; the core's is kept in case the store lags.
+            back.push(e.row);
+        }
+        // An agent the store did not return comes back from its row alone, rather than
+        // holding every input for ever.
+        let missing: Vec<AgentId> = self
+            .loading
+            .iter()
+            .copied()
+            .filter(|id| self.evicted.contains_key(id))
+            .collect();
+        for id in missing {
+            warn!("[EVICT] the store returned no rows for agent {id}; it comes back without its history");
+            self.loading.remove(&id);
+            if let Some(e) = self.evicted.remove(&id) {
+                back.push(e.row);
+            }
+        }
+        let ids: BTreeSet<AgentId> = back.iter().map(|r| r.id).collect();
+        let tasks = snapshot
+            .tasks
+            .into_iter()
+            .filter(|t| ids.contains(&t.agent_id))
+            .collect();
+        let turns = snapshot
+            .turns
+            .into_iter()
+            .filter(|t| ids.contains(&t.agent_id))
+            .collect();
+        let now = self.now;
+
+        self.hydrate(back, tasks, turns);
+        for id in &ids {
+            if let Some(a) = self.agents.get_mut(id) {
+                a.back_at = now;
+            }
+        }
+        info!("[EVICT] agent(s) {ids:?} back in memory");
+    }
+
+    /// When an agent may be evicted: it ended, or said nothing for `Config::evict_after_ms`,
+    /// and nothing about it is in flight.
+    pub(super) fn evictable_at(&self, a: &AgentState) -> Option<Timestamp> {
+        let busy = a.reconciling.is_some() || a.pane_change_at.is_some() || a.row.sent_at.is_some();
+        if busy || self.config.evict_after_ms <= 0 {
+            return None;
+        }
+        let quiet_since = a
+            .row
+            .last_seen_at
+            .max(a.last_signal_at)
+            .max(a.last_turn_at)
+            .max(a.back_at);
+        let after = if a.row.ended {
+            self.config.evict_after_ms.min(ENDED_GRACE_MS)
+        } else {
+            self.config.evict_after_ms
+        };
+        Some(quiet_since.add_millis(after))
+    }
+
+    /// Evicts every agent whose time has come.
+    pub(super) fn evict_idle(&mut self) {
+        let now = self.now;
+        let due: Vec<AgentId> = self
+            .agents
+            .iter()
+            .filter(|(_, a)| self.evictable_at(a).is_some_and(|t| t <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            if let Some(a) = self.agents.remove(&id) {
+                debug!(
+                    "[EVICT] agent {id} ({}) leaves memory; the store keeps it",
+                    if a.row.ended { "ended" } else { "silent" }
+                );
+                self.evicted.insert(
+                    id,
+                    Evicted {
+                        row: a.row,
+                        pane_hash: a.pane_hash,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Agents in memory, and agents evicted from it.
+    pub fn memory_counts(&self) -> (usize, usize) {
+        (self.agents.len(), self.evicted.len())
+    }
+}
+
+/// How long an ended agent stays in memory once silent (its last events are published).
+pub const ENDED_GRACE_MS: i64 = 60_000;
