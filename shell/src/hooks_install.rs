@@ -1,7 +1,9 @@
 //! `headspace hooks install | uninstall | print`: Headspace's hooks merged into a Claude Code
 //! `settings.json` without disturbing anything else, idempotently, after a backup.
 
+use crate::fsutil::{self, Keep};
 use serde_json::{json, Map, Value};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// Every event the server acts on.
@@ -28,19 +30,124 @@ pub enum InstallError {
     /// The file is not a JSON object (or its `hooks` is not one).
     #[error("{0} is not a settings file Headspace understands: {1}; it was left untouched")]
     Invalid(String, String),
+    /// The settings path is a symlink that cannot be followed (its message names it).
+    #[error("{0}")]
+    Link(std::io::Error),
 }
 
-/// The forwarding command for one event.
-pub fn command(exe: &Path, event: &str, url: &str) -> String {
+/// What `--url` may be, said in every refusal.
+const URL_ACCEPTED: &str = "accepted: http://HOST:PORT with an optional path, e.g. \
+    http://127.0.0.1:5055 or http://[::1]:5055/headspace (HOST is a name, an IPv4 address or \
+    a bracketed IPv6 address; the path may hold only letters, digits and / . _ ~ -)";
+
+/// A `--url` that was checked to be a plain `http://HOST:PORT[/path]` of safe characters,
+/// so that it can never carry shell syntax into the hook command (which Claude Code runs
+/// through a shell on every hook) nor send the hooks somewhere the forwarder cannot reach.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HookUrl(String);
+
+/// Why a `--url` was refused.
+#[derive(Debug, thiserror::Error)]
+#[error("refusing --url {url:?}: {why}; {URL_ACCEPTED}. Nothing was written")]
+pub struct BadUrl {
+    /// The URL as given.
+    pub url: String,
+    /// What is wrong with it.
+    pub why: String,
+}
+
+impl HookUrl {
+    /// Checks `url`: `http://HOST:PORT` with an optional path of letters, digits and
+    /// `/._~-`, where HOST is a name, an IPv4 address or a bracketed IPv6 address.
+    pub fn parse(url: &str) -> Result<HookUrl, BadUrl> {
+        check_url(url).map_err(|why| BadUrl {
+            url: url.to_string(),
+            why,
+        })?;
+        Ok(HookUrl(url.to_string()))
+    }
+
+    /// The URL as given.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for HookUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What is wrong with `url`, if anything.
+fn check_url(url: &str) -> Result<(), String> {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return Err(match url.split_once("://") {
+            Some((scheme, _)) => format!(
+                "the scheme {scheme:?} is not supported (the hook forwarder speaks plain HTTP)"
+            ),
+            None => "it does not start with http://".into(),
+        });
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (addr, after) = v6
+            .split_once(']')
+            .ok_or("the IPv6 address has no closing ]")?;
+        addr.parse::<std::net::Ipv6Addr>()
+            .map_err(|_| format!("{addr:?} is not an IPv6 address"))?;
+        let port = after
+            .strip_prefix(':')
+            .ok_or("the port is missing after the IPv6 address (the forwarder needs one)")?;
+        (None, port)
+    } else {
+        let (host, port) = authority
+            .rsplit_once(':')
+            .ok_or("the port is missing (the forwarder needs one)")?;
+        (Some(host), port)
+    };
+    if let Some(host) = host {
+        let name_char = |c: char| c.is_ascii_alphanumeric() || c == '.' || c == '-';
+        if host.is_empty() || host.starts_with(['.', '-']) || !host.chars().all(name_char) {
+            return Err(format!(
+                "the host {host:?} is not a host name or an IPv4 address"
+            ));
+        }
+    }
+    if port.is_empty()
+        || port.len() > 5
+        || !port.bytes().all(|b| b.is_ascii_digit())
+        || !matches!(port.parse::<u16>(), Ok(1..))
+    {
+        return Err(format!("the port {port:?} is not a number from 1 to 65535"));
+    }
+    if let Some(bad) = path
+        .chars()
+        .find(|&c| !(c.is_ascii_alphanumeric() || "/._~-".contains(c)))
+    {
+        return Err(format!("the path holds {bad:?}"));
+    }
+    Ok(())
+}
+
+/// The forwarding command for one event: every argument shell-quoted, since Claude Code
+/// runs it through `sh -c`.
+pub fn command(exe: &Path, event: &str, url: &HookUrl) -> String {
     format!(
-        "{} hook-forward {event} --url {url}",
-        shell_quote(&exe.display().to_string())
+        "{} hook-forward {} --url {}",
+        shell_quote(&exe.display().to_string()),
+        shell_quote(event),
+        shell_quote(url.as_str())
     )
 }
 
+/// `s` as one word for `sh`: as is when it holds only characters the shell gives no meaning
+/// to, else in single quotes (inside which nothing is special; a `'` is ended, escaped and
+/// reopened).
 fn shell_quote(s: &str) -> String {
-    if s.chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
     {
         s.to_string()
     } else {
@@ -48,7 +155,9 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
-/// True for a hook command Headspace installed.
+/// True for a hook command Headspace installed, in this version's quoted form
+/// (`'…/headspace' hook-forward Stop --url 'http://…'`) or an older version's unquoted one
+/// (`…/headspace hook-forward Stop --url http://…`), so upgrades and uninstall find both.
 fn is_ours(hook: &Value) -> bool {
     hook.get("command")
         .and_then(Value::as_str)
@@ -56,7 +165,7 @@ fn is_ours(hook: &Value) -> bool {
 }
 
 /// The `hooks` object Headspace installs.
-pub fn our_hooks(exe: &Path, url: &str) -> Value {
+pub fn our_hooks(exe: &Path, url: &HookUrl) -> Value {
     let mut hooks = Map::new();
     for e in EVENTS {
         hooks.insert(e.to_string(), json!([{"matcher": "", "hooks": [{"type": "command", "command": command(exe, e, url)}]}]));
@@ -95,7 +204,7 @@ pub fn strip(settings: &mut Value) {
 }
 
 /// Adds Headspace's hooks (after removing any older version of them).
-pub fn merge(settings: &mut Value, exe: &Path, url: &str) -> Result<(), String> {
+pub fn merge(settings: &mut Value, exe: &Path, url: &HookUrl) -> Result<(), String> {
     strip(settings);
     let obj = settings
         .as_object_mut()
@@ -139,9 +248,41 @@ fn read(path: &Path) -> Result<(Option<Vec<u8>>, Value), InstallError> {
     }
 }
 
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), InstallError> {
-    crate::fsutil::write_atomic(path, bytes)
-        .map_err(|e| InstallError::Io(path.display().to_string(), e))
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> InstallError + '_ {
+    move |e| InstallError::Io(path.display().to_string(), e)
+}
+
+/// The file behind `settings` (through a symlink); a dangling link is refused.
+fn resolve(settings: &Path) -> Result<PathBuf, InstallError> {
+    fsutil::write_target(settings).map_err(InstallError::Link)
+}
+
+/// Writes the settings file in place: through a symlink, keeping its mode and owner.
+fn write_settings(settings: &Path, bytes: &[u8]) -> Result<(), InstallError> {
+    fsutil::write_atomic_keeping(settings, bytes)
+        .map(drop)
+        .map_err(io_error(settings))
+}
+
+/// The mode and owner of the settings file `target` (which exists).
+fn keep_of(target: &Path) -> Result<Keep, InstallError> {
+    std::fs::metadata(target)
+        .map(|m| Keep::of(&m))
+        .map_err(io_error(target))
+}
+
+/// A backup left by an older version (which wrote it 0644) is narrowed to no more than the
+/// settings file's own permission bits: it holds the same secrets.
+fn narrow_backup(backup: &Path, keep: Keep) -> Result<(), InstallError> {
+    let Ok(meta) = std::fs::symlink_metadata(backup) else {
+        return Ok(());
+    };
+    let mode = meta.permissions().mode() & 0o7777;
+    if meta.file_type().is_file() && mode & !keep.mode != 0 {
+        std::fs::set_permissions(backup, std::fs::Permissions::from_mode(mode & keep.mode))
+            .map_err(io_error(backup))?;
+    }
+    Ok(())
 }
 
 fn pretty(v: &Value) -> Vec<u8> {
@@ -150,30 +291,49 @@ fn pretty(v: &Value) -> Vec<u8> {
     out
 }
 
-/// Installs; returns the backup's path when one was written. Idempotent.
-pub fn install(settings: &Path, exe: &Path, url: &str) -> Result<Option<PathBuf>, InstallError> {
-    let (bytes, mut v) = read(settings)?;
+/// What [`install`] did.
+#[derive(Debug)]
+pub struct Installed {
+    /// The file written: the settings path or, when it is a symlink, the link's target.
+    pub written: PathBuf,
+    /// The backup, when one was written.
+    pub backup: Option<PathBuf>,
+}
+
+/// Installs; idempotent. A symlinked settings file is written through (the link stays); the
+/// file keeps its mode and owner, and the backup (next to `settings`, as given) gets them too.
+pub fn install(settings: &Path, exe: &Path, url: &HookUrl) -> Result<Installed, InstallError> {
+    let target = resolve(settings)?;
+    let (bytes, mut v) = read(&target)?;
     let mut clean = v.clone();
     strip(&mut clean);
     let backup = backup_path(settings);
     let mut wrote_backup = None;
-    // The backup keeps the file as it was before Headspace touched it.
     if let Some(b) = &bytes {
+        let keep = keep_of(&target)?;
+        // The backup keeps the file as it was before Headspace touched it.
         if clean == v || !backup.exists() {
-            write_atomic(&backup, b)?;
+            fsutil::write_atomic_as(&backup, b, keep).map_err(io_error(&backup))?;
             wrote_backup = Some(backup);
+        } else {
+            narrow_backup(&backup, keep)?;
         }
     }
     merge(&mut v, exe, url)
         .map_err(|e| InstallError::Invalid(settings.display().to_string(), e))?;
-    write_atomic(settings, &pretty(&v))?;
-    Ok(wrote_backup)
+    write_settings(&target, &pretty(&v))?;
+    Ok(Installed {
+        written: target,
+        backup: wrote_backup,
+    })
 }
 
 /// Removes exactly Headspace's hooks. When the rest equals the backup, the backup's bytes are
-/// put back, so the file is restored byte for byte.
+/// put back, so the file is restored byte for byte. Like [`install`], it writes through a
+/// symlink and keeps the file's mode and owner.
 pub fn uninstall(settings: &Path) -> Result<bool, InstallError> {
-    let (bytes, mut v) = read(settings)?;
+    let target = resolve(settings)?;
+    let (bytes, mut v) = read(&target)?;
     if bytes.is_none() {
         return Ok(false);
     }
@@ -184,13 +344,13 @@ pub fn uninstall(settings: &Path) -> Result<bool, InstallError> {
         if let Ok(mut original) = serde_json::from_slice::<Value>(&b) {
             strip(&mut original);
             if original == v {
-                write_atomic(settings, &b)?;
+                write_settings(&target, &b)?;
                 return Ok(true);
             }
         }
     }
     if v != before {
-        write_atomic(settings, &pretty(&v))?;
+        write_settings(&target, &pretty(&v))?;
     }
     Ok(v != before)
 }
@@ -199,30 +359,25 @@ pub fn uninstall(settings: &Path) -> Result<bool, InstallError> {
 mod tests {
     use super::*;
 
+    fn url(u: &str) -> HookUrl {
+        HookUrl::parse(u).unwrap()
+    }
+
     #[test]
     fn merge_keeps_other_hooks_and_is_idempotent() {
         let mut s = json!({"model": "x", "hooks": {"Stop": [{"matcher": "", "hooks": [{"type": "command", "command": "say done"}]}]}});
-        merge(
-            &mut s,
-            Path::new("/usr/bin/headspace"),
-            "http://127.0.0.1:5055",
-        )
-        .unwrap();
+        let u = url("http://127.0.0.1:5055");
+        merge(&mut s, Path::new("/usr/bin/headspace"), &u).unwrap();
         let once = s.clone();
-        merge(
-            &mut s,
-            Path::new("/usr/bin/headspace"),
-            "http://127.0.0.1:5055",
-        )
-        .unwrap();
+        merge(&mut s, Path::new("/usr/bin/headspace"), &u).unwrap();
         assert_eq!(s, once);
         let stop = s["hooks"]["Stop"].as_array().unwrap();
         assert_eq!(stop.len(), 2);
         assert_eq!(stop[0]["hooks"][0]["command"], "say done");
-        assert!(stop[1]["hooks"][0]["command"]
-            .as_str()
-            .unwrap()
-            .ends_with("hook-forward Stop --url http://127.0.0.1:5055"));
+        assert_eq!(
+            stop[1]["hooks"][0]["command"],
+            "/usr/bin/headspace hook-forward Stop --url 'http://127.0.0.1:5055'"
+        );
         strip(&mut s);
         assert_eq!(
             s,
@@ -231,10 +386,117 @@ mod tests {
     }
 
     #[test]
-    fn paths_with_spaces_are_quoted() {
+    fn every_argument_is_quoted() {
         assert_eq!(
-            command(Path::new("/opt/my tools/headspace"), "Stop", "u"),
-            "'/opt/my tools/headspace' hook-forward Stop --url u"
+            command(
+                Path::new("/opt/my tools/headspace"),
+                "Stop",
+                &url("http://[::1]:5055/x")
+            ),
+            "'/opt/my tools/headspace' hook-forward Stop --url 'http://[::1]:5055/x'"
         );
+        assert_eq!(
+            command(Path::new("/h/headspace"), "a b;c", &url("http://h:1")),
+            "/h/headspace hook-forward 'a b;c' --url 'http://h:1'"
+        );
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn only_plain_http_urls_of_safe_characters_are_accepted() {
+        for ok in [
+            "http://127.0.0.1:5055",
+            "http://localhost:5055/",
+            "http://my-host.lan:8080/headspace/v1",
+            "http://[::1]:5055",
+            "http://[::ffff:127.0.0.1]:1/a_b.c~d-e",
+        ] {
+            assert_eq!(HookUrl::parse(ok).unwrap().as_str(), ok);
+        }
+        for (bad, why) in [
+            ("http://127.0.0.1:5055;touch /tmp/pwned", "port"),
+            ("http://127.0.0.1:5055/;touch /tmp/pwned", "path holds ';'"),
+            ("http://127.0.0.1:5055/a b", "path holds ' '"),
+            ("http://127.0.0.1:5055/`id`", "path holds '`'"),
+            ("http://127.0.0.1:5055/$(id)", "path holds '$'"),
+            ("http://127.0.0.1:5055/'x", "path holds '\\''"),
+            ("http://127.0.0.1:5055/\"x", "path holds '\"'"),
+            ("http://127.0.0.1:5055/x\ntouch y", "path holds '\\n'"),
+            ("http://h$(id):5055", "host"),
+            ("http://-x:5055", "host"),
+            ("http://:5055", "host"),
+            ("http://127.0.0.1", "port is missing"),
+            ("http://127.0.0.1:", "port"),
+            ("http://127.0.0.1:0", "port"),
+            ("http://127.0.0.1:65536", "port"),
+            ("http://127.0.0.1:+80", "port"),
+            ("http://[::1]", "port is missing"),
+            ("http://[::1;id]:5055", "IPv6"),
+            ("http://[::1:5055", "closing ]"),
+            ("https://127.0.0.1:5055", "scheme \"https\""),
+            ("file:///etc/passwd", "scheme \"file\""),
+            ("127.0.0.1:5055", "does not start with http://"),
+            ("HTTP://127.0.0.1:5055", "scheme"),
+            ("", "does not start"),
+        ] {
+            let e = HookUrl::parse(bad).expect_err(bad).to_string();
+            assert!(e.contains(why), "{bad:?}: {e}");
+            assert!(e.contains("accepted: http://HOST:PORT"), "{e}");
+        }
+    }
+
+    /// Runs `cmd` with `sh -c` in `dir`; its stdout.
+    fn sh(cmd: &str, dir: &Path) -> String {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(cmd)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{cmd}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    #[test]
+    fn the_generated_command_passes_each_argument_intact_through_sh() {
+        let dir = std::env::temp_dir().join(format!("headspace-quote-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        // A folder name with everything the shell would act on.
+        let bin = dir.join("my tools 'it''s' \"q\" $(touch ran1) `touch ran2`;touch ran3 [x]");
+        std::fs::create_dir_all(&bin).unwrap();
+        // Stand-in for headspace: prints each argument it receives on its own line.
+        let exe = bin.join("headspace");
+        std::fs::write(&exe, "#!/bin/sh\nprintf '%s\\n' \"$@\"\n").unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // Unquoted, `[::1]` is a glob that would match this file and change the argument.
+        std::fs::create_dir_all(dir.join("http:/1:5055/~x")).unwrap();
+        std::fs::write(dir.join("http:/1:5055/~x/a_b.c"), "").unwrap();
+        let u = url("http://[::1]:5055/~x/a_b.c");
+        for event in ["Stop", "a b", "x;touch ran4", "$(touch ran5)", "'"] {
+            let cmd = command(&exe, event, &u);
+            assert_eq!(
+                sh(&cmd, &dir),
+                format!("hook-forward\n{event}\n--url\n{}\n", u.as_str()),
+                "{cmd}"
+            );
+        }
+        for marker in ["ran1", "ran2", "ran3", "ran4", "ran5"] {
+            assert!(!dir.join(marker).exists(), "{marker} ran");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn older_unquoted_commands_are_recognised() {
+        let old = "/usr/local/bin/headspace hook-forward Stop --url http://127.0.0.1:5055";
+        assert!(is_ours(&json!({"type": "command", "command": old})));
+        let new = command(
+            Path::new("/usr/local/bin/headspace"),
+            "Stop",
+            &url("http://127.0.0.1:5055"),
+        );
+        assert!(is_ours(&json!({"type": "command", "command": new})));
+        assert!(!is_ours(&json!({"type": "command", "command": "say done"})));
     }
 }

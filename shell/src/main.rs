@@ -603,42 +603,52 @@ fn hooks(action: HooksAction) -> ExitCode {
     };
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("headspace"));
     let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
+    // The URL goes into a shell command: checked before anything is shown or written.
+    let url_of = |t: &HooksTarget| hi::HookUrl::parse(&t.url).map_err(|e| e.to_string());
     let result = match &action {
-        HooksAction::Print { target } => {
+        HooksAction::Print { target } => url_of(target).map(|url| {
             println!(
                 "{}",
                 serde_json::to_string_pretty(
-                    &serde_json::json!({"hooks": hi::our_hooks(&exe, &target.url)})
+                    &serde_json::json!({"hooks": hi::our_hooks(&exe, &url)})
                 )
                 .unwrap_or_default()
             );
-            return ExitCode::SUCCESS;
-        }
-        HooksAction::Install { target } => hi::install(&settings_of(target), &exe, &target.url)
-            .map(|backup| {
-                let path = settings_of(target);
-                match backup {
-                    Some(b) => println!(
-                        "installed Headspace's hooks in {} (backup: {})",
-                        path.display(),
-                        b.display()
-                    ),
-                    None => println!("installed Headspace's hooks in {}", path.display()),
-                }
-                println!(
-                    "{} events forwarded to {}; `headspace hooks uninstall` removes them",
-                    hi::EVENTS.len(),
-                    target.url
-                );
-            }),
-        HooksAction::Uninstall { target } => hi::uninstall(&settings_of(target)).map(|changed| {
-            let path = settings_of(target);
-            if changed {
-                println!("removed Headspace's hooks from {}", path.display());
-            } else {
-                println!("no Headspace hooks in {}", path.display());
-            }
         }),
+        HooksAction::Install { target } => url_of(target).and_then(|url| {
+            let path = settings_of(target);
+            let done = hi::install(&path, &exe, &url).map_err(|e| e.to_string())?;
+            let through = if done.written != path {
+                format!(" (a link to {})", done.written.display())
+            } else {
+                String::new()
+            };
+            match done.backup {
+                Some(b) => println!(
+                    "installed Headspace's hooks in {}{through} (backup: {})",
+                    path.display(),
+                    b.display()
+                ),
+                None => println!("installed Headspace's hooks in {}{through}", path.display()),
+            }
+            println!(
+                "{} events forwarded to {url}; `headspace hooks uninstall` removes them",
+                hi::EVENTS.len(),
+            );
+            Ok(())
+        }),
+        HooksAction::Uninstall { target } => {
+            let path = settings_of(target);
+            hi::uninstall(&path)
+                .map(|changed| {
+                    if changed {
+                        println!("removed Headspace's hooks from {}", path.display());
+                    } else {
+                        println!("no Headspace hooks in {}", path.display());
+                    }
+                })
+                .map_err(|e| e.to_string())
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
