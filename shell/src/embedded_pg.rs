@@ -1,13 +1,24 @@
 //! The embedded database: a private PostgreSQL cluster under `$HEADSPACE_HOME/pg`, created on
-//! first use, reached over a Unix socket in that folder (no TCP port), stopped on exit.
+//! first use, reached over a Unix socket in `pg/sock` (no TCP port), stopped on exit.
 //!
 //! As root, `initdb` and `postgres` refuse to run, so the cluster's processes run as the
 //! `postgres` system user, which owns the data folder. Since that user cannot enter root's
 //! home, the data then lives in `/var/lib/headspace/<home path>` and `$HEADSPACE_HOME/pg`
 //! is a link to it.
+//!
+//! Only the account that runs Headspace may use the cluster: any account that gets in is its
+//! superuser, reads every turn and runs programs with `COPY … TO PROGRAM`. So the role
+//! `headspace` has a password (SCRAM), a random secret kept in `$HEADSPACE_HOME/pg-secret`
+//! (mode 0600), and `pg_hba.conf` accepts nothing else; the socket's folder is mode 0700 and
+//! owned by the cluster's user. A cluster made by an older version (`initdb --auth=trust`,
+//! socket in `pg/` itself) is secured on its next start.
 
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// Why the embedded database could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -26,38 +37,76 @@ pub enum EmbeddedError {
         /// Its output.
         detail: String,
     },
+    /// The cluster requires a password, and its secret file is missing, unreadable or wrong.
+    /// The message names the file and says how to restore or replace it.
+    #[error("{0}")]
+    Secret(String),
 }
 
 /// A running embedded cluster; stopped by [`EmbeddedPg::stop`].
 pub struct EmbeddedPg {
     bin: PathBuf,
+    /// The real pg folder (not the link under the home).
+    dir: PathBuf,
     data: PathBuf,
+    /// The socket's folder: mode 0700, owned by the cluster's user.
+    sock: PathBuf,
     run_as: Option<&'static str>,
     lock: PathBuf,
-    /// The connection string.
+    /// The connection string. It holds the password: never print it.
     pub url: String,
 }
 
-fn step(
-    step: &'static str,
-    out: std::io::Result<std::process::Output>,
-) -> Result<String, EmbeddedError> {
+/// The port in the socket's name (`.s.PGSQL.5432`), given explicitly so that a `PGPORT` in
+/// the environment moves neither the server nor its clients.
+const PORT: &str = "5432";
+
+/// The only way in. Written at creation and when securing a cluster of an older version.
+const HBA: &str = "\
+# Written by Headspace.
+#
+# Only the role `headspace`, over the Unix socket, with its password (SCRAM). The password is
+# the secret in $HEADSPACE_HOME/pg-secret, which only the account running Headspace can read.
+# Never `trust`: any local account that reached the socket would be a superuser, read every
+# turn and run programs with COPY ... TO PROGRAM. No `host` lines: the server listens on no
+# TCP address (listen_addresses = ''), and a connection no line matches is refused.
+local all headspace scram-sha-256
+";
+
+/// First line of Headspace's block at the end of `postgresql.conf`.
+const CONF_BEGIN: &str = "# headspace: begin";
+/// Last line of that block.
+const CONF_END: &str = "# headspace: end";
+
+fn step(step: &'static str, out: std::io::Result<Output>) -> Result<String, EmbeddedError> {
     match out {
         Ok(o) if o.status.success() => Ok(String::from_utf8_lossy(&o.stdout).into_owned()),
         Ok(o) => Err(EmbeddedError::Step {
             step,
-            detail: format!(
-                "{}{}",
-                String::from_utf8_lossy(&o.stdout),
-                String::from_utf8_lossy(&o.stderr)
-            )
-            .trim()
-            .to_string(),
+            detail: output_text(&o),
         }),
         Err(e) => Err(EmbeddedError::Step {
             step,
             detail: e.to_string(),
         }),
+    }
+}
+
+/// A command's stdout and stderr, trimmed.
+fn output_text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+    .trim()
+    .to_string()
+}
+
+fn io_step(step: &'static str) -> impl FnOnce(std::io::Error) -> EmbeddedError {
+    move |e| EmbeddedError::Step {
+        step,
+        detail: e.to_string(),
     }
 }
 
@@ -94,128 +143,264 @@ fn is_root() -> bool {
         .unwrap_or(false)
 }
 
+/// 32 random bytes from the kernel, as 64 hex digits.
+fn new_secret() -> std::io::Result<String> {
+    let mut bytes = [0u8; 32];
+    File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Creates the secret file: mode 0600 from its creation on, synced before the cluster is
+/// given the password (a crash must not leave a cluster whose password is nowhere).
+fn create_secret(path: &Path) -> std::io::Result<String> {
+    let secret = new_secret()?;
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(format!("{secret}\n").as_bytes())?;
+    f.sync_all()?;
+    if let Some(parent) = path.parent() {
+        File::open(parent)?.sync_all()?;
+    }
+    Ok(secret)
+}
+
+/// The secret in `path`, or what is wrong with the file. A file others may read is made
+/// 0600 again.
+fn read_secret(path: &Path) -> Result<String, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err("that file does not exist".into())
+        }
+        Err(e) => return Err(format!("that file cannot be read ({e})")),
+    };
+    let secret = text.trim();
+    if secret.is_empty() {
+        return Err("that file is empty".into());
+    }
+    // It goes into SQL and into a connection string: letters and digits only.
+    if !secret.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Err("that file holds characters other than letters and digits".into());
+    }
+    if let Ok(meta) = std::fs::metadata(path) {
+        if meta.permissions().mode() & 0o077 != 0 {
+            eprintln!(
+                "headspace: {} could be read by other accounts; making it mode 0600",
+                path.display()
+            );
+            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+        }
+    }
+    Ok(secret.to_string())
+}
+
+/// The secret in `path`, created when there is none yet (a new cluster, or one of an older
+/// version being secured).
+fn secret_or_new(path: &Path) -> Result<String, String> {
+    if path.exists() {
+        return read_secret(path);
+    }
+    create_secret(path).map_err(|e| format!("it cannot be created ({e})"))
+}
+
+/// Whether `pg_hba.conf` lets connections in without a password: a `trust` line, as every
+/// cluster made by an older version had.
+fn trusts(hba: &str) -> bool {
+    hba.lines()
+        .map(|l| l.split('#').next().unwrap_or(""))
+        .any(|l| {
+            l.split_whitespace()
+                .any(|w| w.eq_ignore_ascii_case("trust"))
+        })
+}
+
+/// `conf` (a `postgresql.conf`) with Headspace's block, replacing an earlier one, at its end:
+/// a cluster started by hand is then as closed as one Headspace starts.
+fn with_safe_settings(conf: &str, sock: &Path) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for line in conf.lines() {
+        if line.starts_with(CONF_BEGIN) {
+            inside = true;
+        } else if inside {
+            inside = line != CONF_END;
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out.push_str(&format!(
+        "{CONF_BEGIN} (rewritten by every start)\n\
+         # The socket only in a folder no other account may enter, no TCP listener, and\n\
+         # passwords stored as SCRAM: see pg_hba.conf.\n\
+         listen_addresses = ''\n\
+         unix_socket_directories = '{}'\n\
+         unix_socket_permissions = 0700\n\
+         password_encryption = 'scram-sha-256'\n\
+         {CONF_END}\n",
+        sock.display().to_string().replace('\'', "''")
+    ));
+    out
+}
+
+/// A value for a libpq-style connection string: quoted, `'` and `\` escaped.
+fn conn_value(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
+/// Writes a file the cluster reads: mode 0600 and owned like `like` (the cluster's user) from
+/// its creation on, then renamed over `path`.
+fn write_for_cluster(path: &Path, bytes: &[u8], like: &Path) -> std::io::Result<()> {
+    let owner = std::fs::metadata(like)?;
+    let tmp = crate::fsutil::with_suffix(path, ".headspace-tmp");
+    let _ = std::fs::remove_file(&tmp);
+    let result = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        std::os::unix::fs::chown(&tmp, Some(owner.uid()), Some(owner.gid()))?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        match path.parent() {
+            Some(dir) => File::open(dir)?.sync_all(),
+            None => Ok(()),
+        }
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Takes `home` for this process (`home/serve.pid`), unless another headspace server has it.
+fn lock_home(home: &Path) -> Result<PathBuf, EmbeddedError> {
+    std::fs::create_dir_all(home).map_err(io_step("create home"))?;
+    let lock = home.join("serve.pid");
+    if let Ok(pid) = std::fs::read_to_string(&lock).map(|s| s.trim().parse::<u32>().unwrap_or(0)) {
+        if pid != 0
+            && pid != std::process::id()
+            && crate::fsutil::pid_alive(pid)
+            && is_headspace(pid)
+        {
+            return Err(EmbeddedError::Locked(pid, home.display().to_string()));
+        }
+    }
+    std::fs::write(&lock, std::process::id().to_string()).map_err(io_step("write lock file"))?;
+    Ok(lock)
+}
+
+/// The pg folder as the user knows it (`home/pg`) and the real one, with its socket folder
+/// `sock`; both private to the cluster's user (postgres as root), who owns them.
+fn pg_folder(home: &Path, root: bool) -> Result<(PathBuf, PathBuf), EmbeddedError> {
+    let dir = home.join("pg");
+    if root && !dir.exists() {
+        let real = PathBuf::from("/var/lib/headspace").join(
+            home.display()
+                .to_string()
+                .trim_start_matches('/')
+                .replace('/', "_"),
+        );
+        std::fs::create_dir_all(&real).map_err(io_step("create data folder"))?;
+        std::os::unix::fs::symlink(&real, &dir).map_err(io_step("link data folder"))?;
+    }
+    std::fs::create_dir_all(&dir).map_err(io_step("create pg folder"))?;
+    // Work on the real folder: the postgres user may not be able to pass through `home`.
+    let real = std::fs::canonicalize(&dir).unwrap_or(dir.clone());
+    let sock = real.join("sock");
+    std::fs::create_dir_all(&sock).map_err(io_step("create socket folder"))?;
+    if root {
+        step(
+            "chown the pg folder to postgres",
+            Command::new("chown")
+                .arg("-R")
+                .arg("postgres:")
+                .arg(real.join("."))
+                .output(),
+        )?;
+        step(
+            "open the data folder path",
+            Command::new("chmod")
+                .arg("711")
+                .arg("/var/lib/headspace")
+                .output(),
+        )
+        .ok();
+    }
+    // No other account may enter the socket's folder, nor the pg folder (where older
+    // versions put the socket).
+    set_mode(&real, 0o700).map_err(io_step("make the pg folder private"))?;
+    set_mode(&sock, 0o700).map_err(io_step("make the socket folder private"))?;
+    Ok((dir, real))
+}
+
+fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
 impl EmbeddedPg {
-    /// Creates (first time) and starts the cluster under `home/pg`.
+    /// Creates (first time) and starts the cluster under `home/pg`, its secret in
+    /// `home/pg-secret`; secures a cluster made by an older version.
     pub fn start(home: &Path) -> Result<EmbeddedPg, EmbeddedError> {
         let bin = find_bin().ok_or(EmbeddedError::NoBinaries)?;
-        std::fs::create_dir_all(home).map_err(|e| EmbeddedError::Step {
-            step: "create home",
-            detail: e.to_string(),
-        })?;
-        let lock = home.join("serve.pid");
-        if let Ok(pid) =
-            std::fs::read_to_string(&lock).map(|s| s.trim().parse::<u32>().unwrap_or(0))
-        {
-            if pid != 0
-                && pid != std::process::id()
-                && crate::fsutil::pid_alive(pid)
-                && is_headspace(pid)
-            {
-                return Err(EmbeddedError::Locked(pid, home.display().to_string()));
-            }
-        }
-        std::fs::write(&lock, std::process::id().to_string()).map_err(|e| EmbeddedError::Step {
-            step: "write lock file",
-            detail: e.to_string(),
-        })?;
+        let lock = lock_home(home)?;
         let root = is_root();
-        let dir = home.join("pg");
-        if root && !dir.exists() {
-            let real = PathBuf::from("/var/lib/headspace").join(
-                home.display()
-                    .to_string()
-                    .trim_start_matches('/')
-                    .replace('/', "_"),
-            );
-            std::fs::create_dir_all(&real).map_err(|e| EmbeddedError::Step {
-                step: "create data folder",
-                detail: e.to_string(),
-            })?;
-            std::os::unix::fs::symlink(&real, &dir).map_err(|e| EmbeddedError::Step {
-                step: "link data folder",
-                detail: e.to_string(),
-            })?;
-        }
-        std::fs::create_dir_all(&dir).map_err(|e| EmbeddedError::Step {
-            step: "create pg folder",
-            detail: e.to_string(),
-        })?;
-        // Work on the real folder: the postgres user may not be able to pass through `home`.
-        let shown = dir.clone();
-        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
-        let run_as = root.then_some("postgres");
-        if root {
-            step(
-                "chown the pg folder to postgres",
-                Command::new("chown")
-                    .arg("-R")
-                    .arg("postgres:")
-                    .arg(dir.join("."))
-                    .output(),
-            )?;
-            step(
-                "open the data folder path",
-                Command::new("chmod")
-                    .arg("711")
-                    .arg("/var/lib/headspace")
-                    .output(),
-            )
-            .ok();
-        }
-        let data = dir.join("data");
+        let (shown, dir) = pg_folder(home, root)?;
         let pg = EmbeddedPg {
-            url: format!(
-                "host={} user=headspace dbname=postgres",
-                std::fs::canonicalize(&dir).unwrap_or(dir.clone()).display()
-            ),
             bin,
-            data,
-            run_as,
+            data: dir.join("data"),
+            sock: dir.join("sock"),
+            dir,
+            run_as: root.then_some("postgres"),
             lock,
+            url: String::new(),
         };
-        if !pg.data.join("PG_VERSION").exists() {
+        let secret_file = home.join("pg-secret");
+        let fresh = !pg.data.join("PG_VERSION").exists();
+        let old = !fresh && pg.hba_trusts()?;
+        let secret = if fresh || old {
+            secret_or_new(&secret_file)
+        } else {
+            read_secret(&secret_file)
+        }
+        .map_err(|problem| pg.secret_error(&secret_file, &problem))?;
+        if fresh {
             eprintln!(
                 "headspace: creating the embedded database in {}",
                 shown.display()
             );
-            step(
-                "initdb",
-                pg.command("initdb")
-                    .arg("-D")
-                    .arg(&pg.data)
-                    .args(["-U", "headspace", "--auth=trust", "-E", "UTF8"])
-                    .output(),
-            )?;
+            pg.initdb(&secret_file, &secret)?;
+            pg.write_hba()?;
+        } else if old {
+            eprintln!(
+                "headspace: securing the embedded database created by an older version in {}: \
+                 it let any local account in as its superuser",
+                shown.display()
+            );
         }
-        let running = pg
-            .command("pg_ctl")
-            .arg("-D")
-            .arg(&pg.data)
-            .arg("status")
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false);
-        if running {
-            eprintln!("headspace: reusing the embedded database that is already running");
+        pg.write_conf()?;
+        pg.run(old)?;
+        let ready = if old {
+            pg.remove_trust(&secret, &secret_file)
         } else {
-            let sock = &dir;
-            step(
-                "start the embedded database",
-                pg.command("pg_ctl")
-                    .arg("-D")
-                    .arg(&pg.data)
-                    .arg("-l")
-                    .arg(pg.data.join("server.log"))
-                    .args(["-w", "-o"])
-                    .arg(format!(
-                        "-c listen_addresses='' -k {} -c max_connections=100",
-                        sock.display()
-                    ))
-                    .arg("start")
-                    .output(),
-            )?;
+            Ok(())
         }
-        Ok(pg)
+        .and_then(|()| pg.check_password(&secret, &secret_file));
+        if let Err(e) = ready {
+            pg.stop();
+            return Err(e);
+        }
+        let url = format!(
+            "host={} port={PORT} user=headspace dbname=postgres password={}",
+            conn_value(&pg.sock.display().to_string()),
+            conn_value(&secret)
+        );
+        Ok(EmbeddedPg { url, ..pg })
     }
 
     fn command(&self, tool: &str) -> Command {
@@ -228,6 +413,256 @@ impl EmbeddedPg {
             }
             None => Command::new(exe),
         }
+    }
+
+    fn hba_trusts(&self) -> Result<bool, EmbeddedError> {
+        let hba = std::fs::read_to_string(self.data.join("pg_hba.conf"))
+            .map_err(io_step("read pg_hba.conf"))?;
+        Ok(trusts(&hba))
+    }
+
+    /// `initdb` with the password and no `trust`. As root, initdb runs as postgres, which
+    /// cannot read the secret in root's home: it gets a copy of its own in the (0700) pg
+    /// folder, removed right after.
+    fn initdb(&self, secret_file: &Path, secret: &str) -> Result<(), EmbeddedError> {
+        let copy = self.run_as.map(|_| self.dir.join(".initdb-pwfile"));
+        if let Some(copy) = &copy {
+            write_for_cluster(copy, format!("{secret}\n").as_bytes(), &self.dir)
+                .map_err(io_step("write the password file for initdb"))?;
+        }
+        let mut pwfile = std::ffi::OsString::from("--pwfile=");
+        pwfile.push(copy.as_deref().unwrap_or(secret_file));
+        let out = self
+            .command("initdb")
+            .arg("-D")
+            .arg(&self.data)
+            .args([
+                "-U",
+                "headspace",
+                "--auth-local=scram-sha-256",
+                "--auth-host=reject",
+                "-E",
+                "UTF8",
+            ])
+            .arg(pwfile)
+            .output();
+        if let Some(copy) = &copy {
+            let _ = std::fs::remove_file(copy);
+        }
+        step("initdb", out).map(|_| ())
+    }
+
+    fn write_hba(&self) -> Result<(), EmbeddedError> {
+        write_for_cluster(&self.data.join("pg_hba.conf"), HBA.as_bytes(), &self.data)
+            .map_err(io_step("write pg_hba.conf"))
+    }
+
+    fn write_conf(&self) -> Result<(), EmbeddedError> {
+        let path = self.data.join("postgresql.conf");
+        let conf = std::fs::read_to_string(&path).map_err(io_step("read postgresql.conf"))?;
+        let safe = with_safe_settings(&conf, &self.sock);
+        if safe == conf {
+            return Ok(());
+        }
+        write_for_cluster(&path, safe.as_bytes(), &self.data)
+            .map_err(io_step("write postgresql.conf"))
+    }
+
+    fn running(&self) -> bool {
+        self.command("pg_ctl")
+            .arg("-D")
+            .arg(&self.data)
+            .arg("status")
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    }
+
+    /// Whether the running server has its socket in our private folder, on our port, and no
+    /// TCP address (from `postmaster.pid`: port, socket folder, listen address on lines 4–6).
+    fn started_safely(&self) -> bool {
+        let Ok(pid) = std::fs::read_to_string(self.data.join("postmaster.pid")) else {
+            return false;
+        };
+        let lines: Vec<&str> = pid.lines().collect();
+        lines.get(3).map(|l| l.trim()) == Some(PORT)
+            && lines.get(4).map(|l| Path::new(l.trim())) == Some(self.sock.as_path())
+            && lines.get(5).map(|l| l.trim()) == Some("")
+    }
+
+    /// Starts the server with the safe settings; one already running is reused if it was
+    /// started that way, else restarted (`old`: its pg_hba.conf trusts, so always).
+    fn run(&self, old: bool) -> Result<(), EmbeddedError> {
+        if self.running() {
+            if !old && self.started_safely() {
+                eprintln!("headspace: reusing the embedded database that is already running");
+                return Ok(());
+            }
+            eprintln!(
+                "headspace: restarting the embedded database that is already running, \
+                 with its socket in {} (mode 0700)",
+                self.sock.display()
+            );
+            step(
+                "stop the embedded database",
+                self.command("pg_ctl")
+                    .arg("-D")
+                    .arg(&self.data)
+                    .args(["-m", "fast", "-w", "stop"])
+                    .output(),
+            )?;
+        }
+        step(
+            "start the embedded database",
+            self.command("pg_ctl")
+                .arg("-D")
+                .arg(&self.data)
+                .arg("-l")
+                .arg(self.data.join("server.log"))
+                .args(["-w", "-o"])
+                .arg(format!(
+                    "-c listen_addresses='' -k {} -c unix_socket_permissions=0700 -c port={PORT} \
+                     -c max_connections=100",
+                    self.sock.display()
+                ))
+                .arg("start")
+                .output(),
+        )
+        .map(|_| ())
+    }
+
+    /// psql on the socket as `headspace`, with `password` (or none), never prompting; `sql`
+    /// goes through stdin so that no password shows in a command line. Runs as the current
+    /// account, which can enter the socket's folder (its owner, or root).
+    fn psql(&self, password: Option<&str>, sql: &str) -> std::io::Result<Output> {
+        let exe = self.bin.join("psql");
+        let mut c = Command::new(if exe.exists() { exe } else { "psql".into() });
+        c.args(["-X", "-w", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-h"])
+            .arg(&self.sock)
+            .args(["-p", PORT, "-U", "headspace", "-d", "postgres", "-f", "-"])
+            .env("PGPASSFILE", "/dev/null")
+            .env("PGCONNECT_TIMEOUT", "10")
+            .env_remove("PGSERVICE")
+            .env_remove("PGOPTIONS")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        match password {
+            Some(p) => c.env("PGPASSWORD", p),
+            None => c.env_remove("PGPASSWORD"),
+        };
+        let mut child = c.spawn()?;
+        if let Some(mut stdin) = child.stdin.take() {
+            // A psql that could not connect may exit before reading: its output says why.
+            let _ = stdin.write_all(sql.as_bytes());
+        }
+        child.wait_with_output()
+    }
+
+    /// Secures a cluster of an older version, started with the safe settings (so only this
+    /// account reaches it while it still trusts): the role gets the password, pg_hba.conf is
+    /// rewritten and reloaded, and a connection without the password must then be refused.
+    fn remove_trust(&self, secret: &str, secret_file: &Path) -> Result<(), EmbeddedError> {
+        let redact = |e: EmbeddedError| match e {
+            EmbeddedError::Step { step, detail } => EmbeddedError::Step {
+                step,
+                detail: detail.replace(secret, "<secret>"),
+            },
+            e => e,
+        };
+        step(
+            "set the embedded database's password",
+            self.psql(
+                None,
+                &format!(
+                    "SET password_encryption = 'scram-sha-256';\n\
+                     ALTER ROLE headspace PASSWORD '{secret}';\n"
+                ),
+            ),
+        )
+        .map_err(redact)?;
+        self.write_hba()?;
+        step(
+            "reload pg_hba.conf",
+            self.psql(None, "SELECT pg_reload_conf();\n"),
+        )?;
+        // pg_reload_conf only signals the server: wait until the password is required.
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            match self.psql(None, "SELECT 1;\n") {
+                Ok(o) if !o.status.success() && output_text(&o).contains("password") => break,
+                Ok(o) if Instant::now() > end => {
+                    return Err(EmbeddedError::Step {
+                        step: "remove trust from pg_hba.conf",
+                        detail: format!(
+                            "a connection without the password should be refused after the \
+                             reload, but got: {}",
+                            if o.status.success() {
+                                "accepted".to_string()
+                            } else {
+                                output_text(&o)
+                            }
+                        ),
+                    })
+                }
+                Err(e) => return Err(io_step("run psql")(e)),
+                Ok(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        }
+        eprintln!(
+            "headspace: the embedded database now requires the password in {} \
+             (pg_hba.conf no longer trusts anyone) and its socket is in {} (mode 0700)",
+            secret_file.display(),
+            self.sock.display()
+        );
+        Ok(())
+    }
+
+    /// Checks that the server takes the password, to say so clearly here rather than after
+    /// the migrations' retries. A server still starting up is waited for.
+    fn check_password(&self, secret: &str, secret_file: &Path) -> Result<(), EmbeddedError> {
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            let out = self
+                .psql(Some(secret), "SELECT 1;\n")
+                .map_err(io_step("run psql"))?;
+            let text = output_text(&out);
+            if out.status.success() {
+                return Ok(());
+            }
+            if text.contains("password authentication failed") {
+                return Err(
+                    self.secret_error(secret_file, "the database refuses the password in it")
+                );
+            }
+            if Instant::now() > end {
+                return Err(EmbeddedError::Step {
+                    step: "connect to the embedded database",
+                    detail: text.replace(secret, "<secret>"),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// What is wrong with the secret file, and how to restore or replace it. Never a fall back
+    /// to `trust`.
+    fn secret_error(&self, file: &Path, problem: &str) -> EmbeddedError {
+        let as_owner = match self.run_as {
+            Some(user) => format!("runuser -u {user} -- "),
+            None => String::new(),
+        };
+        let (f, bin, data) = (file.display(), self.bin.display(), self.data.display());
+        EmbeddedError::Secret(format!(
+            "the embedded database in {dir} accepts only the password kept in {f}, but {problem}.\n\
+             Restore that file (one line, mode 0600), or give the database a new password: with \
+             headspace stopped, run\n  \
+             {as_owner}{bin}/pg_ctl -D {data} -m fast stop   # if it still runs\n  \
+             head -c 32 /dev/urandom | od -An -v -tx1 | tr -d ' \\n' > {f} && chmod 600 {f}\n  \
+             echo \"ALTER ROLE headspace PASSWORD '$(cat {f})'\" | {as_owner}{bin}/postgres --single -D {data} postgres\n\
+             then start headspace again.",
+            dir = self.dir.display(),
+        ))
     }
 
     /// Stops the cluster (fast shutdown) and releases the home.
@@ -246,4 +681,44 @@ fn is_headspace(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
         .map(|c| c.contains("headspace"))
         .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trust_line_is_found_and_comments_are_not() {
+        assert!(trusts("local all all trust\n"));
+        assert!(trusts("# x\nhost all all 127.0.0.1/32   TRUST # old\n"));
+        assert!(!trusts(HBA));
+        assert!(!trusts(
+            "# local all all trust\nlocal all headspace scram-sha-256\n"
+        ));
+    }
+
+    #[test]
+    fn the_safe_settings_block_is_replaced_not_repeated() {
+        let once = with_safe_settings("max_connections = 100\n", Path::new("/a/sock"));
+        assert!(once.starts_with("max_connections = 100\n"));
+        assert!(once.contains("unix_socket_directories = '/a/sock'\n"));
+        assert!(once.contains("unix_socket_permissions = 0700\n"));
+        assert!(once.contains("listen_addresses = ''\n"));
+        let twice = with_safe_settings(&once, Path::new("/b/it's"));
+        assert_eq!(twice.matches(CONF_BEGIN).count(), 1);
+        assert!(twice.contains("unix_socket_directories = '/b/it''s'\n"));
+        assert!(!twice.contains("/a/sock"));
+        assert_eq!(with_safe_settings(&twice, Path::new("/b/it's")), twice);
+    }
+
+    #[test]
+    fn connection_values_are_quoted() {
+        let cfg: tokio_postgres::Config = format!("host={} user=u", conn_value("/a b/it's\\x"))
+            .parse()
+            .unwrap();
+        assert_eq!(
+            cfg.get_hosts(),
+            &[tokio_postgres::config::Host::Unix("/a b/it's\\x".into())]
+        );
+    }
 }
