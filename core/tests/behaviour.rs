@@ -1315,3 +1315,64 @@ fn a_custom_command_is_a_turn_its_hook_announces_and_its_transcript_line_claims(
     w.prompt_hook("/clear");
     assert_eq!(w.turns().len(), 1);
 }
+
+// ----- memory: ended and silent agents leave it, and come back --------------------------------
+
+#[test]
+fn twenty_thousand_ended_sessions_leave_memory_and_a_resumed_one_comes_back_whole() {
+    let t0 = Timestamp::parse_rfc3339("2026-11-01T09:00:00Z").unwrap();
+    let mut r = Replayer::new(CLAUDE_DIR);
+    let mut at = t0;
+    let mut first = None;
+    for n in 0..20_000u64 {
+        let mut s = SessionWriter::new(1_000 + n, at);
+        let pane = format!("%{n}");
+        for (event, extra) in [
+            ("UserPromptSubmit", json!({"prompt": format!("task {n}")})),
+            ("SessionEnd", json!({"reason": "logout"})),
+        ] {
+            at = at.add_millis(1);
+            s.clock = at;
+            let body = s.hook(event, Some(&pane), Some(at), extra);
+            r.step(
+                at,
+                Step::Hook {
+                    event: Some(event.into()),
+                    body,
+                },
+            );
+        }
+        first.get_or_insert(s);
+    }
+    assert_eq!(r.core().memory_counts(), (20_000, 0));
+    // A minute and a bit later every ended agent has left memory; the store keeps them all.
+    r.step(at.add_millis(61_000), Step::Tick);
+    assert_eq!(r.core().memory_counts(), (0, 20_000));
+    assert_eq!(r.store().agents().count(), 20_000);
+    // The first session resumes: its agent comes back with its history, not as a new one.
+    let mut s = first.unwrap();
+    let later = at.add_millis(120_000);
+    s.clock = later;
+    let body = s.hook(
+        "UserPromptSubmit",
+        Some("%0"),
+        Some(later),
+        json!({"prompt": "and now?"}),
+    );
+    r.step(
+        later,
+        Step::Hook {
+            event: Some("UserPromptSubmit".into()),
+            body,
+        },
+    );
+    assert_eq!(r.core().memory_counts(), (1, 19_999));
+    assert_eq!(r.store().agents().count(), 20_000, "no new agent");
+    let texts: Vec<String> = r
+        .store()
+        .turns()
+        .filter(|t| t.agent_id == 1)
+        .map(|t| t.text.clone())
+        .collect();
+    assert_eq!(texts, ["task 0", "and now?"]);
+}

@@ -62,6 +62,9 @@ async fn server(world: SimWorld, bug: Option<Bug>) -> turmoil::Result {
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", 5055)).await?;
     let mut core = headspace_core::Config::new(CLAUDE_DIR);
     core.planted = bug;
+    // Agents leave memory after 20 silent seconds (30 minutes in production), so the
+    // simulation's faults meet agents coming back from the store all the time.
+    core.evict_after_ms = 20_000;
     let settings = Settings {
         core,
         sweep_every: Duration::from_millis(500),
