@@ -44,7 +44,8 @@
 //!     // carry out each command in order: store writes, events, reads, replies
 //!     let _ = cmd;
 //! }
-//! assert_eq!(core.poll_timeout(), None);
+//! // It wants a tick when this agent may leave memory (30 silent minutes from now).
+//! assert_eq!(core.poll_timeout(), Some(now.add_millis(30 * 60_000)));
 //! ```
 //!
 //! 1. Call [`Core::handle`] with the current time and one input.

@@ -750,7 +750,10 @@ fn reconcile_reports_recovered_turns_and_refuses_a_second_at_once() {
 
 fn watchdog_core() -> (headspace_core::Core, SessionWriter) {
     use headspace_core::{Config, Core, Input};
-    let mut core = Core::new(Config::new(CLAUDE_DIR));
+    // Only the watchdog's timers here: agents never leave memory in these tests.
+    let mut config = Config::new(CLAUDE_DIR);
+    config.evict_after_ms = 0;
+    let mut core = Core::new(config);
     let s = SessionWriter::new(1, Timestamp(0));
     core.handle(
         Timestamp(1_000),

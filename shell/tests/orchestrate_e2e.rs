@@ -324,6 +324,9 @@ fn headspace_cmd(claude: &Path, args: &[&str]) -> Command {
         .env_remove("HEADSPACE_ADDR")
         .env_remove("TMUX")
         .env("TMUX_TMPDIR", claude);
+    if let Ok(addr) = std::fs::read_to_string(claude.join("server-addr")) {
+        c.env("HEADSPACE_ADDR", addr);
+    }
     c
 }
 
@@ -425,6 +428,9 @@ impl Live {
             claude,
             tmux,
         } = PaneWorld::start(&format!("orch_e2e_{name}"))?;
+        // The CLI finds a server off the default port only as a user tells it (a run's file
+        // never names it): `headspace_cmd` passes this on as HEADSPACE_ADDR.
+        std::fs::write(claude.join("server-addr"), &server.addr).unwrap();
         let repo = Repo::create(name);
         repo.checkout(tag);
         let cmd = format!(
