@@ -59,6 +59,11 @@ pub struct ServeArgs {
     /// Lines of each pane captured.
     #[arg(long, env = "HEADSPACE_PANE_LINES", default_value_t = 20)]
     pub pane_lines: u32,
+    /// The longest transcript line kept whole, in bytes: a longer one is read in bounded
+    /// memory (its first this-many bytes and its last 64 KiB) and its turn's text is marked
+    /// as truncated.
+    #[arg(long, env = "HEADSPACE_MAX_LINE_BYTES", default_value_t = headspace_core::framing::DEFAULT_MAX_LINE_BYTES)]
+    pub max_line_bytes: usize,
     /// tmux socket name (`tmux -L NAME`); the default server when unset.
     #[arg(long, env = "HEADSPACE_TMUX_SOCKET")]
     pub tmux_socket: Option<String>,
@@ -151,9 +156,7 @@ async fn serve(args: ServeArgs, claude_dir: PathBuf, url: String) -> Result<(), 
     let world = World {
         clock: Arc::new(SystemClock),
         store: Arc::new(store),
-        files: Arc::new(DiskFiles {
-            claude_dir: claude_dir.clone(),
-        }),
+        files: Arc::new(DiskFiles::new(claude_dir.clone())),
         panes: Arc::new(TmuxPanes {
             socket: args.tmux_socket.clone(),
         }),
@@ -167,6 +170,7 @@ async fn serve(args: ServeArgs, claude_dir: PathBuf, url: String) -> Result<(), 
     };
     let mut core = headspace_core::Config::new(claude_dir.display().to_string());
     core.gap_threshold_ms = (args.gap_seconds * 1000.0) as i64;
+    core.max_line_bytes = args.max_line_bytes;
     let settings = Settings {
         core,
         sweep_every: Duration::from_secs_f64(args.sweep_seconds.max(0.05)),

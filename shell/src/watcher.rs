@@ -27,8 +27,12 @@ pub fn start_notify(claude_dir: PathBuf, core: mpsc::UnboundedSender<Msg>) {
         );
     }
     let dir = claude_dir.clone();
-    let watcher =
-        notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
+    // Symlinked folders are not followed: a link out of the claude dir must not get
+    // watches (or events) there; links that stay inside are caught by the real path or
+    // the sweep. Every path is checked again when it is read (`DiskFiles`).
+    let config = notify::Config::default().with_follow_symlinks(false);
+    let watcher = notify::RecommendedWatcher::new(
+        move |res: notify::Result<notify::Event>| match res {
             Ok(ev) => {
                 for p in ev.paths {
                     if let Some(rel) = rel_of(&dir, &p) {
@@ -37,7 +41,9 @@ pub fn start_notify(claude_dir: PathBuf, core: mpsc::UnboundedSender<Msg>) {
                 }
             }
             Err(e) => debug!("[WATCHER] notify error: {e}"),
-        });
+        },
+        config,
+    );
     match watcher {
         Ok(mut w) => match w.watch(&projects, RecursiveMode::Recursive) {
             // The watcher lives as long as the process.
