@@ -117,6 +117,7 @@ impl DiskFiles {
             guard: Arc::new(Guard {
                 dir: claude_dir.into(),
                 canonical: std::sync::OnceLock::new(),
+                projects: std::sync::OnceLock::new(),
                 warned: Mutex::new(HashSet::new()),
             }),
         }
@@ -184,8 +185,20 @@ struct Guard {
     dir: PathBuf,
     /// The claude dir with its symlinks resolved, once it exists.
     canonical: std::sync::OnceLock<PathBuf>,
+    /// `projects/` with its symlinks resolved, once it exists: a user may keep it elsewhere
+    /// (a symlinked `projects` is their own choice, not something under it).
+    projects: std::sync::OnceLock<PathBuf>,
     /// The refusals already logged (path and reason): each is logged once, not every sweep.
     warned: Mutex<HashSet<String>>,
+}
+
+/// `path` with its symlinks resolved, remembered in `cell` once it exists.
+fn canonical_once(cell: &std::sync::OnceLock<PathBuf>, path: &Path) -> Option<PathBuf> {
+    if let Some(c) = cell.get() {
+        return Some(c.clone());
+    }
+    let c = std::fs::canonicalize(path).ok()?;
+    Some(cell.get_or_init(|| c).clone())
 }
 
 /// What kind of file `t` is, for a refusal.
@@ -209,13 +222,15 @@ fn kind_of(t: std::fs::FileType) -> &'static str {
 impl Guard {
     /// The claude dir with symlinks resolved (as given while it does not exist).
     fn root(&self) -> PathBuf {
-        if let Some(c) = self.canonical.get() {
-            return c.clone();
-        }
-        match std::fs::canonicalize(&self.dir) {
-            Ok(c) => self.canonical.get_or_init(|| c).clone(),
-            Err(_) => self.dir.clone(),
-        }
+        canonical_once(&self.canonical, &self.dir).unwrap_or_else(|| self.dir.clone())
+    }
+
+    /// True when `real` (a path with its symlinks resolved) lies inside the claude dir or
+    /// inside its `projects/` folder, wherever that folder really is.
+    fn contains(&self, real: &Path) -> bool {
+        real.starts_with(self.root())
+            || canonical_once(&self.projects, &self.dir.join("projects"))
+                .is_some_and(|p| real.starts_with(p))
     }
 
     /// Logs a refusal once per path and reason; returns it as an error for the caller.
@@ -243,7 +258,7 @@ impl Guard {
             return Err(self.refuse(rel, Refusal::Outside(root.join(rel))));
         }
         let real = std::fs::canonicalize(root.join(rel))?;
-        if !real.starts_with(&root) {
+        if !self.contains(&real) {
             return Err(self.refuse(rel, Refusal::Outside(real)));
         }
         Ok(real)
@@ -395,4 +410,48 @@ pub struct World {
     pub files: Arc<dyn Files>,
     /// The panes.
     pub panes: Arc<dyn Panes>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn temp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("headspace-world-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// A `projects` folder kept elsewhere through a symlink is the user's own setup: its
+    /// transcripts are read; a link out of it is still refused, and a FIFO in it too.
+    #[test]
+    fn a_symlinked_projects_folder_is_read_but_links_out_of_it_are_not() {
+        let claude = temp("claude");
+        let elsewhere = temp("elsewhere");
+        let outside = temp("outside");
+        std::fs::create_dir_all(elsewhere.join("p")).unwrap();
+        std::fs::write(elsewhere.join("p/s.jsonl"), b"{}\n").unwrap();
+        std::fs::write(outside.join("secret.jsonl"), b"{}\n").unwrap();
+        symlink(outside.join("secret.jsonl"), elsewhere.join("p/leak.jsonl")).unwrap();
+        let fifo = std::process::Command::new("mkfifo")
+            .arg(elsewhere.join("p/fifo.jsonl"))
+            .status()
+            .unwrap();
+        assert!(fifo.success());
+        symlink(&elsewhere, claude.join("projects")).unwrap();
+
+        let files = DiskFiles::new(&claude);
+        assert_eq!(files.stat("projects/p/s.jsonl").map(|s| s.len), Some(3));
+        assert!(files.stat("projects/p/leak.jsonl").is_none());
+        assert!(files.stat("projects/p/fifo.jsonl").is_none());
+        assert!(files.read_at("projects/p/fifo.jsonl", 0, 10).is_err());
+        assert!(files.stat("../outside/secret.jsonl").is_none());
+        let listed: Vec<String> = files.guard.scan().into_iter().map(|(p, _)| p).collect();
+        assert_eq!(listed, ["projects/p/s.jsonl"]);
+        for d in [claude, elsewhere, outside] {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
 }
