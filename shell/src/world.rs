@@ -132,7 +132,9 @@ impl DiskFiles {
 impl Files for DiskFiles {
     fn stat(&self, rel: &str) -> Option<FileStat> {
         use std::os::unix::fs::MetadataExt;
-        let (_, m) = self.guard.open(rel).ok()?;
+        // Checked, not opened: an open is itself a notify event, which would ask for
+        // another stat. `read_at` opens, and checks the open file again.
+        let (_, m) = self.guard.check(rel).ok()?;
         Some(FileStat {
             len: m.len(),
             ino: m.ino(),

@@ -275,3 +275,47 @@ fn nul_lone_surrogate_and_a_20_mib_line_still_become_turns() {
     server.stop();
     let _ = std::fs::remove_dir_all(&claude);
 }
+
+/// CPU time (user + system) the process has used, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+}
+
+/// The server's own opens and reads of a transcript are file events too: they must not
+/// make it read again, in a loop that keeps a core busy while nothing changes.
+#[test]
+fn reading_transcripts_does_not_wake_the_watcher_again() {
+    let Some(db) = fresh_db("tsafe_idle") else {
+        return;
+    };
+    let claude = temp_dir("tsafe-idle");
+    let server = Server::start(&db, &claude, &[]);
+    let pid = server.child.id();
+    let mut s = SessionWriter::new(
+        45,
+        Timestamp::parse_rfc3339("2026-11-22T05:00:00Z").unwrap(),
+    );
+    let file = claude.join(s.path());
+    let p = s.prompt("a prompt, then silence", None);
+    append(&file, &format!("{}\n", p.json));
+    assert!(
+        wait_for(Duration::from_secs(10), || (turns(&server, &s.session_id)
+            .len()
+            == 1)
+            .then_some(()))
+        .is_some()
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let before = cpu_ticks(pid);
+    std::thread::sleep(Duration::from_secs(3));
+    let used = cpu_ticks(pid) - before;
+    eprintln!("{used} clock ticks of CPU in 3 idle seconds");
+    // Idle, the server sweeps and ticks: a few ticks in 3 s. A read loop burns ~300.
+    assert!(used < 60, "{used} clock ticks of CPU in 3 idle seconds");
+    server.stop();
+    let _ = std::fs::remove_dir_all(&claude);
+}
