@@ -4,6 +4,7 @@
 //! is optional and unknown line types are ignored. Large fields (tool results, tool inputs)
 //! are borrowed as raw JSON and never parsed unless needed.
 
+use crate::mend::{self, Mended};
 use crate::time::Timestamp;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -72,6 +73,49 @@ pub enum Entry {
     },
     /// Anything else (unknown types, meta lines, sidechains, tool calls, blank text).
     Ignored,
+}
+
+impl Entry {
+    /// The line's uuid, when the entry has one.
+    pub fn uuid(&self) -> Option<&str> {
+        match self {
+            Entry::UserPrompt { uuid, .. }
+            | Entry::AgentText { uuid, .. }
+            | Entry::AgentQuestion { uuid, .. }
+            | Entry::ToolResult { uuid, .. } => Some(uuid),
+            Entry::Signal { .. } | Entry::Ignored => None,
+        }
+    }
+
+    /// Replaces NUL characters, which PostgreSQL's `TEXT` and `JSONB` refuse, with U+FFFD in
+    /// every string the entry holds; returns how many there were.
+    pub fn replace_nul(&mut self) -> usize {
+        use mend::{replace_nul as nul, replace_nul_opt as opt};
+        match self {
+            Entry::UserPrompt {
+                uuid,
+                text,
+                prompt_id,
+                ..
+            } => nul(uuid) + nul(text) + opt(prompt_id),
+            Entry::AgentText { uuid, text, .. } => nul(uuid) + nul(text),
+            Entry::AgentQuestion {
+                uuid,
+                tool_use_id,
+                text,
+                question,
+                ..
+            } => nul(uuid) + opt(tool_use_id) + nul(text) + mend::replace_nul_in_json(question),
+            Entry::ToolResult {
+                uuid,
+                tool_use_id,
+                answers,
+                text,
+                ..
+            } => nul(uuid) + opt(tool_use_id) + opt(answers) + nul(text),
+            Entry::Signal { .. } | Entry::Ignored => 0,
+        }
+    }
 }
 
 /// Activity signals found in transcripts.
@@ -243,11 +287,26 @@ pub fn is_machinery_text(text: &str) -> bool {
 }
 
 /// Classifies one transcript line. Blank lines are `Ignored`; a line that is not JSON is an
-/// error the caller reports and skips.
+/// error the caller reports and skips. Text a store or parser would refuse is mended as in
+/// [`classify_mended`].
 pub fn classify(line: &[u8]) -> Result<Entry, LineError> {
+    classify_mended(line).map(|(entry, _)| entry)
+}
+
+/// Classifies one transcript line, mending what would lose its turn: unpaired surrogate
+/// escapes (which `serde_json` refuses) become `\uFFFD` before parsing, and NUL characters
+/// (which PostgreSQL refuses) become U+FFFD in the entry. Says what was mended, for the log.
+pub fn classify_mended(line: &[u8]) -> Result<(Entry, Mended), LineError> {
     if line.trim_ascii().is_empty() {
-        return Ok(Entry::Ignored);
+        return Ok((Entry::Ignored, Mended::default()));
     }
+    let (line, surrogates) = mend::repair_lone_surrogates(line);
+    let mut entry = parse_line(&line)?;
+    let nuls = entry.replace_nul();
+    Ok((entry, Mended { nuls, surrogates }))
+}
+
+fn parse_line(line: &[u8]) -> Result<Entry, LineError> {
     let raw: RawLine = serde_json::from_slice(line).map_err(|e| LineError(e.to_string()))?;
     if raw.is_sidechain == Some(true) {
         return Ok(Entry::Ignored);

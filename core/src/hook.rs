@@ -1,5 +1,6 @@
 //! Claude Code hook payloads: every field optional, unknown events and fields ignored.
 
+use crate::mend::Mended;
 use crate::time::Timestamp;
 use serde_json::Value;
 
@@ -151,9 +152,22 @@ impl Hook {
     /// `hook_event_name`. Unknown fields are ignored; a known field of the wrong type is an
     /// error, so a client bug is reported instead of silently dropping data.
     pub fn parse(route_event: Option<&str>, body: &[u8]) -> Result<Hook, HookError> {
-        let v: Value =
-            serde_json::from_slice(body).map_err(|e| HookError::NotJson(e.to_string()))?;
-        Hook::from_value(route_event, &v)
+        Hook::parse_mended(route_event, body).map(|(hook, _)| hook)
+    }
+
+    /// As [`Hook::parse`], mending what would lose the hook or its turn: unpaired surrogate
+    /// escapes (which `serde_json` refuses) become `\uFFFD` before parsing, and NUL
+    /// characters (which PostgreSQL refuses) become U+FFFD in every string. Says what was
+    /// mended, for the log.
+    pub fn parse_mended(
+        route_event: Option<&str>,
+        body: &[u8],
+    ) -> Result<(Hook, Mended), HookError> {
+        let (body, surrogates) = crate::mend::repair_lone_surrogates(body);
+        let mut v: Value =
+            serde_json::from_slice(&body).map_err(|e| HookError::NotJson(e.to_string()))?;
+        let nuls = crate::mend::replace_nul_in_json(&mut v);
+        Hook::from_value(route_event, &v).map(|h| (h, Mended { nuls, surrogates }))
     }
 
     /// As [`Hook::parse`], from an already parsed JSON value.

@@ -74,6 +74,12 @@
 //!   transcript confirms or overtakes it. A hook emitted before a task started, or from
 //!   another session, never changes that task (sm#232).
 //! - **Offsets move only past complete lines**; re-reads are skipped by uuid.
+//! - **Bounded memory per file, and odd lines still become turns.** A line longer than
+//!   [`Config::max_line_bytes`] keeps only its head and its last 64 KiB ([`framing`]); its
+//!   turn is made from them ([`truncated`]), its text marked as truncated. NUL characters
+//!   and unpaired surrogate escapes, which the store or the JSON parser would refuse, become
+//!   U+FFFD in entries and hooks alike ([`mend`]); each is logged at WARN with the line's
+//!   uuid.
 //! - **Restart-safe.** Everything decisions depend on is in the store; [`Input::Restore`]
 //!   rebuilds it exactly, so where a crash happens does not change the result.
 
@@ -88,6 +94,7 @@ pub mod hook;
 pub mod intent;
 pub mod io;
 pub mod matching;
+pub mod mend;
 pub mod model;
 pub mod orchestration;
 pub mod pane;
@@ -99,6 +106,7 @@ pub mod store;
 pub mod synth;
 pub mod time;
 pub mod trace;
+pub mod truncated;
 
 pub use activity::Activity;
 pub use engine::{Config, Core};

@@ -76,72 +76,111 @@ struct Reader {
     fed: HashMap<String, (u64, u64)>, // path -> (offset fed up to, inode)
 }
 
+/// The most bytes read from a transcript at once: a read of a long file is fed to the core
+/// chunk by chunk, so memory holds one chunk, never the file.
 const CHUNK: u64 = 4 << 20;
 
+/// A read in progress: `path` from `at` to `end`, one chunk at a time.
+struct ReadPlan {
+    path: String,
+    at: u64,
+    end: u64,
+    ino: u64,
+    /// False when the file is gone or refused: nothing is remembered of it.
+    exists: bool,
+    /// The core's read id, carried by the last chunk.
+    read: Option<u64>,
+    /// The last chunk was handed out.
+    finished: bool,
+}
+
+/// What a change notice asks for.
+enum Change {
+    /// Nothing new.
+    None,
+    /// The file shrank or was replaced.
+    Reset(Input),
+    /// New bytes to read.
+    Read(ReadPlan),
+}
+
 impl Reader {
-    /// Answers the core's read of `rel` from `from`: the bytes to the end, or an empty read
-    /// when the file is gone (so the core's read still finishes).
-    fn answer(&mut self, rel: &str, from: u64, read: u64) -> Vec<Input> {
+    /// Plans the answer to the core's read of `rel` from `from`: the bytes to the end, or an
+    /// empty read when the file is gone or refused (so the core's read still finishes).
+    fn answer(&mut self, rel: &str, from: u64, read: u64) -> ReadPlan {
         match self.files.stat(rel) {
-            Some(stat) => self.read(rel, stat, from, Some(read)),
+            Some(stat) => self.plan(rel, stat, from, Some(read)),
             None => {
                 debug!("[TRANSCRIPT] cannot open {rel}");
-                vec![Input::Transcript {
-                    path: rel.to_string(),
-                    offset: from,
-                    data: Vec::new(),
-                    read: Some(read),
-                }]
+                ReadPlan {
+                    exists: false,
+                    ..self.plan(rel, FileStat { len: from, ino: 0 }, from, Some(read))
+                }
             }
         }
     }
 
-    /// Reads `rel` (of length `stat.len`) from `from` to its end, in chunks; the last chunk
-    /// carries `read`.
-    fn read(&mut self, rel: &str, stat: FileStat, from: u64, read: Option<u64>) -> Vec<Input> {
-        let mut inputs = Vec::new();
-        let mut at = from.min(stat.len);
-        loop {
-            let want = (stat.len - at).min(CHUNK);
-            let data = match self.files.read_at(rel, at, want) {
+    fn plan(&self, rel: &str, stat: FileStat, from: u64, read: Option<u64>) -> ReadPlan {
+        ReadPlan {
+            path: rel.to_string(),
+            at: from.min(stat.len),
+            end: stat.len,
+            ino: stat.ino,
+            exists: true,
+            read,
+            finished: false,
+        }
+    }
+
+    /// The next chunk of a planned read, `None` once its last chunk (the one carrying the
+    /// read id, possibly empty) was handed out. The caller feeds each chunk to the core
+    /// before asking for the next.
+    fn next_chunk(&mut self, plan: &mut ReadPlan) -> Option<Input> {
+        if plan.finished {
+            return None;
+        }
+        let want = (plan.end - plan.at).min(CHUNK);
+        let data = if want == 0 {
+            Vec::new()
+        } else {
+            match self.files.read_at(&plan.path, plan.at, want) {
                 Ok(d) => d,
                 Err(e) => {
-                    warn!("[TRANSCRIPT] read error in {rel}: {e}");
+                    warn!("[TRANSCRIPT] read error in {}: {e}", plan.path);
                     Vec::new()
                 }
-            };
-            let n = data.len() as u64;
-            let last = n == 0 || at + n >= stat.len;
-            inputs.push(Input::Transcript {
-                path: rel.to_string(),
-                offset: at,
-                data,
-                read: if last { read } else { None },
-            });
-            at += n;
-            if last {
-                break;
             }
+        };
+        let n = data.len() as u64;
+        let offset = plan.at;
+        plan.at += n;
+        plan.finished = n == 0 || plan.at >= plan.end;
+        if plan.exists {
+            self.fed.insert(plan.path.clone(), (plan.at, plan.ino));
         }
-        self.fed.insert(rel.to_string(), (at, stat.ino));
-        inputs
+        Some(Input::Transcript {
+            path: plan.path.clone(),
+            offset,
+            data,
+            read: if plan.finished { plan.read } else { None },
+        })
     }
 
     /// A change notice: new bytes are read; a shrunk or replaced file is reset.
-    fn changed(&mut self, rel: &str) -> Vec<Input> {
+    fn changed(&mut self, rel: &str) -> Change {
         let Some(stat) = self.files.stat(rel) else {
-            return Vec::new();
+            return Change::None;
         };
         match self.fed.get(rel).copied() {
             Some((fed, ino)) if stat.len < fed || (ino != 0 && stat.ino != ino) => {
                 self.fed.insert(rel.to_string(), (0, stat.ino));
-                vec![Input::TranscriptReset {
+                Change::Reset(Input::TranscriptReset {
                     path: rel.to_string(),
-                }]
+                })
             }
-            Some((fed, _)) if stat.len == fed => Vec::new(),
-            Some((fed, _)) => self.read(rel, stat, fed, None),
-            None => self.read(rel, stat, 0, None),
+            Some((fed, _)) if stat.len == fed => Change::None,
+            Some((fed, _)) => Change::Read(self.plan(rel, stat, fed, None)),
+            None => Change::Read(self.plan(rel, stat, 0, None)),
         }
     }
 }
@@ -176,7 +215,8 @@ impl CoreLoop {
         while let Some(cmd) = self.core.poll_command() {
             match cmd {
                 Command::ReadTranscript { path, from, read } => {
-                    for input in self.reader.answer(&path, from, read) {
+                    let mut plan = self.reader.answer(&path, from, read);
+                    while let Some(input) = self.reader.next_chunk(&mut plan) {
                         self.handle(now, input);
                     }
                 }
@@ -192,11 +232,15 @@ impl CoreLoop {
     fn on_msg(&mut self, msg: Msg) {
         match msg {
             Msg::Hook { event, body } => self.feed(Input::Hook { event, body }),
-            Msg::FileChanged(rel) => {
-                for input in self.reader.changed(&rel) {
-                    self.feed(input);
+            Msg::FileChanged(rel) => match self.reader.changed(&rel) {
+                Change::None => {}
+                Change::Reset(input) => self.feed(input),
+                Change::Read(mut plan) => {
+                    while let Some(input) = self.reader.next_chunk(&mut plan) {
+                        self.feed(input);
+                    }
                 }
-            }
+            },
             Msg::Pane { pane, text } => self.feed(Input::Pane { pane, text }),
             Msg::AgentsLoaded(rows) => self.feed(Input::AgentsLoaded(rows)),
             Msg::Sent(agent, text) => self.feed(Input::Sent {

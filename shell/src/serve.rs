@@ -87,6 +87,11 @@ pub struct ServeArgs {
     /// news of it brings it back); an ended agent leaves after a minute. 0: never.
     #[arg(long, env = "HEADSPACE_EVICT_AFTER_SECONDS", default_value_t = 1800.0)]
     pub evict_after_seconds: f64,
+    /// The longest transcript line kept whole, in bytes: a longer one is read in bounded
+    /// memory (its first this-many bytes and its last 64 KiB) and its turn's text is marked
+    /// as truncated.
+    #[arg(long, env = "HEADSPACE_MAX_LINE_BYTES", default_value_t = headspace_core::framing::DEFAULT_MAX_LINE_BYTES)]
+    pub max_line_bytes: usize,
     /// tmux socket name (`tmux -L NAME`); the default server when unset.
     #[arg(long, env = "HEADSPACE_TMUX_SOCKET")]
     pub tmux_socket: Option<String>,
@@ -245,9 +250,7 @@ async fn serve(
     let world = World {
         clock: Arc::new(SystemClock),
         store: Arc::new(store),
-        files: Arc::new(DiskFiles {
-            claude_dir: claude_dir.clone(),
-        }),
+        files: Arc::new(DiskFiles::new(claude_dir.clone())),
         panes: Arc::new(TmuxPanes {
             socket: args.tmux_socket.clone(),
         }),
@@ -276,6 +279,7 @@ async fn serve(
     if max_connections < args.max_connections {
         info!("at most {max_connections} connections at once (the process's open-file limit)");
     }
+    core.max_line_bytes = args.max_line_bytes;
     let settings = Settings {
         core,
         sweep_every: Duration::from_secs_f64(args.sweep_seconds.max(0.05)),

@@ -17,6 +17,12 @@ fn rel_of(claude_dir: &Path, p: &Path) -> Option<String> {
     (p.extension()? == "jsonl").then(|| rel.to_string_lossy().into_owned())
 }
 
+/// True for an event that only says a file was opened, read or closed after reading.
+fn is_read_only_access(kind: &notify::EventKind) -> bool {
+    use notify::event::{AccessKind, AccessMode};
+    matches!(kind, notify::EventKind::Access(a) if !matches!(a, AccessKind::Close(AccessMode::Write)))
+}
+
 /// Watches the claude dir on disk with `notify` until the process ends.
 pub fn start_notify(claude_dir: PathBuf, core: mpsc::UnboundedSender<Msg>) {
     let projects = claude_dir.join("projects");
@@ -27,8 +33,15 @@ pub fn start_notify(claude_dir: PathBuf, core: mpsc::UnboundedSender<Msg>) {
         );
     }
     let dir = claude_dir.clone();
-    let watcher =
-        notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
+    // Symlinked folders are not followed: a link out of the claude dir must not get
+    // watches (or events) there; links that stay inside are caught by the real path or
+    // the sweep. Every path is checked again when it is read (`DiskFiles`).
+    let config = notify::Config::default().with_follow_symlinks(false);
+    let watcher = notify::RecommendedWatcher::new(
+        move |res: notify::Result<notify::Event>| match res {
+            // Opening or reading a file changes nothing, and the server's own reads would
+            // otherwise notify it again and again; a writer closing its file is kept.
+            Ok(ev) if is_read_only_access(&ev.kind) => {}
             Ok(ev) => {
                 for p in ev.paths {
                     if let Some(rel) = rel_of(&dir, &p) {
@@ -37,7 +50,9 @@ pub fn start_notify(claude_dir: PathBuf, core: mpsc::UnboundedSender<Msg>) {
                 }
             }
             Err(e) => debug!("[WATCHER] notify error: {e}"),
-        });
+        },
+        config,
+    );
     match watcher {
         Ok(mut w) => match w.watch(&projects, RecursiveMode::Recursive) {
             // The watcher lives as long as the process.

@@ -6,10 +6,12 @@
 use crate::pgstore::{AgentView, StoreError};
 use headspace_core::model::{Snapshot, TurnRow};
 use headspace_core::{Reply, Timestamp, Write};
+use std::collections::HashSet;
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use tracing::warn;
 
 /// A boxed future, as the object-safe traits below return them.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -87,7 +89,8 @@ pub struct FileStat {
 
 /// The transcript files under the claude dir, named by their path relative to it.
 pub trait Files: Send + Sync {
-    /// Length and identity, or `None` when the file is not there.
+    /// Length and identity, or `None` when the file is not there (or is refused: only
+    /// regular files inside the claude dir are transcripts).
     fn stat(&self, rel: &str) -> Option<FileStat>;
     /// Up to `max` bytes from `offset`.
     fn read_at(&self, rel: &str, offset: u64, max: u64) -> std::io::Result<Vec<u8>>;
@@ -97,15 +100,43 @@ pub trait Files: Send + Sync {
 }
 
 /// The real file system under a claude dir.
+///
+/// Only regular files inside the claude dir are transcripts. Anything else named like one is
+/// refused, each path logged once at WARN: a FIFO, socket, device or directory (opening a
+/// FIFO would block the core until a writer came; files are opened non-blocking and checked
+/// again after opening), and a symlink — of a file or of a folder, at any depth — whose
+/// target resolves outside the claude dir (it would let anyone who can write under
+/// `projects/` have the server read and store any file it can read). Symlinks that stay
+/// inside are followed.
 pub struct DiskFiles {
-    /// The claude dir.
-    pub claude_dir: PathBuf,
+    guard: Arc<Guard>,
+}
+
+impl DiskFiles {
+    /// The transcripts under `claude_dir`.
+    pub fn new(claude_dir: impl Into<PathBuf>) -> DiskFiles {
+        DiskFiles {
+            guard: Arc::new(Guard {
+                dir: claude_dir.into(),
+                canonical: std::sync::OnceLock::new(),
+                projects: std::sync::OnceLock::new(),
+                warned: Mutex::new(HashSet::new()),
+            }),
+        }
+    }
+
+    /// The claude dir, as given.
+    pub fn claude_dir(&self) -> &Path {
+        &self.guard.dir
+    }
 }
 
 impl Files for DiskFiles {
     fn stat(&self, rel: &str) -> Option<FileStat> {
         use std::os::unix::fs::MetadataExt;
-        let m = std::fs::metadata(self.claude_dir.join(rel)).ok()?;
+        // Checked, not opened: an open is itself a notify event, which would ask for
+        // another stat. `read_at` opens, and checks the open file again.
+        let (_, m) = self.guard.check(rel).ok()?;
         Some(FileStat {
             len: m.len(),
             ino: m.ino(),
@@ -114,53 +145,202 @@ impl Files for DiskFiles {
 
     fn read_at(&self, rel: &str, offset: u64, max: u64) -> std::io::Result<Vec<u8>> {
         use std::io::{Read, Seek, SeekFrom};
-        let mut f = std::fs::File::open(self.claude_dir.join(rel))?;
+        let (mut f, m) = self.guard.open(rel)?;
         f.seek(SeekFrom::Start(offset))?;
-        let mut data = Vec::new();
+        let mut data = Vec::with_capacity(max.min(m.len().saturating_sub(offset)) as usize);
         f.take(max).read_to_end(&mut data)?;
         Ok(data)
     }
 
     fn list(&self) -> BoxFuture<'_, Vec<(String, FileStat)>> {
-        let dir = self.claude_dir.clone();
+        let guard = self.guard.clone();
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || scan(&dir))
+            tokio::task::spawn_blocking(move || guard.scan())
                 .await
                 .unwrap_or_default()
         })
     }
 }
 
-/// Lists `projects/<dir>/*.jsonl` under `claude_dir` with their stats, in path order.
-fn scan(claude_dir: &std::path::Path) -> Vec<(String, FileStat)> {
-    use std::os::unix::fs::MetadataExt;
-    let mut out = Vec::new();
-    let Ok(dirs) = std::fs::read_dir(claude_dir.join("projects")) else {
-        return out;
-    };
-    for d in dirs.flatten() {
-        let Ok(files) = std::fs::read_dir(d.path()) else {
-            continue;
-        };
-        for f in files.flatten() {
-            let p = f.path();
-            if p.extension().is_none_or(|e| e != "jsonl") {
-                continue;
-            }
-            let (Ok(rel), Ok(m)) = (p.strip_prefix(claude_dir), f.metadata()) else {
-                continue;
-            };
-            out.push((
-                rel.to_string_lossy().into_owned(),
-                FileStat {
-                    len: m.len(),
-                    ino: m.ino(),
-                },
-            ));
+/// Why a path under the claude dir is not read.
+enum Refusal {
+    /// A symlink on the way resolves to this path outside the claude dir.
+    Outside(PathBuf),
+    /// Not a regular file: what it is.
+    NotRegular(&'static str),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Outside(target) => write!(
+                f,
+                "symlink leaves the claude dir (it resolves to {})",
+                target.display()
+            ),
+            Refusal::NotRegular(kind) => write!(f, "not a regular file ({kind})"),
         }
     }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
+}
+
+/// What [`DiskFiles`] checks every path against, shared with its scans.
+struct Guard {
+    /// The claude dir as given.
+    dir: PathBuf,
+    /// The claude dir with its symlinks resolved, once it exists.
+    canonical: std::sync::OnceLock<PathBuf>,
+    /// `projects/` with its symlinks resolved, once it exists: a user may keep it elsewhere
+    /// (a symlinked `projects` is their own choice, not something under it).
+    projects: std::sync::OnceLock<PathBuf>,
+    /// The refusals already logged (path and reason): each is logged once, not every sweep.
+    warned: Mutex<HashSet<String>>,
+}
+
+/// `path` with its symlinks resolved, remembered in `cell` once it exists.
+fn canonical_once(cell: &std::sync::OnceLock<PathBuf>, path: &Path) -> Option<PathBuf> {
+    if let Some(c) = cell.get() {
+        return Some(c.clone());
+    }
+    let c = std::fs::canonicalize(path).ok()?;
+    Some(cell.get_or_init(|| c).clone())
+}
+
+/// What kind of file `t` is, for a refusal.
+fn kind_of(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() || t.is_char_device() {
+        "a device"
+    } else if t.is_symlink() {
+        "a symlink"
+    } else {
+        "not a file"
+    }
+}
+
+impl Guard {
+    /// The claude dir with symlinks resolved (as given while it does not exist).
+    fn root(&self) -> PathBuf {
+        canonical_once(&self.canonical, &self.dir).unwrap_or_else(|| self.dir.clone())
+    }
+
+    /// True when `real` (a path with its symlinks resolved) lies inside the claude dir or
+    /// inside its `projects/` folder, wherever that folder really is.
+    fn contains(&self, real: &Path) -> bool {
+        real.starts_with(self.root())
+            || canonical_once(&self.projects, &self.dir.join("projects"))
+                .is_some_and(|p| real.starts_with(p))
+    }
+
+    /// Logs a refusal once per path and reason; returns it as an error for the caller.
+    fn refuse(&self, rel: &str, why: Refusal) -> std::io::Error {
+        let message = format!("{rel} refused: {why}");
+        let first = self
+            .warned
+            .lock()
+            .map(|mut w| w.insert(message.clone()))
+            .unwrap_or(true);
+        if first {
+            warn!("[WATCHER] {message}");
+        }
+        std::io::Error::new(std::io::ErrorKind::PermissionDenied, message)
+    }
+
+    /// Where `rel` really is: its path with every symlink resolved, refused when that lies
+    /// outside the claude dir. Errors (without a log) when it does not exist.
+    fn resolve(&self, rel: &str) -> std::io::Result<PathBuf> {
+        let inside = Path::new(rel)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        let root = self.root();
+        if !inside {
+            return Err(self.refuse(rel, Refusal::Outside(root.join(rel))));
+        }
+        let real = std::fs::canonicalize(root.join(rel))?;
+        if !self.contains(&real) {
+            return Err(self.refuse(rel, Refusal::Outside(real)));
+        }
+        Ok(real)
+    }
+
+    /// Where `rel` really is and its metadata, when it is a regular file inside the claude
+    /// dir (checked without opening it).
+    fn check(&self, rel: &str) -> std::io::Result<(PathBuf, std::fs::Metadata)> {
+        let real = self.resolve(rel)?;
+        let m = std::fs::metadata(&real)?;
+        if !m.file_type().is_file() {
+            return Err(self.refuse(rel, Refusal::NotRegular(kind_of(m.file_type()))));
+        }
+        Ok((real, m))
+    }
+
+    /// Opens `rel` for reading when it is a regular file inside the claude dir. Opened
+    /// non-blocking and without following a last-moment symlink, then checked again on the
+    /// open file: a path swapped for a FIFO or a link after the check is refused, not waited
+    /// on.
+    fn open(&self, rel: &str) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let (real, _) = self.check(rel)?;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+            .open(&real)?;
+        let m = f.metadata()?;
+        if !m.file_type().is_file() {
+            return Err(self.refuse(rel, Refusal::NotRegular(kind_of(m.file_type()))));
+        }
+        Ok((f, m))
+    }
+
+    /// Lists `projects/<dir>/*.jsonl` with their stats, in path order: only regular files
+    /// inside the claude dir (a folder whose symlink leaves it is not entered).
+    fn scan(&self) -> Vec<(String, FileStat)> {
+        use std::os::unix::fs::MetadataExt;
+        let mut out = Vec::new();
+        let Ok(dirs) = std::fs::read_dir(self.dir.join("projects")) else {
+            return out;
+        };
+        for d in dirs.flatten() {
+            let rel_dir = format!("projects/{}", d.file_name().to_string_lossy());
+            // `file_type` does not follow links: a linked folder is checked where it leads.
+            let Ok(t) = d.file_type() else { continue };
+            if t.is_symlink() {
+                match self.resolve(&rel_dir) {
+                    Ok(real) if real.is_dir() => {}
+                    _ => continue,
+                }
+            } else if !t.is_dir() {
+                continue;
+            }
+            let Ok(files) = std::fs::read_dir(d.path()) else {
+                continue;
+            };
+            for f in files.flatten() {
+                let name = f.file_name();
+                if Path::new(&name).extension().is_none_or(|e| e != "jsonl") {
+                    continue;
+                }
+                let name = name.to_string_lossy();
+                let rel = format!("{rel_dir}/{name}");
+                if let Ok((_, m)) = self.check(&rel) {
+                    out.push((
+                        rel,
+                        FileStat {
+                            len: m.len(),
+                            ino: m.ino(),
+                        },
+                    ));
+                }
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
 }
 
 /// The agents' terminal panes.
@@ -234,4 +414,48 @@ pub struct World {
     pub files: Arc<dyn Files>,
     /// The panes.
     pub panes: Arc<dyn Panes>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn temp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("headspace-world-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// A `projects` folder kept elsewhere through a symlink is the user's own setup: its
+    /// transcripts are read; a link out of it is still refused, and a FIFO in it too.
+    #[test]
+    fn a_symlinked_projects_folder_is_read_but_links_out_of_it_are_not() {
+        let claude = temp("claude");
+        let elsewhere = temp("elsewhere");
+        let outside = temp("outside");
+        std::fs::create_dir_all(elsewhere.join("p")).unwrap();
+        std::fs::write(elsewhere.join("p/s.jsonl"), b"{}\n").unwrap();
+        std::fs::write(outside.join("secret.jsonl"), b"{}\n").unwrap();
+        symlink(outside.join("secret.jsonl"), elsewhere.join("p/leak.jsonl")).unwrap();
+        let fifo = std::process::Command::new("mkfifo")
+            .arg(elsewhere.join("p/fifo.jsonl"))
+            .status()
+            .unwrap();
+        assert!(fifo.success());
+        symlink(&elsewhere, claude.join("projects")).unwrap();
+
+        let files = DiskFiles::new(&claude);
+        assert_eq!(files.stat("projects/p/s.jsonl").map(|s| s.len), Some(3));
+        assert!(files.stat("projects/p/leak.jsonl").is_none());
+        assert!(files.stat("projects/p/fifo.jsonl").is_none());
+        assert!(files.read_at("projects/p/fifo.jsonl", 0, 10).is_err());
+        assert!(files.stat("../outside/secret.jsonl").is_none());
+        let listed: Vec<String> = files.guard.scan().into_iter().map(|(p, _)| p).collect();
+        assert_eq!(listed, ["projects/p/s.jsonl"]);
+        for d in [claude, elsewhere, outside] {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
 }

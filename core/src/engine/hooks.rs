@@ -4,8 +4,17 @@ use super::*;
 
 impl Core {
     pub(super) fn on_hook(&mut self, event: Option<&str>, body: &[u8]) {
-        let hook = match Hook::parse(event, body) {
-            Ok(h) => h,
+        let hook = match Hook::parse_mended(event, body) {
+            Ok((h, mended)) => {
+                if mended.any() {
+                    warn!(
+                        "[HOOK_RECEIVER] {} hook of session {}: {mended} (PostgreSQL and JSON parsers refuse them); its turn is kept",
+                        h.event.name(),
+                        h.session_id.as_deref().unwrap_or("-")
+                    );
+                }
+                h
+            }
             Err(e) => {
                 warn!("[HOOK_RECEIVER] rejected hook: {e}");
                 return;

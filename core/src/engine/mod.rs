@@ -11,7 +11,7 @@ mod watchdog;
 
 use crate::activity::agent_activity;
 use crate::entry::{self, Entry, Signal};
-use crate::framing::{LineFramer, Push};
+use crate::framing::{Line, LineFramer, Push};
 use crate::hook::{Hook, HookEvent};
 use crate::intent::{self, Actor, Intent};
 use crate::io::{Command, Event, Input, ReadId, Reply, RequestId, Write};
@@ -40,6 +40,11 @@ pub struct Config {
     /// from memory; the store keeps it and an input about it brings it back. An ended agent
     /// goes after at most a minute. Zero or less: never.
     pub evict_after_ms: i64,
+    /// The longest transcript line kept whole, in bytes (default
+    /// [`DEFAULT_MAX_LINE_BYTES`](crate::framing::DEFAULT_MAX_LINE_BYTES), 16 MiB). A longer
+    /// line is read in bounded memory: its first `max_line_bytes` and its last 64 KiB are
+    /// kept, and its turn is made from them with its text marked as truncated.
+    pub max_line_bytes: usize,
     /// A known bug planted for the simulator to catch (test builds only).
     #[cfg(feature = "planted-bugs")]
     pub planted: Option<crate::planted::Bug>,
@@ -54,6 +59,7 @@ impl Config {
             trust_ms: 10_000,
             send_timeout_ms: 60_000,
             evict_after_ms: 30 * 60_000,
+            max_line_bytes: crate::framing::DEFAULT_MAX_LINE_BYTES,
             #[cfg(feature = "planted-bugs")]
             planted: None,
         }

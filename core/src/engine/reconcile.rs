@@ -105,7 +105,7 @@ impl Core {
             FileState {
                 session_id: session.to_string(),
                 agent_id,
-                framer: LineFramer::new(offset),
+                framer: LineFramer::new(offset, self.config.max_line_bytes),
                 task,
                 saved: (offset, task),
                 activity_published: None,

@@ -132,14 +132,71 @@ impl Core {
         })));
     }
 
-    pub(super) fn process_line(&mut self, path: &str, agent_id: AgentId, line: &[u8]) {
-        match entry::classify(line) {
-            Ok(Entry::Ignored) => {}
-            Ok(e) => self.process_entry(path, agent_id, e),
+    pub(super) fn process_line(&mut self, path: &str, agent_id: AgentId, line: Line<'_>) {
+        match line {
+            Line::Whole(bytes) => self.process_whole_line(path, agent_id, bytes),
+            Line::Truncated { head, tail, len } => {
+                self.process_truncated_line(path, agent_id, head, tail, len)
+            }
+        }
+    }
+
+    fn process_whole_line(&mut self, path: &str, agent_id: AgentId, line: &[u8]) {
+        match entry::classify_mended(line) {
+            Ok((Entry::Ignored, _)) => {}
+            Ok((e, mended)) => {
+                if mended.any() {
+                    warn!(
+                        "[TRANSCRIPT] {path}: line {}: {mended} (PostgreSQL and JSON parsers refuse them); its turn is kept",
+                        e.uuid().unwrap_or("without uuid")
+                    );
+                }
+                self.process_entry(path, agent_id, e)
+            }
             Err(e) => warn!(
                 "[TRANSCRIPT] {path}: skipped a line that is not JSON ({} bytes): {e}",
                 line.len()
             ),
+        }
+    }
+
+    /// A line longer than `max_line_bytes`: what its head and tail tell becomes its turn,
+    /// its text marked as truncated.
+    fn process_truncated_line(
+        &mut self,
+        path: &str,
+        agent_id: AgentId,
+        head: &[u8],
+        tail: &[u8],
+        len: u64,
+    ) {
+        let limit = self.config.max_line_bytes;
+        if (head.len() + tail.len()) as u64 == len {
+            // Nothing was dropped between head and tail: the line is whole after all.
+            debug!("[TRANSCRIPT] {path}: a line of {len} bytes, just over max_line_bytes ({limit}), read whole");
+            return self.process_whole_line(path, agent_id, &[head, tail].concat());
+        }
+        let r = crate::truncated::recover(head, tail, len);
+        let uuid = r.uuid.as_deref().unwrap_or("(uuid not found)");
+        let outcome = match &r.entry {
+            Entry::Ignored if r.uuid.is_none() => {
+                "no uuid in its first and last bytes: no turn made of it"
+            }
+            Entry::Ignored => "not a turn",
+            Entry::Signal { .. } => "not a turn (an activity signal)",
+            _ if r.text_cut => "its turn keeps the start of its text, marked as truncated",
+            _ => "its turn's text was whole",
+        };
+        warn!(
+            "[TRANSCRIPT] {path}: line {uuid} is {len} bytes, longer than max_line_bytes ({limit}); read its first {} and last {} bytes: {outcome}",
+            head.len(),
+            tail.len()
+        );
+        if r.mended.any() {
+            warn!("[TRANSCRIPT] {path}: line {uuid}: {}", r.mended);
+        }
+        if r.entry != Entry::Ignored {
+            self.process_entry(path, agent_id, r.entry);
         }
     }
 

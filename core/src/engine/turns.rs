@@ -9,7 +9,16 @@ impl Core {
         id
     }
 
-    pub(super) fn persist_turn(&mut self, row: TurnRow) {
+    pub(super) fn persist_turn(&mut self, mut row: TurnRow) {
+        // Entries and hooks are mended where they are read (so that their matching keys
+        // agree); this keeps any other source from handing the store a NUL it refuses.
+        let nuls = replace_nul_in_turn(&mut row);
+        if nuls > 0 {
+            warn!(
+                "[RECONCILER] turn {} held {nuls} NUL character(s); replaced with U+FFFD",
+                row.id
+            );
+        }
         let data = turn_json(&row);
         let agent_id = row.agent_id;
         let now = self.now;
@@ -32,4 +41,16 @@ impl Core {
             data,
         }));
     }
+}
+
+/// Replaces NUL characters in every string of a turn row with U+FFFD; returns how many.
+fn replace_nul_in_turn(row: &mut TurnRow) -> usize {
+    use crate::mend::{replace_nul, replace_nul_in_json, replace_nul_opt};
+    replace_nul(&mut row.text)
+        + row.question.as_mut().map_or(0, replace_nul_in_json)
+        + replace_nul_opt(&mut row.entry_uuid)
+        + replace_nul_opt(&mut row.hook_key)
+        + replace_nul_opt(&mut row.session_id)
+        + replace_nul_opt(&mut row.prompt_id)
+        + replace_nul_opt(&mut row.tool_use_id)
 }
