@@ -385,40 +385,8 @@ impl PgStore {
     /// Everything the core needs to rebuild itself.
     pub async fn snapshot(&self) -> Result<Snapshot, StoreError> {
         let c = self.pool.get().await?;
-        let agents = c
-            .query(
-                &format!(
-                    "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission FROM agents ORDER BY id",
-                    ms("last_seen_at"),
-                    ms("sent_at")
-                ),
-                &[],
-            )
-            .await?
-            .iter()
-            .map(agent_row)
-            .collect();
-        let tasks = c
-            .query(
-                &format!(
-                    "SELECT id, agent_id, session_id, state, transcript_state, {}, {}, {} FROM tasks ORDER BY id",
-                    ms("started_at"),
-                    ms("hook_turn_end_at"),
-                    ms("state_since")
-                ),
-                &[],
-            )
-            .await?
-            .iter()
-            .map(task_row)
-            .collect::<Result<_, _>>()?;
-        let turns = c
-            .query(&format!("{TURN_SELECT} ORDER BY id"), &[])
-            .await?
-            .iter()
-            .map(turn_row)
-            .collect::<Result<_, _>>()?;
-        let offsets = c
+        let mut snapshot = rows(&c, "", &[]).await?;
+        snapshot.offsets = c
             .query("SELECT path, session_id, \"offset\", task_id FROM transcript_offsets ORDER BY path", &[])
             .await?
             .iter()
@@ -429,12 +397,7 @@ impl PgStore {
                 task_id: r.get::<_, Option<i64>>(3).map(|v| v as u64),
             })
             .collect();
-        Ok(Snapshot {
-            agents,
-            tasks,
-            turns,
-            offsets,
-        })
+        Ok(snapshot)
     }
 
     /// The rows of some agents (agent rows, tasks, turns; no offsets): what brings agents the
@@ -442,48 +405,7 @@ impl PgStore {
     pub async fn load_agents(&self, ids: &[u64]) -> Result<Snapshot, StoreError> {
         let c = self.pool.get().await?;
         let ids: Vec<i64> = ids.iter().map(|i| id(*i)).collect();
-        let agents = c
-            .query(
-                &format!(
-                    "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission FROM agents WHERE id = ANY($1) ORDER BY id",
-                    ms("last_seen_at"),
-                    ms("sent_at")
-                ),
-                &[&ids],
-            )
-            .await?
-            .iter()
-            .map(agent_row)
-            .collect();
-        let tasks = c
-            .query(
-                &format!(
-                    "SELECT id, agent_id, session_id, state, transcript_state, {}, {}, {} FROM tasks WHERE agent_id = ANY($1) ORDER BY id",
-                    ms("started_at"),
-                    ms("hook_turn_end_at"),
-                    ms("state_since")
-                ),
-                &[&ids],
-            )
-            .await?
-            .iter()
-            .map(task_row)
-            .collect::<Result<_, _>>()?;
-        let turns = c
-            .query(
-                &format!("{TURN_SELECT} WHERE agent_id = ANY($1) ORDER BY id"),
-                &[&ids],
-            )
-            .await?
-            .iter()
-            .map(turn_row)
-            .collect::<Result<_, _>>()?;
-        Ok(Snapshot {
-            agents,
-            tasks,
-            turns,
-            offsets: Vec::new(),
-        })
+        rows(&c, "= ANY($1)", &[&ids]).await
     }
 
     /// All agents with their current task and what their cards show.
@@ -733,4 +655,64 @@ impl crate::world::Store for PgStore {
     ) -> BoxFuture<'_, Result<Vec<TurnRow>, StoreError>> {
         Box::pin(PgStore::turns(self, agent_id, after, limit))
     }
+}
+
+/// Agents (`id`), tasks and turns (`agent_id`) whose agent id matches `filter` (an SQL
+/// condition on it, e.g. `= ANY($1)`; empty for all), without offsets.
+async fn rows(
+    c: &deadpool_postgres::Object,
+    filter: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<Snapshot, StoreError> {
+    let on = |col: &str| {
+        if filter.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {col} {filter}")
+        }
+    };
+    let agents = c
+        .query(
+            &format!(
+                "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission FROM agents {} ORDER BY id",
+                ms("last_seen_at"),
+                ms("sent_at"),
+                on("id")
+            ),
+            params,
+        )
+        .await?
+        .iter()
+        .map(agent_row)
+        .collect();
+    let tasks = c
+        .query(
+            &format!(
+                "SELECT id, agent_id, session_id, state, transcript_state, {}, {}, {} FROM tasks {} ORDER BY id",
+                ms("started_at"),
+                ms("hook_turn_end_at"),
+                ms("state_since"),
+                on("agent_id")
+            ),
+            params,
+        )
+        .await?
+        .iter()
+        .map(task_row)
+        .collect::<Result<_, _>>()?;
+    let turns = c
+        .query(
+            &format!("{TURN_SELECT} {} ORDER BY id", on("agent_id")),
+            params,
+        )
+        .await?
+        .iter()
+        .map(turn_row)
+        .collect::<Result<_, _>>()?;
+    Ok(Snapshot {
+        agents,
+        tasks,
+        turns,
+        offsets: Vec::new(),
+    })
 }

@@ -353,14 +353,6 @@ fn another_local_account_cannot_use_the_loopback_server() {
     assert_eq!(v.server.get("/api/agents").0, 200);
 }
 
-/// The server process's CPU time so far (user + system), in clock ticks.
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
-}
-
 #[test]
 fn hundreds_of_half_open_connections_at_the_file_limit_never_lock_out_healthz() {
     let Some(db) = fresh_db("sec_flood") else {
@@ -579,12 +571,7 @@ fn agent_list_previews_stay_small_whatever_the_turns_hold() {
     for _ in 0..5 {
         assert_eq!(server.get("/api/agents").0, 200);
     }
-    let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap();
-    let peak_kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap();
+    let peak_kb = proc_kb(server.child.id(), "VmHWM");
     assert!(peak_kb < 200 * 1024, "peak RSS {peak_kb} kB");
     // The whole text is still there, from the turn route.
     let id = v[0]["id"].as_u64().unwrap();

@@ -219,6 +219,14 @@ fn postgres_and_memory_stores_agree_under_retries_and_any_batching() {
             assert_eq!(got.tasks, want.tasks, "tasks, batch {batch}");
             assert_eq!(got.turns, want.turns, "turns, batch {batch}");
             assert_eq!(got.offsets, want.offsets, "offsets, batch {batch}");
+            // Loading agents back (after the core evicted them) gives the same rows too.
+            let ids: Vec<u64> = want.agents.iter().map(|a| a.id).chain([424_242]).collect();
+            for some in [&ids[..1], &ids[..]] {
+                let got = normalise(pg.load_agents(some).await.unwrap());
+                let want = normalise(mem.load_agents(some));
+                assert!(!want.turns.is_empty(), "the load brings turns back");
+                assert_eq!(got, want, "load_agents {some:?}, batch {batch}");
+            }
             // Postgres refuses a second turn for an entry exactly as the memory store does.
             let mut dup = want
                 .turns

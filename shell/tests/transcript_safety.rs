@@ -18,16 +18,6 @@ fn turns(server: &Server, agent: &str) -> Vec<serde_json::Value> {
         .unwrap_or_default()
 }
 
-/// A line of `/proc/<pid>/status` in kB (`VmRSS`, `VmHWM`).
-fn proc_kb(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {field} in {status}"))
-}
-
 fn symlink(target: &Path, link: &Path) {
     std::fs::create_dir_all(link.parent().unwrap()).unwrap();
     std::os::unix::fs::symlink(target, link).unwrap();
@@ -274,15 +264,6 @@ fn nul_lone_surrogate_and_a_20_mib_line_still_become_turns() {
     );
     server.stop();
     let _ = std::fs::remove_dir_all(&claude);
-}
-
-/// CPU time (user + system) the process has used, in clock ticks.
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
-    let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
 }
 
 /// The server's own opens and reads of a transcript are file events too: they must not
