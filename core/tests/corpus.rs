@@ -10,10 +10,30 @@ use headspace_core::trace::Step;
 use headspace_core::{Actor, Timestamp};
 use std::path::PathBuf;
 
+/// The real corpus: `HEADSPACE_CORPUS`, else `../shared/corpus` beside the repository.
+fn corpus_root() -> PathBuf {
+    std::env::var_os("HEADSPACE_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus"))
+}
+
+/// Whether the real corpus is here. A clone of the repository alone has none (it holds real
+/// people's prompts and is never copied in): these tests then say so and pass without it.
+fn have_corpus() -> bool {
+    let here = corpus_root().join("transcripts").is_dir();
+    if !here {
+        eprintln!(
+            "corpus tests skipped: no corpus at {} (set HEADSPACE_CORPUS)",
+            corpus_root().display()
+        );
+    } else {
+        eprintln!("corpus tests ran on {}", corpus_root().display());
+    }
+    here
+}
+
 fn corpus(sub: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/corpus")
-        .join(sub)
+    corpus_root().join(sub)
 }
 
 fn files(sub: &str, ext: &str) -> Vec<PathBuf> {
@@ -29,6 +49,9 @@ fn files(sub: &str, ext: &str) -> Vec<PathBuf> {
 
 #[test]
 fn every_hook_payload_parses() {
+    if !have_corpus() {
+        return;
+    }
     for path in files("hooks", "json") {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         if name.starts_with("real_settings") {
@@ -49,6 +72,9 @@ fn every_hook_payload_parses() {
 
 #[test]
 fn every_transcript_line_is_read_without_errors() {
+    if !have_corpus() {
+        return;
+    }
     for path in files("transcripts", "jsonl") {
         let data = std::fs::read(&path).unwrap();
         let mut errors = 0;
@@ -134,21 +160,33 @@ fn expect(name: &str, prompt: usize, agent_text: usize, question: usize, answer:
 // its Task call. The other figures were checked once against a throwaway script (not kept).
 #[test]
 fn small_queue_op_counts() {
+    if !have_corpus() {
+        return;
+    }
     expect("entire_2.0.74_small_queue_op.jsonl", 1, 1, 0, 0);
 }
 
 #[test]
 fn small_task_summary_counts() {
+    if !have_corpus() {
+        return;
+    }
     expect("entire_2.1.4_small_task_summary.jsonl", 1, 1, 0, 0);
 }
 
 #[test]
 fn compaction_counts() {
+    if !have_corpus() {
+        return;
+    }
     expect("entire_2.0.76_compaction.jsonl", 2, 9, 0, 0);
 }
 
 #[test]
 fn slash_command_counts() {
+    if !have_corpus() {
+        return;
+    }
     // Four typed prompts and the custom command `/pr` (line 141), which the model worked on;
     // `/mcp` is Claude Code's own and stays machinery.
     expect("entire_2.1.12_slashcmd_localcmd.jsonl", 5, 9, 0, 0);
@@ -156,21 +194,33 @@ fn slash_command_counts() {
 
 #[test]
 fn api_error_counts() {
+    if !have_corpus() {
+        return;
+    }
     expect("entire_2.1.17_api_error.jsonl", 8, 11, 0, 0);
 }
 
 #[test]
 fn subagent_progress_counts() {
+    if !have_corpus() {
+        return;
+    }
     expect("entire_2.1.19_task_subagent_progress.jsonl", 1, 2, 0, 0);
 }
 
 #[test]
 fn interrupted_counts() {
+    if !have_corpus() {
+        return;
+    }
     expect("entire_2.1.29_interrupted.jsonl", 4, 5, 0, 0);
 }
 
 #[test]
 fn ask_user_question_counts() {
+    if !have_corpus() {
+        return;
+    }
     expect("entire_2.1.33_askuserquestion.jsonl", 1, 9, 1, 1);
     let turns = replay_file("entire_2.1.33_askuserquestion.jsonl", usize::MAX);
     let q = turns.iter().find(|t| t.question.is_some()).unwrap();
@@ -188,11 +238,17 @@ fn ask_user_question_counts() {
 
 #[test]
 fn newest_format_counts() {
+    if !have_corpus() {
+        return;
+    }
     expect("esdeveniments_2.1.220_cli_attachments.jsonl", 3, 19, 0, 0);
 }
 
 #[test]
 fn every_corpus_transcript_replays_identically_twice() {
+    if !have_corpus() {
+        return;
+    }
     for path in files("transcripts", "jsonl") {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         let a = replay_file(&name, 1000);
@@ -206,6 +262,9 @@ fn every_corpus_transcript_replays_identically_twice() {
 
 #[test]
 fn sidechain_and_meta_lines_are_never_turns() {
+    if !have_corpus() {
+        return;
+    }
     let mut meta = 0;
     for path in files("transcripts", "jsonl") {
         let data = std::fs::read(&path).unwrap();
@@ -231,6 +290,9 @@ fn sidechain_and_meta_lines_are_never_turns() {
 
 #[test]
 fn every_pane_capture_is_read() {
+    if !have_corpus() {
+        return;
+    }
     use headspace_core::pane::{read_pane, PaneState};
     let want = [
         (

@@ -20,11 +20,35 @@ fn temp(name: &str) -> std::path::PathBuf {
 
 #[test]
 fn install_twice_keeps_other_hooks_and_uninstall_restores_the_file_exactly() {
-    let original = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/corpus/hooks/real_settings_entireio-cli.json"
-    ))
-    .unwrap();
+    // A real user's settings from the corpus when it is here; else one of the same shape
+    // written for this test (other hooks, matchers, permissions, env, key order).
+    let real = std::env::var_os("HEADSPACE_CORPUS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus")
+        })
+        .join("hooks/real_settings_entireio-cli.json");
+    let original = std::fs::read(&real).unwrap_or_else(|_| {
+        eprintln!("no corpus at {}: using the test's own settings file", real.display());
+        br#"{
+  "permissions": {
+    "allow": ["Bash(cargo test:*)", "Read(./**)"],
+    "deny": ["Read(./.env)"]
+  },
+  "env": { "RUST_LOG": "info" },
+  "hooks": {
+    "Stop": [
+      { "matcher": "", "hooks": [ { "type": "command", "command": "entire hooks claude-code stop" } ] }
+    ],
+    "PreToolUse": [
+      { "matcher": "Bash", "hooks": [ { "type": "command", "command": "./scripts/guard.sh", "timeout": 5 } ] }
+    ]
+  },
+  "model": "sonnet"
+}
+"#
+        .to_vec()
+    });
     let dir = temp("install");
     let settings = dir.join("settings.json");
     std::fs::write(&settings, &original).unwrap();
