@@ -48,7 +48,9 @@ pub enum Peer {
 pub struct RequestFacts<'a> {
     /// `GET`, `POST`, …
     pub method: &'a str,
-    /// The path, without the query.
+    /// The path as the router sees it: without the query, percent-decoded segment by
+    /// segment, joined by `/` (see [`route_path`]). Never the raw path: `/%61pi/agents` must
+    /// be judged as the `/api/agents` it is routed to.
     pub path: &'a str,
     /// The `Host` header.
     pub host: Option<&'a str>,
@@ -125,11 +127,6 @@ impl AccessPolicy {
     /// Whether a token is required.
     pub fn token_required(&self) -> bool {
         self.token.is_some()
-    }
-
-    /// The names this server answers to (lowercase, without port).
-    pub fn hosts(&self) -> impl Iterator<Item = &str> {
-        self.hosts.iter().map(String::as_str)
     }
 
     /// Whether `token` is the server's token (constant time).
@@ -237,14 +234,13 @@ impl AccessPolicy {
         }
     }
 
-    /// Routes anyone who passed the host and origin checks may call: the health check, the
-    /// dashboard's own files (code, no data) and the login.
+    /// Routes anyone who passed the host and origin checks may call, by an explicit list: the
+    /// health check, the dashboard's own files (code, no data) and, when there is a token to
+    /// log in with, the login.
     fn open_route(&self, r: &RequestFacts<'_>) -> bool {
         match r.method {
-            "GET" | "HEAD" => {
-                r.path == "/healthz" || (!r.path.starts_with("/api/") && !is_data_route(r.path))
-            }
-            "POST" => r.path == "/api/login",
+            "GET" | "HEAD" => r.path == "/healthz" || is_dashboard_file(r.path),
+            "POST" => r.path == "/api/login" && self.token.is_some(),
             _ => false,
         }
     }
@@ -265,9 +261,58 @@ impl AccessPolicy {
     }
 }
 
-/// Routes outside `/api/` that carry data: hooks and metrics.
-fn is_data_route(path: &str) -> bool {
-    path.starts_with("/hook/") || path.starts_with("/hooks/") || path == "/metrics"
+/// The dashboard's own files: `/`, or one plain file name with a static extension.
+fn is_dashboard_file(path: &str) -> bool {
+    if path == "/" {
+        return true;
+    }
+    let Some(name) = path.strip_prefix('/') else {
+        return false;
+    };
+    let plain = !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+    let ext = name.rsplit_once('.').map(|(_, e)| e);
+    plain
+        && matches!(
+            ext,
+            Some("html" | "js" | "css" | "svg" | "png" | "ico" | "woff2")
+        )
+}
+
+/// The path a router sees: the raw path's segments, percent-decoded, joined by `/` with one
+/// leading `/` (`//%61pi/agents/` → `/api/agents`). The access checks and the router must
+/// both use it.
+pub fn route_path(raw: &str) -> String {
+    let segments: Vec<String> = raw
+        .trim_matches('/')
+        .split('/')
+        .map(percent_decode)
+        .collect();
+    format!("/{}", segments.join("/"))
+}
+
+/// Decodes `%XX` escapes in a path segment (pane ids like `%3` arrive as `%253`); invalid
+/// escapes are kept as they are.
+pub fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The host part of a `Host` header or address: `[::1]:5055` → `::1`, `a.b:80` → `a.b`.
@@ -313,6 +358,42 @@ mod tests {
             content_type: (method == "POST").then_some("application/json"),
             ..RequestFacts::default()
         }
+    }
+
+    #[test]
+    fn an_encoded_or_doubled_path_is_judged_as_the_route_it_reaches() {
+        let p = AccessPolicy::new([], None);
+        for sneaky in [
+            "/%61pi/agents",
+            "//api/agents",
+            "/api//agents",
+            "/%61pi/events",
+            "/%6detrics",
+            "/metrics/",
+            "/hook%2FStop",
+            "/x/../api/agents",
+        ] {
+            let path = route_path(sneaky);
+            let f = facts("GET", &path, "127.0.0.1");
+            assert_eq!(
+                p.check(&f, Peer::OtherUser(65534)).map_err(|r| r.status),
+                Err(403),
+                "{sneaky} → {path}"
+            );
+        }
+        assert_eq!(route_path("/%61pi/agents/%253/send"), "/api/agents/%3/send");
+        assert_eq!(route_path("/"), "/");
+        for open in ["/", "/app.js", "/app.css", "/index.html", "/healthz"] {
+            let f = facts("GET", open, "127.0.0.1");
+            assert_eq!(p.check(&f, Peer::OtherUser(65534)), Ok(()), "{open}");
+        }
+        // Without a token there is nothing to log in with: not open either.
+        let login = facts("POST", "/api/login", "127.0.0.1");
+        assert_eq!(
+            p.check(&login, Peer::OtherUser(65534))
+                .map_err(|r| r.status),
+            Err(403)
+        );
     }
 
     #[test]
@@ -442,6 +523,11 @@ mod tests {
         assert_eq!(p.check(&login, Peer::Remote), Ok(()));
         assert!(p.token_matches("s3cret") && !p.token_matches("s3cret "));
         // 0.0.0.0 is no name a client can send.
-        assert!(!p.hosts().any(|h| h == "0.0.0.0"));
+        assert_eq!(
+            p.check(&facts("GET", "/", "0.0.0.0"), Peer::SameUser)
+                .unwrap_err()
+                .status,
+            403
+        );
     }
 }

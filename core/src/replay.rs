@@ -21,6 +21,10 @@ pub struct Replayer {
     events: u64,
     by_name: std::collections::BTreeMap<&'static str, u64>,
     gaps: u64,
+    /// When set, `LoadAgents` is answered only after the next step's input, as a slow store
+    /// would: the core then holds several inputs while agents come back.
+    defer_loads: bool,
+    deferred: Vec<Vec<crate::model::AgentId>>,
 }
 
 impl Replayer {
@@ -41,11 +45,16 @@ impl Replayer {
             events: 0,
             by_name: std::collections::BTreeMap::new(),
             gaps: 0,
+            defer_loads: false,
+            deferred: Vec::new(),
         }
     }
 
     /// Runs one step at time `at` and carries out every command it causes.
     pub fn step(&mut self, at: Timestamp, step: Step) {
+        // A slow store answers only after the next real input: a tick alone would be all the
+        // core ever had to hold.
+        let real = !matches!(step, Step::Tick);
         match step {
             Step::Hook { event, body } => self.core.handle(at, Input::Hook { event, body }),
             Step::Append { path, data } => {
@@ -72,10 +81,34 @@ impl Replayer {
             Step::Sent { agent, text } => self.core.handle(at, Input::Sent { agent, text }),
             Step::Restart => {
                 self.core = Core::new(self.config.clone());
+                self.deferred.clear();
                 self.core.handle(at, Input::Restore(self.store.snapshot()));
             }
         }
+        if real {
+            self.answer_deferred(at);
+        }
         self.drain(at);
+    }
+
+    /// Answers `LoadAgents` one step late from now on (see [`Replayer::settle`]).
+    pub fn defer_loads(&mut self) {
+        self.defer_loads = true;
+    }
+
+    /// Answers every deferred load, and what they cause, until nothing is left waiting.
+    pub fn settle(&mut self, at: Timestamp) {
+        while !self.deferred.is_empty() {
+            self.answer_deferred(at);
+            self.drain(at);
+        }
+    }
+
+    fn answer_deferred(&mut self, at: Timestamp) {
+        for ids in std::mem::take(&mut self.deferred) {
+            let rows = self.store.load_agents(&ids);
+            self.core.handle(at, Input::AgentsLoaded(rows));
+        }
     }
 
     fn drain(&mut self, at: Timestamp) {
@@ -105,6 +138,7 @@ impl Replayer {
                 }
                 Command::Reply { request, reply } => self.replies.push((request, reply)),
                 Command::GapDetected { .. } => self.gaps += 1,
+                Command::LoadAgents { ids } if self.defer_loads => self.deferred.push(ids),
                 Command::LoadAgents { ids } => {
                     let rows = self.store.load_agents(&ids);
                     self.core.handle(at, Input::AgentsLoaded(rows));

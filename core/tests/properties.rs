@@ -293,20 +293,29 @@ fn run(plan: &Plan) -> Result<(String, Replayer), TestCaseError> {
 
 /// Runs a plan with a tick after every step and a core that evicts every agent silent for a
 /// millisecond: every input after the first finds its agent evicted and must bring it back.
-fn run_evicting(plan: &Plan) -> Result<(String, u64), TestCaseError> {
+fn run_evicting(plan: &Plan, slow_store: bool) -> Result<(String, u64), TestCaseError> {
     let mut config = headspace_core::Config::new(CLAUDE_DIR);
     config.evict_after_ms = 1;
     let mut r = Replayer::with_config(config);
+    if slow_store {
+        // Loads answered a step late: inputs pile up while their agents are away.
+        r.defer_loads();
+    }
     let mut evictions = 0u64;
+    let mut last = None;
     for (at, step) in &plan.steps {
         r.step(*at, step.clone());
         r.step(at.add_millis(2), Step::Tick);
         evictions += r.core().memory_counts().1 as u64;
+        last = Some(at.add_millis(2));
         prop_assert!(
             r.store().violations().is_empty(),
             "S1: {:?}",
             r.store().violations()
         );
+    }
+    if let Some(at) = last {
+        r.settle(at);
     }
     Ok((r.output_json(), evictions))
 }
@@ -355,8 +364,22 @@ proptest! {
     fn evicting_agents_from_memory_changes_nothing(case in case()) {
         let with = plan(&case, true);
         let (kept, _) = run(&with)?;
-        let (evicting, evictions) = run_evicting(&with)?;
+        let (evicting, evictions) = run_evicting(&with, false)?;
         prop_assert!(evictions > 0, "the test evicted nothing");
         prop_assert_eq!(&kept, &evicting, "eviction changed the result");
+    }
+
+    /// Known gap (left for the next session): with loads answered a real input late, the held
+    /// inputs are replayed in one go and a transcript read one of them asks for is answered
+    /// only after the rest, so a prompt hook can be judged before its transcript lines (a
+    /// "yes" filed as an answer, not a new command). No turn is lost or doubled. Run with
+    /// `cargo test -p headspace-core --test properties -- --ignored`.
+    #[test]
+    #[ignore = "known: held inputs and the reads they ask for interleave differently"]
+    fn evicting_with_a_slow_store_changes_nothing(case in case()) {
+        let with = plan(&case, true);
+        let (kept, _) = run(&with)?;
+        let (slow, _) = run_evicting(&with, true)?;
+        prop_assert_eq!(&kept, &slow, "eviction with a slow store changed the result");
     }
 }

@@ -54,11 +54,6 @@ impl Connections {
         })
     }
 
-    /// The cap.
-    pub fn cap(&self) -> usize {
-        self.cap
-    }
-
     /// Connections open now.
     pub fn open(&self) -> usize {
         self.table.lock().expect("connections").open.len()

@@ -135,12 +135,7 @@ fn find_bin() -> Option<PathBuf> {
 }
 
 fn is_root() -> bool {
-    // SAFETY-free check: the effective uid via `id -u`, to avoid a libc dependency.
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false)
+    crate::peer::own_uid() == 0
 }
 
 /// 32 random bytes from the kernel, as 64 hex digits.

@@ -11,7 +11,7 @@ use crate::pgstore::AgentView;
 use crate::sse::Hub;
 use crate::world::{Panes, Store, Waited};
 use bytes::Bytes;
-use headspace_core::access::{AccessPolicy, Peer, RequestFacts};
+use headspace_core::access::{percent_decode, route_path, AccessPolicy, Peer, RequestFacts};
 use headspace_core::activity::{agent_activity, agent_state};
 use headspace_core::hook::Hook;
 use headspace_core::question::{open_question, preview, OpenQuestion};
@@ -124,9 +124,11 @@ pub async fn handle(
     peer: Peer,
 ) -> Result<Response<Body>, Infallible> {
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+    // Judged as routed: `/%61pi/agents` is `/api/agents` (see `route_path`).
+    let path = route_path(req.uri().path());
     let facts = RequestFacts {
         method: req.method().as_str(),
-        path: req.uri().path(),
+        path: &path,
         host: header("host"),
         origin: header("origin"),
         sec_fetch_site: header("sec-fetch-site"),
@@ -342,8 +344,20 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
     }
 }
 
+/// A request's body, at most `max_body` bytes, within the header timeout: a client that
+/// trickles its body must not hold a connection slot for long.
 async fn read_body(app: &App, req: Request<Incoming>) -> Result<Bytes, Response<Body>> {
-    match Limited::new(req.into_body(), app.max_body).collect().await {
+    let read = Limited::new(req.into_body(), app.max_body).collect();
+    let Ok(collected) = tokio::time::timeout(app.header_timeout, read).await else {
+        return Err(error(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the body did not arrive within {} s",
+                app.header_timeout.as_secs_f64()
+            ),
+        ));
+    };
+    match collected {
         Ok(b) => Ok(b.to_bytes()),
         Err(e)
             if e.downcast_ref::<http_body_util::LengthLimitError>()
@@ -498,26 +512,6 @@ async fn with_agent(
         Ok(view) => f(&view),
         Err(r) => r,
     }
-}
-
-/// Decodes `%XX` escapes in a path segment (pane ids like `%3` arrive as `%253`).
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn query_param<'a>(query: Option<&'a str>, key: &str) -> Option<&'a str> {

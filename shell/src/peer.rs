@@ -14,9 +14,7 @@ pub fn identify(peer: SocketAddr, local: SocketAddr) -> Peer {
     if !is_loopback(peer.ip()) {
         return Peer::Remote;
     }
-    let Some(me) = own_uid() else {
-        return Peer::Unknown;
-    };
+    let me = own_uid();
     match socket_owner(peer, local) {
         Some(uid) if uid == me || uid == 0 => Peer::SameUser,
         Some(uid) => Peer::OtherUser(uid),
@@ -25,9 +23,9 @@ pub fn identify(peer: SocketAddr, local: SocketAddr) -> Peer {
 }
 
 /// The effective uid of this process.
-pub fn own_uid() -> Option<u32> {
+pub fn own_uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
-    Some(unsafe { libc::geteuid() })
+    unsafe { libc::geteuid() }
 }
 
 fn is_loopback(ip: IpAddr) -> bool {
@@ -105,7 +103,7 @@ mod tests {
 
     #[test]
     fn reads_the_owner_of_a_loopback_client_socket() {
-        // Two lines of a real /proc/net/tcp: the listener and a client 127.0.0.1:41234 → :5055.
+        // Two lines of a real /proc/net/tcp: the listener and a client 127.0.0.1:41170 → :5055.
         let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
    0: 0100007F:13BF 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0\n\
    1: 0100007F:A0D2 0100007F:13BF 01 00000000:00000000 00:00000000 00000000 65534        0 2 1 0 20 4 30 10 -1\n";

@@ -288,7 +288,8 @@ async fn serve(
         max_body: args.max_body,
         access: AccessPolicy::new(hosts, token.as_deref()),
         token,
-        // Runners this server starts talk back over loopback, whatever it listens on.
+        // Runners this server starts talk back to the address it listens on (loopback when it
+        // listens on every address).
         self_addr: if local.ip().is_unspecified() {
             format!("127.0.0.1:{}", local.port())
         } else {

@@ -342,6 +342,31 @@ fn another_local_account_cannot_use_the_loopback_server() {
     let body = String::from_utf8_lossy(&out.stdout);
     assert!(!body.contains("sk-SECRET-42"), "{body}");
     assert!(body.contains("another local account"), "{body}");
+    // Nor by an encoded or doubled path that the router decodes to the same route.
+    for sneaky in [
+        "/%61pi/agents",
+        "//api/agents",
+        "/%61pi/events",
+        "/%6detrics",
+    ] {
+        let out = Command::new("runuser")
+            .args([
+                "-u",
+                "nobody",
+                "--",
+                "curl",
+                "-s",
+                "--path-as-is",
+                "-m",
+                "5",
+            ])
+            .arg(format!("http://{}{sneaky}", v.server.addr))
+            .output()
+            .unwrap();
+        let body = String::from_utf8_lossy(&out.stdout);
+        assert!(!body.contains("sk-SECRET-42"), "{sneaky}: {body}");
+        assert!(body.contains("another local account"), "{sneaky}: {body}");
+    }
     // Health is public; the owner still gets in.
     let out = Command::new("runuser")
         .args(["-u", "nobody", "--", "curl", "-s"])
@@ -461,6 +486,18 @@ fn the_token_comes_from_a_file_never_from_argv_and_logs_in_the_dashboard() {
     let host = format!("Host: {}", server.addr);
     assert_eq!(raw(&server.addr, "GET", "/api/agents", &[&host], "").0, 401);
     assert_eq!(raw(&server.addr, "GET", "/metrics", &[&host], "").0, 401);
+    for sneaky in [
+        "/%61pi/agents",
+        "//api/agents",
+        "/api/agents/",
+        "/%6detrics",
+    ] {
+        assert_eq!(
+            raw(&server.addr, "GET", sneaky, &[&host], "").0,
+            401,
+            "{sneaky}"
+        );
+    }
     assert_eq!(raw(&server.addr, "GET", "/healthz", &[&host], "").0, 200);
     // The dashboard's files load, so that it can ask for the token.
     assert_eq!(raw(&server.addr, "GET", "/", &[&host], "").0, 200);

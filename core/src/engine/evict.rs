@@ -57,8 +57,9 @@ impl Core {
     fn drain_held(&mut self) {
         while let Some((at, input)) = self.held.pop_front() {
             match self.needs(&input) {
+                // Handled at the latest time seen, as any input stamped earlier is.
                 Needs::Nothing => {
-                    self.now = self.now.max(at);
+                    let _ = at;
                     self.dispatch(input);
                     self.flush();
                 }
@@ -146,6 +147,7 @@ impl Core {
     /// Brings evicted agents back from their stored rows.
     fn on_agents_loaded(&mut self, snapshot: Snapshot) {
         let mut back = Vec::new();
+        let mut screens = Vec::new();
         for stored in snapshot.agents {
             let Some(e) = self.evicted.remove(&stored.id) else {
                 continue;
@@ -153,6 +155,7 @@ impl Core {
             self.loading.remove(&stored.id);
             // The core's own row is the latest: every write of it was committed before the
             // load, so the two agree; the core's is kept in case the store lags.
+            screens.push((stored.id, e.pane_hash));
             back.push(e.row);
         }
         // An agent the store did not return comes back from its row alone, rather than
@@ -167,9 +170,16 @@ impl Core {
             warn!("[EVICT] the store returned no rows for agent {id}; it comes back without its history");
             self.loading.remove(&id);
             if let Some(e) = self.evicted.remove(&id) {
+                screens.push((id, e.pane_hash));
                 back.push(e.row);
             }
         }
+        // A pane another agent took while these were away stays that agent's.
+        let owners: Vec<(String, AgentId)> = back
+            .iter()
+            .filter_map(|r| r.tmux_pane.as_ref())
+            .filter_map(|p| Some((p.clone(), *self.by_pane.get(p)?)))
+            .collect();
         let ids: BTreeSet<AgentId> = back.iter().map(|r| r.id).collect();
         let tasks = snapshot
             .tasks
@@ -184,9 +194,14 @@ impl Core {
         let now = self.now;
 
         self.hydrate(back, tasks, turns);
-        for id in &ids {
-            if let Some(a) = self.agents.get_mut(id) {
+        for (pane, owner) in owners {
+            self.by_pane.insert(pane, owner);
+        }
+        for (id, screen) in screens {
+            if let Some(a) = self.agents.get_mut(&id) {
                 a.back_at = now;
+                // The screen it left with is the baseline a change is measured against.
+                a.pane_hash = screen;
             }
         }
         info!("[EVICT] agent(s) {ids:?} back in memory");
