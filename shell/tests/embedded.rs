@@ -141,20 +141,8 @@ fn pg_bin() -> PathBuf {
     if let Some(b) = std::env::var_os("PG_BIN").filter(|b| !b.is_empty()) {
         return PathBuf::from(b);
     }
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-        .unwrap()
-        .flatten()
-        .map(|e| e.path().join("bin"))
-        .filter(|p| p.join("psql").exists())
-        .collect();
-    dirs.sort_by_key(|p| {
-        p.parent()
-            .and_then(|v| v.file_name())
-            .and_then(|v| v.to_str())
-            .and_then(|v| v.parse::<u32>().ok())
-            .unwrap_or(0)
-    });
-    dirs.pop().expect("PostgreSQL binaries")
+    // The same folder the server uses.
+    headspace::embedded_pg::find_bin().expect("PostgreSQL binaries")
 }
 
 fn is_root() -> bool {

@@ -1,0 +1,432 @@
+//! Transcript entries becoming turns: claims of hook-made turns, the task an entry belongs
+//! to, and the transcript-order fold of task state.
+
+use super::*;
+
+impl Core {
+    pub(super) fn process_entry(&mut self, path: &str, agent_id: AgentId, e: Entry) {
+        let session = self.files[path].session_id.clone();
+        let now = self.now;
+        self.agent_mut(agent_id).last_signal_at = now;
+        match e {
+            Entry::UserPrompt {
+                uuid,
+                timestamp,
+                text,
+                prompt_id,
+            } => {
+                if !self.first_sight(agent_id, &uuid) {
+                    return;
+                }
+                self.prompt_seen(agent_id, timestamp, &text);
+                let key = self.key(Kind::Prompt, &text, prompt_id.as_deref());
+                if let Some(slot) = self.claim_slot(agent_id, &key) {
+                    let task = self.prompt_task_in_order(path, agent_id, &slot, &text, timestamp);
+                    self.set_file_task(path, task);
+                    self.overtake_hook_turn_end(agent_id, task, timestamp);
+                    self.claim(agent_id, slot, uuid, timestamp, task);
+                    return;
+                }
+                let file_task = self.files[path].task;
+                let tx = file_task.map(|t| self.agents[&agent_id].tasks[&t].transcript_state);
+                let intent = intent::detect_user(&text, tx);
+                let task = match (intent, file_task) {
+                    (Intent::Answer, Some(t)) => t,
+                    _ => {
+                        let t = self.create_task(
+                            agent_id,
+                            Some(session.clone()),
+                            timestamp.unwrap_or(self.now),
+                        );
+                        self.set_file_task(path, t);
+                        t
+                    }
+                };
+                // An answer written after a Stop's stamp shows the turn went on.
+                self.overtake_hook_turn_end(agent_id, task, timestamp);
+                let row = self.entry_turn(
+                    agent_id,
+                    task,
+                    Actor::User,
+                    intent,
+                    text,
+                    timestamp,
+                    uuid,
+                    &session,
+                );
+                let row = TurnRow { prompt_id, ..row };
+                self.add_entry_turn(row, Some(key));
+            }
+            Entry::AgentText {
+                uuid,
+                timestamp,
+                text,
+            } => {
+                if !self.first_sight(agent_id, &uuid) {
+                    return;
+                }
+                let task = self.entry_task(path, agent_id, timestamp);
+                self.overtake_hook_turn_end(agent_id, task, timestamp);
+                let key = self.key(Kind::AgentText, &text, None);
+                if let Some(slot) = self.claim_slot(agent_id, &key) {
+                    self.claim(agent_id, slot, uuid, timestamp, task);
+                    return;
+                }
+                let intent = intent::detect_agent(&text).0;
+                let row = self.entry_turn(
+                    agent_id,
+                    task,
+                    Actor::Agent,
+                    intent,
+                    text,
+                    timestamp,
+                    uuid,
+                    &session,
+                );
+                self.add_entry_turn(row, Some(key));
+            }
+            Entry::AgentQuestion {
+                uuid,
+                timestamp,
+                tool_use_id,
+                text,
+                question,
+            } => {
+                if let Some(id) = tool_use_id.as_deref() {
+                    self.agent_mut(agent_id)
+                        .question_ids
+                        .insert(hash128(id.as_bytes()));
+                }
+                if !self.first_sight(agent_id, &uuid) {
+                    return;
+                }
+                let task = self.entry_task(path, agent_id, timestamp);
+                self.overtake_hook_turn_end(agent_id, task, timestamp);
+                let key = self.key(Kind::Question, &text, tool_use_id.as_deref());
+                if let Some(slot) = self.claim_slot(agent_id, &key) {
+                    self.claim(agent_id, slot, uuid, timestamp, task);
+                    return;
+                }
+                let row = self.entry_turn(
+                    agent_id,
+                    task,
+                    Actor::Agent,
+                    Intent::Question,
+                    text,
+                    timestamp,
+                    uuid,
+                    &session,
+                );
+                let row = TurnRow {
+                    tool_use_id,
+                    question: Some(question),
+                    ..row
+                };
+                self.add_entry_turn(row, Some(key));
+            }
+            Entry::ToolResult {
+                uuid,
+                timestamp,
+                tool_use_id,
+                answers,
+                text,
+            } => {
+                let is_answer = answers.is_some()
+                    || tool_use_id.as_deref().is_some_and(|id| {
+                        self.agents[&agent_id]
+                            .question_ids
+                            .contains(&hash128(id.as_bytes()))
+                    });
+                let task = self.files[path].task;
+                if let Some(t) = task {
+                    self.overtake_hook_turn_end(agent_id, t, timestamp);
+                }
+                if !is_answer || !self.first_sight(agent_id, &uuid) {
+                    return;
+                }
+                let task = self.entry_task(path, agent_id, timestamp);
+                let text = answers.unwrap_or(text).trim().to_string();
+                let row = self.entry_turn(
+                    agent_id,
+                    task,
+                    Actor::User,
+                    Intent::Answer,
+                    text,
+                    timestamp,
+                    uuid,
+                    &session,
+                );
+                let row = TurnRow { tool_use_id, ..row };
+                self.add_entry_turn(row, None);
+            }
+            Entry::Signal { timestamp, signal } => {
+                let Some(task_id) = self.files[path].task else {
+                    return;
+                };
+                match signal {
+                    Signal::Interrupt | Signal::TurnDuration | Signal::StopHookSummary => {
+                        let task = self.task_mut(agent_id, task_id);
+                        let before = (task.transcript_state, task.hook_turn_end_at);
+                        if let Some(s) = on_turn_end(task.transcript_state) {
+                            task.transcript_state = s;
+                        }
+                        task.hook_turn_end_at = None; // confirmed by the transcript
+                        if before != (task.transcript_state, task.hook_turn_end_at) {
+                            self.mark_task(agent_id, task_id);
+                            self.recompute(agent_id, task_id);
+                        }
+                    }
+                    Signal::ToolUse => {
+                        self.overtake_hook_turn_end(agent_id, task_id, timestamp);
+                        self.reopen_on_tool_use(agent_id, task_id);
+                    }
+                    Signal::CompactBoundary => {
+                        self.overtake_hook_turn_end(agent_id, task_id, timestamp)
+                    }
+                }
+            }
+            Entry::Ignored => {}
+        }
+    }
+
+    /// A tool call after a text that read like a completion ("All tests pass.") shows the
+    /// agent still works: only a turn end finishes the turn (found by the simulation: the
+    /// agent showed idle while it worked).
+    fn reopen_on_tool_use(&mut self, agent_id: AgentId, task_id: TaskId) {
+        let task = self.task_mut(agent_id, task_id);
+        if task.transcript_state == TaskState::Complete {
+            task.transcript_state = TaskState::Processing;
+            self.mark_task(agent_id, task_id);
+            self.recompute(agent_id, task_id);
+        }
+    }
+
+    /// The task of a prompt whose hook came first. The hook may have taken it for an answer
+    /// within the task the agent seemed still to work on (its Stop not in yet); when the
+    /// transcript shows that task had ended before the prompt, the prompt opens a new task, as
+    /// in transcript order (found by the simulation: the agent showed idle while it worked).
+    fn prompt_task_in_order(
+        &mut self,
+        path: &str,
+        agent_id: AgentId,
+        slot: &Slot,
+        text: &str,
+        timestamp: Option<Timestamp>,
+    ) -> TaskId {
+        if self.files[path].task != Some(slot.task_id) {
+            return slot.task_id;
+        }
+        let tx = self.agents[&agent_id].tasks[&slot.task_id].transcript_state;
+        let intent = intent::detect_user(text, Some(tx));
+        match transition(tx, Actor::User, intent) {
+            Outcome::OpenNew | Outcome::CompleteAndOpenNew => {
+                let session = self.files[path].session_id.clone();
+                self.create_task(agent_id, Some(session), timestamp.unwrap_or(slot.stamp))
+            }
+            _ => slot.task_id,
+        }
+    }
+
+    /// The provisional turn an entry with `key` claims, if any. (The planted 30-second match
+    /// window drops a slot whose hook came more than 30 s before the entry is read.)
+    fn claim_slot(&mut self, agent_id: AgentId, key: &Key) -> Option<Slot> {
+        let slot = self.agent_mut(agent_id).index.claim(key)?;
+        let window_shut = self.planted(crate::planted::Bug::MatchWindow30s)
+            && self.now.millis() - slot.stamp.millis() > 30_000;
+        (!window_shut).then_some(slot)
+    }
+
+    /// True the first time an entry uuid is seen for this agent: re-reads add nothing.
+    pub(super) fn first_sight(&mut self, agent_id: AgentId, uuid: &str) -> bool {
+        self.agent_mut(agent_id).seen_entries.insert(uuid_key(uuid))
+    }
+
+    /// The task an entry belongs to: the one its file's last prompt opened; a transcript read
+    /// from the middle of a conversation gets a task without a command.
+    pub(super) fn entry_task(
+        &mut self,
+        path: &str,
+        agent_id: AgentId,
+        timestamp: Option<Timestamp>,
+    ) -> TaskId {
+        if self.planted(crate::planted::Bug::RecoveredOnLatestTask) {
+            if let Some(t) = self.agents[&agent_id].latest {
+                return t;
+            }
+        }
+        if let Some(t) = self.files[path].task {
+            return t;
+        }
+        let session = self.files[path].session_id.clone();
+        let t = self.create_task(agent_id, Some(session), timestamp.unwrap_or(self.now));
+        self.set_file_task(path, t);
+        t
+    }
+
+    pub(super) fn set_file_task(&mut self, path: &str, task: TaskId) {
+        self.files.get_mut(path).expect("file open").task = Some(task);
+    }
+
+    /// A transcript entry written after a hook's turn-end stamp shows the agent went on: the
+    /// transcript is the authority again for that task.
+    pub(super) fn overtake_hook_turn_end(
+        &mut self,
+        agent_id: AgentId,
+        task_id: TaskId,
+        timestamp: Option<Timestamp>,
+    ) {
+        let Some(ts) = timestamp else { return };
+        let task = self.task_mut(agent_id, task_id);
+        if task.hook_turn_end_at.is_some_and(|end| ts > end) {
+            task.hook_turn_end_at = None;
+            self.mark_task(agent_id, task_id);
+            self.recompute(agent_id, task_id);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn entry_turn(
+        &self,
+        agent_id: AgentId,
+        task_id: TaskId,
+        actor: Actor,
+        intent: Intent,
+        text: String,
+        timestamp: Option<Timestamp>,
+        uuid: String,
+        session: &str,
+    ) -> TurnRow {
+        let at = timestamp.unwrap_or(self.now);
+        TurnRow {
+            timestamp_source: if timestamp.is_some() {
+                TimestampSource::Jsonl
+            } else {
+                TimestampSource::Server
+            },
+            entry_uuid: Some(uuid),
+            session_id: Some(session.to_string()),
+            ..TurnRow::new(
+                agent_id,
+                task_id,
+                (actor, intent),
+                text,
+                at,
+                TurnSource::Transcript,
+            )
+        }
+    }
+
+    /// Persists a turn made from a transcript entry that no hook announced, and lets it drive
+    /// its task's state like any other turn (a recovered question awaits input).
+    pub(super) fn add_entry_turn(&mut self, mut row: TurnRow, key: Option<Key>) {
+        if self.rolled_back(row.agent_id, row.task_id, row.actor) {
+            return;
+        }
+        row.id = self.new_turn_id();
+        let (agent_id, task_id) = (row.agent_id, row.task_id);
+        info!(
+            "[RECONCILER] Created turn {} from JSONL entry (agent={}, intent={}, hash={}) — no matching hook-created turn found",
+            row.id,
+            agent_id,
+            row.intent.as_str(),
+            key.map(|k| format!("{:08x}", (k.text >> 96) as u32)).unwrap_or_else(|| "-".into())
+        );
+        if let Some(key) = key {
+            self.agent_mut(agent_id)
+                .index
+                .add_unhooked(Slot::of(&row, key));
+        }
+        self.agent_mut(agent_id).recovered += 1;
+        let (actor, intent, id) = (row.actor, row.intent, row.id);
+        self.persist_turn(row);
+        self.fold_transcript(agent_id, task_id, actor, intent, id);
+    }
+
+    /// An entry claims a hook-made turn: the turn takes the entry's uuid, timestamp and task.
+    pub(super) fn claim(
+        &mut self,
+        agent_id: AgentId,
+        slot: Slot,
+        uuid: String,
+        timestamp: Option<Timestamp>,
+        task_id: TaskId,
+    ) {
+        if let Some(ts) = timestamp {
+            info!(
+                "[RECONCILER] Updated turn {} timestamp: {} -> {}",
+                slot.turn_id, slot.stamp, ts
+            );
+        }
+        let now = self.now;
+        self.agent_mut(agent_id).last_turn_at = now;
+        // The command that opened a task now has the transcript's time: the task takes it
+        // too, so tasks the transcript knows are ordered on one clock.
+        if let (Some(ts), Actor::User, Intent::Command) = (timestamp, slot.actor, slot.intent) {
+            self.retime_task(agent_id, slot.task_id, slot.stamp, ts);
+        }
+        self.out.push_back(Command::Store(Write::Claim {
+            turn_id: slot.turn_id,
+            entry_uuid: uuid.clone(),
+            timestamp,
+            task_id,
+        }));
+        self.publish(
+            agent_id,
+            "turn_updated",
+            json!({
+                "turn_id": slot.turn_id,
+                "agent_id": agent_id,
+                "task_id": task_id,
+                "entry_uuid": uuid,
+                "timestamp": timestamp.unwrap_or(slot.stamp),
+                "timestamp_source": if timestamp.is_some() { "jsonl" } else { "server" },
+                "update_type": "timestamp_correction",
+            }),
+        );
+        if let (Actor::User, Some(ts)) = (slot.actor, timestamp) {
+            self.agent_mut(agent_id).note_user_entry(task_id, ts);
+        }
+        if slot.task_id != task_id {
+            self.move_turn(agent_id, slot.turn_id, slot.task_id, task_id);
+            self.recompute(agent_id, slot.task_id);
+        }
+        self.fold_transcript(agent_id, task_id, slot.actor, slot.intent, slot.turn_id);
+    }
+
+    /// Applies a turn, in transcript order, to its task's transcript state.
+    pub(super) fn fold_transcript(
+        &mut self,
+        agent_id: AgentId,
+        task_id: TaskId,
+        actor: Actor,
+        intent: Intent,
+        turn_id: TurnId,
+    ) {
+        let task = self.task_mut(agent_id, task_id);
+        let from = task.transcript_state;
+        match transition(from, actor, intent) {
+            Outcome::To(to) => {
+                if to != from {
+                    task.transcript_state = to;
+                    self.mark_task(agent_id, task_id);
+                }
+            }
+            Outcome::Reject => warn!(
+                "{}",
+                preserved_warning("RECONCILER", from, actor, intent, turn_id)
+            ),
+            // A command opens its own task before it is folded; nothing to do here.
+            Outcome::OpenNew | Outcome::CompleteAndOpenNew => {}
+        }
+        let shown_before = self.agents[&agent_id].tasks[&task_id].state;
+        self.recompute(agent_id, task_id);
+        let shown_after = self.agents[&agent_id].tasks[&task_id].state;
+        if shown_after != shown_before {
+            info!(
+                "[RECONCILER] Recovered turn {turn_id} triggered state transition: {} -> {}",
+                shown_before.as_str(),
+                shown_after.as_str()
+            );
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! The command families of the `headspace` binary that outgrew `main.rs`.
+
+pub mod orchestrate;

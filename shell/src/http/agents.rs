@@ -1,0 +1,290 @@
+//! The agent routes: the list and one agent, turns, wait, send, clear, answer, interrupt
+//! and reconcile.
+
+use super::body::{error, json_response, Body};
+use super::{query_param, App};
+use crate::driver::Msg;
+use crate::pgstore::AgentView;
+use crate::world::Waited;
+use headspace_core::activity::{agent_activity, agent_state};
+use headspace_core::question::{open_question, preview, OpenQuestion};
+use headspace_core::Reply;
+use hyper::{Response, StatusCode};
+use serde_json::{json, Value};
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// The JSON of an agent as the API shows it.
+pub fn agent_json(v: &AgentView) -> Value {
+    let (a, task) = (&v.agent, v.task.as_ref());
+    json!({
+        "id": a.id,
+        "session_id": a.session_id,
+        "sessions": a.sessions,
+        "project": a.project,
+        "cwd": a.cwd,
+        "transcript_path": a.transcript_path,
+        "tmux_pane": a.tmux_pane,
+        "state": agent_state(task).as_str(),
+        "activity": agent_activity(a, task).as_str(),
+        "task_id": task.map(|t| t.id),
+        "state_since": task.map(|t| t.state_since),
+        "command": v.command.as_deref().map(|c| preview(c).0),
+        "last_turn": v.last_turn.as_ref().map(|l| {
+            let (text, truncated) = preview(&l.text);
+            json!({"actor": l.actor, "intent": l.intent, "text": text, "truncated": truncated, "timestamp": l.timestamp})
+        }),
+        "question": open_question_of(v).map(|q| q.to_json()),
+        "last_seen_at": a.last_seen_at,
+        "turn_count": v.turn_count,
+    })
+}
+
+/// The question the agent waits on (the core decides which one counts).
+pub(super) fn open_question_of(v: &AgentView) -> Option<OpenQuestion> {
+    open_question(
+        v.agent.permission.as_ref(),
+        v.question
+            .as_ref()
+            .map(|(text, q)| (text.as_str(), q.as_ref())),
+    )
+}
+
+pub(super) async fn resolve(app: &App, reference: &str) -> Result<u64, Response<Body>> {
+    match app.store.resolve(reference).await {
+        Ok(Some(id)) => Ok(id),
+        Ok(None) => Err(error(
+            StatusCode::NOT_FOUND,
+            format!("no agent {reference}"),
+        )),
+        Err(e) => Err(error(StatusCode::SERVICE_UNAVAILABLE, e)),
+    }
+}
+
+/// The agent a reference names, with its card; or the response that says why not.
+pub(super) async fn agent_view(app: &App, reference: &str) -> Result<AgentView, Response<Body>> {
+    let id = resolve(app, reference).await?;
+    match app.store.agent(id).await {
+        Ok(Some(view)) => Ok(view),
+        Ok(None) => Err(error(
+            StatusCode::NOT_FOUND,
+            format!("no agent {reference}"),
+        )),
+        Err(e) => Err(error(StatusCode::SERVICE_UNAVAILABLE, e)),
+    }
+}
+
+/// The 409 for an agent with no tmux pane to type into.
+pub(super) fn no_pane(reference: &str) -> Response<Body> {
+    error(
+        StatusCode::CONFLICT,
+        format!("agent {reference} has no tmux pane to type into"),
+    )
+}
+
+pub(super) async fn with_agent(
+    app: &App,
+    reference: &str,
+    f: impl FnOnce(&AgentView) -> Response<Body>,
+) -> Response<Body> {
+    match agent_view(app, reference).await {
+        Ok(view) => f(&view),
+        Err(r) => r,
+    }
+}
+
+pub(super) async fn turns(app: &App, reference: &str, query: Option<&str>) -> Response<Body> {
+    let id = match resolve(app, reference).await {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
+    let after = match query_param(query, "after").map(str::parse::<u64>) {
+        None => None,
+        Some(Ok(a)) => Some(a),
+        Some(Err(_)) => return error(StatusCode::BAD_REQUEST, "after must be a turn id"),
+    };
+    let limit = match query_param(query, "limit").map(str::parse::<i64>) {
+        None => 100_000,
+        Some(Ok(l)) if (1..=100_000).contains(&l) => l,
+        Some(_) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "limit must be between 1 and 100000",
+            )
+        }
+    };
+    match app.store.turns(id, after, limit).await {
+        Ok(rows) => json_response(
+            StatusCode::OK,
+            &Value::Array(rows.iter().map(headspace_core::engine::turn_json).collect()),
+        ),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
+}
+
+pub(super) async fn reconcile(app: &App, reference: &str) -> Response<Body> {
+    let id = match resolve(app, reference).await {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
+    let run = Box::pin(async {
+        let (tx, rx) = oneshot::channel();
+        let _ = app.core.send(Msg::Reconcile {
+            agent: id.to_string(),
+            reply: tx,
+        });
+        match tokio::time::timeout(app.reconcile_budget, rx).await {
+            Ok(Ok(reply)) => Waited::Reply(reply),
+            Ok(Err(_)) => Waited::CoreStopped,
+            Err(_) => Waited::StillRunning,
+        }
+    });
+    let waited = app.store.with_reconcile_lock(id, run).await;
+    let busy =
+        json!({"status": "ok", "created": 0, "message": "Reconciliation already in progress"});
+    match waited {
+        Ok(None) | Ok(Some(Waited::Reply(Reply::ReconcileBusy))) => {
+            json_response(StatusCode::OK, &busy)
+        }
+        Ok(Some(Waited::Reply(Reply::Reconciled { created, .. }))) => {
+            json_response(StatusCode::OK, &json!({"status": "ok", "created": created}))
+        }
+        Ok(Some(Waited::Reply(Reply::UnknownAgent))) => {
+            error(StatusCode::NOT_FOUND, format!("no agent {reference}"))
+        }
+        Ok(Some(Waited::CoreStopped)) => error(StatusCode::SERVICE_UNAVAILABLE, "the core stopped"),
+        // Still running (a huge transcript, or the database is down): it goes on behind.
+        Ok(Some(Waited::StillRunning)) => json_response(
+            StatusCode::OK,
+            &json!({"status": "partial", "created": 0, "remaining": 1}),
+        ),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
+}
+
+/// Long-polls until the agent is idle (finished its turn, waiting for input, or ended): two
+/// consecutive idle readings a quarter second apart, so a transient never counts.
+pub(super) async fn wait(app: &App, reference: &str, query: Option<&str>) -> Response<Body> {
+    let id = match resolve(app, reference).await {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
+    let timeout = match query_param(query, "timeout").map(str::parse::<f64>) {
+        None => 600.0,
+        Some(Ok(t)) if (0.0..=86_400.0).contains(&t) => t,
+        Some(_) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "timeout must be a number of seconds",
+            )
+        }
+    };
+    // tokio's clock, so the simulation's virtual time drives it too.
+    let started = tokio::time::Instant::now();
+    let deadline = started + Duration::from_secs_f64(timeout);
+    let mut idle_readings = 0;
+    loop {
+        let activity = match app.store.agent(id).await {
+            Ok(Some(v)) => agent_activity(&v.agent, v.task.as_ref()),
+            Ok(None) => return error(StatusCode::NOT_FOUND, format!("no agent {reference}")),
+            Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
+        };
+        idle_readings = if activity == headspace_core::Activity::Running {
+            0
+        } else {
+            idle_readings + 1
+        };
+        let waited_ms = started.elapsed().as_millis() as u64;
+        if idle_readings >= 2 {
+            return json_response(
+                StatusCode::OK,
+                &json!({"status": "idle", "activity": activity.as_str(), "waited_ms": waited_ms}),
+            );
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return json_response(
+                StatusCode::OK,
+                &json!({"status": "timeout", "activity": activity.as_str(), "waited_ms": waited_ms}),
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Picks an option of the question the agent waits on, in its pane. The question clears
+/// when the agent goes on (its answer line or PostToolUse hook, or the dialog leaving the pane).
+pub(super) async fn answer(app: &App, reference: &str, n: usize) -> Response<Body> {
+    let view = match agent_view(app, reference).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let Some(question) = open_question_of(&view) else {
+        return error(
+            StatusCode::CONFLICT,
+            format!("agent {reference} is not waiting on a question"),
+        );
+    };
+    let label = match question.choose(n) {
+        Ok(l) => l,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e),
+    };
+    let Some(pane) = view.agent.tmux_pane.clone() else {
+        return no_pane(reference);
+    };
+    match app.panes.choose(&pane, n, &label).await {
+        Ok(s) => json_response(
+            StatusCode::OK,
+            &json!({"status": "answered", "pane": pane, "option": n, "label": label, "question": question.text, "verified": s.verified, "retried_enter": s.retried_enter}),
+        ),
+        Err(e) => error(
+            StatusCode::BAD_GATEWAY,
+            format!("could not answer in pane {pane}: {e}"),
+        ),
+    }
+}
+
+/// Presses Escape in the agent's pane (an orchestration cancelling a step), through the
+/// server's own tmux socket.
+pub(super) async fn interrupt(app: &App, reference: &str) -> Response<Body> {
+    let view = match agent_view(app, reference).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let Some(pane) = view.agent.tmux_pane.clone() else {
+        return no_pane(reference);
+    };
+    match app.panes.interrupt(&pane).await {
+        Ok(()) => json_response(
+            StatusCode::OK,
+            &json!({"status": "interrupted", "pane": pane}),
+        ),
+        Err(e) => error(
+            StatusCode::BAD_GATEWAY,
+            format!("could not press Escape in pane {pane}: {e}"),
+        ),
+    }
+}
+
+/// Types text into the agent's pane. The core hears of it first, so the agent counts as
+/// running from this moment: a `wait` right after never sees a false idle.
+pub(super) async fn send(app: &App, reference: &str, text: &str) -> Response<Body> {
+    let view = match agent_view(app, reference).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let Some(pane) = view.agent.tmux_pane.clone() else {
+        return no_pane(reference);
+    };
+    let id = view.agent.id;
+    let _ = app.core.send(Msg::Sent(id.to_string(), text.to_string()));
+    match app.panes.send(&pane, text).await {
+        Ok(s) => json_response(
+            StatusCode::OK,
+            &json!({"status": "sent", "pane": pane, "verified": s.verified, "retried_enter": s.retried_enter, "cleared_input": s.cleared_input}),
+        ),
+        Err(e) => error(
+            StatusCode::BAD_GATEWAY,
+            format!("could not type into pane {pane}: {e}"),
+        ),
+    }
+}

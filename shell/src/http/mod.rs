@@ -1,0 +1,321 @@
+//! HTTP: hook routes, the JSON API, SSE, health, metrics and the static dashboard.
+
+use crate::connections::Connections;
+use crate::driver::{Health, Msg};
+use crate::metrics::Metrics;
+use crate::orchestrate::command::Command;
+use crate::sse::Hub;
+use crate::world::{Panes, Store};
+use headspace_core::access::{percent_decode, route_path, AccessPolicy, Peer, RequestFacts};
+use headspace_core::hook::Hook;
+use hyper::body::Incoming;
+use hyper::header::HeaderValue;
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{json, Value};
+use std::convert::Infallible;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tracing::{debug, warn};
+
+mod agents;
+mod assets;
+mod body;
+mod login;
+mod orchestration;
+
+pub use agents::agent_json;
+use agents::*;
+use assets::*;
+use body::*;
+pub use body::{with_guard, Body};
+use login::*;
+use orchestration::*;
+
+/// Everything a request handler needs.
+pub struct App {
+    /// Messages to the core.
+    pub core: mpsc::UnboundedSender<Msg>,
+    /// The store, for reads.
+    pub store: Arc<dyn Store>,
+    /// SSE.
+    pub hub: Arc<Hub>,
+    /// Counters.
+    pub metrics: Arc<Metrics>,
+    /// Store health.
+    pub health: Arc<Health>,
+    /// Largest accepted request body.
+    pub max_body: usize,
+    /// Who may call which route (host, origin, token, account, method).
+    pub access: AccessPolicy,
+    /// The token, handed to runners this server starts (in their environment, never argv).
+    pub token: Option<String>,
+    /// This server's own address (`127.0.0.1:PORT`): the one runners it starts talk back to.
+    pub self_addr: String,
+    /// The dashboard's files.
+    pub static_dir: PathBuf,
+    /// How long a reconcile may take before it answers `partial`.
+    pub reconcile_budget: Duration,
+    /// The panes, for send and clear.
+    pub panes: Arc<dyn Panes>,
+    /// The open connections, capped.
+    pub connections: Arc<Connections>,
+    /// Time allowed for a request's headers, and between requests.
+    pub header_timeout: Duration,
+}
+
+/// Handles one request from `peer`: the access checks first ([`AccessPolicy::check`]), then
+/// the route; every answer forbids framing and sniffing.
+pub async fn handle(
+    app: Arc<App>,
+    req: Request<Incoming>,
+    peer: Peer,
+) -> Result<Response<Body>, Infallible> {
+    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+    // Judged as routed: `/%61pi/agents` is `/api/agents` (see `route_path`).
+    let path = route_path(req.uri().path());
+    let facts = RequestFacts {
+        method: req.method().as_str(),
+        path: &path,
+        host: header("host"),
+        origin: header("origin"),
+        sec_fetch_site: header("sec-fetch-site"),
+        content_type: header("content-type"),
+        authorization: header("authorization"),
+        cookie: header("cookie"),
+    };
+    if let Err(refusal) = app.access.check(&facts, peer) {
+        app.metrics.requests_refused.fetch_add(1, Relaxed);
+        debug!(
+            "[HTTP] refused {} {}: {}",
+            facts.method, facts.path, refusal.message
+        );
+        let status = StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::FORBIDDEN);
+        return Ok(hardened(error(status, refusal.message)));
+    }
+    Ok(hardened(route(&app, req).await))
+}
+
+/// Headers every answer carries: no framing (clickjacking an answer button), no content
+/// sniffing, no referrer, readable by this origin only.
+fn hardened(mut resp: Response<Body>) -> Response<Body> {
+    let h = resp.headers_mut();
+    h.insert("x-frame-options", HeaderValue::from_static("DENY"));
+    h.entry("content-security-policy")
+        .or_insert(HeaderValue::from_static(
+            "default-src 'none'; frame-ancestors 'none'",
+        ));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    h.insert(
+        "cross-origin-resource-policy",
+        HeaderValue::from_static("same-origin"),
+    );
+    resp
+}
+
+/// The 405 for a route that changes state, asked with GET.
+fn post_only(path: &str) -> Response<Body> {
+    let mut r = error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("{path} changes state: use POST with Content-Type: application/json"),
+    );
+    r.headers_mut()
+        .insert("allow", HeaderValue::from_static("POST"));
+    r
+}
+
+async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
+    let app = app.clone();
+    let path = req.uri().path().to_string();
+    let method = req.method().clone();
+    let decoded: Vec<String> = path
+        .trim_matches('/')
+        .split('/')
+        .map(percent_decode)
+        .collect();
+    let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
+    match (&method, segments.as_slice()) {
+        (&Method::POST, ["hook", event]) => {
+            let event = event.to_string();
+            hook(&app, Some(event), req).await
+        }
+        (&Method::POST, ["hooks", "claude"]) => hook(&app, None, req).await,
+        (&Method::GET, ["healthz"]) => healthz(&app).await,
+        (&Method::GET, ["metrics"]) => Response::builder()
+            .header("content-type", "text/plain; version=0.0.4")
+            .body(full(app.metrics.render(
+                app.hub.clients.load(Relaxed),
+                app.health.healthy.load(Relaxed),
+            )))
+            .expect("response"),
+        (&Method::GET, ["api", "agents"]) => {
+            // Read before the list: a page that streams events from this id misses nothing
+            // committed after the list was read.
+            let last_event = app.hub.last_id();
+            match app.store.agents().await {
+                Ok(rows) => {
+                    let mut r = json_response(
+                        StatusCode::OK,
+                        &Value::Array(rows.iter().map(agent_json).collect()),
+                    );
+                    r.headers_mut()
+                        .insert("x-last-event-id", HeaderValue::from(last_event));
+                    r
+                }
+                Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+            }
+        }
+        (&Method::GET, ["api", "agents", id]) => {
+            with_agent(&app, id, |row| {
+                json_response(StatusCode::OK, &agent_json(row))
+            })
+            .await
+        }
+        (&Method::GET, ["api", "agents", id, "turns"]) => turns(&app, id, req.uri().query()).await,
+        (&Method::POST, ["api", "agents", id, "reconcile"]) => reconcile(&app, id).await,
+        (&Method::GET, ["api", "agents", id, "wait"]) => wait(&app, id, req.uri().query()).await,
+        (&Method::POST, ["api", "agents", id, "send"]) => {
+            let id = id.to_string();
+            match read_body(&app, req).await {
+                Ok(body) => match serde_json::from_slice::<Value>(&body)
+                    .ok()
+                    .and_then(|v| v["text"].as_str().map(str::to_string))
+                {
+                    Some(text) if !text.trim().is_empty() => send(&app, &id, &text).await,
+                    _ => error(
+                        StatusCode::BAD_REQUEST,
+                        "body must be {\"text\": \"…\"} with some text",
+                    ),
+                },
+                Err(r) => r,
+            }
+        }
+        (&Method::POST, ["api", "agents", id, "clear"]) => send(&app, id, "/clear").await,
+        (&Method::POST, ["api", "agents", id, "interrupt"]) => interrupt(&app, id).await,
+        (&Method::POST, ["api", "agents", id, "answer"]) => {
+            let id = id.to_string();
+            match read_body(&app, req).await {
+                Ok(body) => match serde_json::from_slice::<Value>(&body)
+                    .ok()
+                    .and_then(|v| v["option"].as_u64())
+                {
+                    Some(n) => answer(&app, &id, n as usize).await,
+                    None => error(
+                        StatusCode::BAD_REQUEST,
+                        "body must be {\"option\": N}, N numbered from 1 as on screen",
+                    ),
+                },
+                Err(r) => r,
+            }
+        }
+        (&Method::GET, ["api", "orchestrations"]) => orchestrations(&app).await,
+        (&Method::GET, ["api", "orchestrate", command]) => match Command::parse(command) {
+            Some(c) if !c.read_only() => post_only(&path),
+            _ => {
+                let project = query_param(req.uri().query(), "project").map(percent_decode);
+                orchestrate(&app, command, project).await
+            }
+        },
+        (&Method::POST, ["api", "orchestrate", command]) => {
+            let command = command.to_string();
+            match read_body(&app, req).await {
+                Ok(body) if command == "start" => start_orchestration(&app, &body).await,
+                Ok(body) => {
+                    let project = serde_json::from_slice::<Value>(&body)
+                        .ok()
+                        .and_then(|v| v["project"].as_str().map(str::to_string));
+                    orchestrate(&app, &command, project).await
+                }
+                Err(r) => r,
+            }
+        }
+        (&Method::GET, ["api", "events"]) => events(&app, &req),
+        (&Method::POST, ["api", "login"]) => match read_body(&app, req).await {
+            Ok(body) => login(&app, &body).await,
+            Err(r) => r,
+        },
+        (&Method::POST, ["api", "logout"]) => logout(),
+        (&Method::GET, ["hook", _] | ["hooks", "claude"] | ["api", "login" | "logout"])
+        | (
+            &Method::GET,
+            ["api", "agents", _, "reconcile" | "send" | "clear" | "interrupt" | "answer"],
+        ) => post_only(&path),
+        (&Method::GET, _) => static_file(&app, &path).await,
+        _ => error(
+            StatusCode::NOT_FOUND,
+            format!("no route for {method} {path}"),
+        ),
+    }
+}
+
+/// Answers at once; the core does the work behind. A malformed body is refused with what was
+/// wrong, and nothing else is affected.
+async fn hook(app: &App, event: Option<String>, req: Request<Incoming>) -> Response<Body> {
+    let body = match read_body(app, req).await {
+        Ok(b) => b,
+        Err(resp) => {
+            app.metrics.hooks_rejected.fetch_add(1, Relaxed);
+            return resp;
+        }
+    };
+    match Hook::parse(event.as_deref(), &body) {
+        Ok(h) if h.session_id.is_none() => {
+            app.metrics.hooks_rejected.fetch_add(1, Relaxed);
+            warn!(
+                "[HOOK_RECEIVER] refused a {} hook without a session",
+                h.event.name()
+            );
+            error(
+                StatusCode::BAD_REQUEST,
+                "the hook names no session: session_id (or headspace_session_id) is required",
+            )
+        }
+        Ok(h) => {
+            app.metrics.hook(h.event.name());
+            let _ = app.core.send(Msg::Hook {
+                event,
+                body: body.to_vec(),
+            });
+            json_response(StatusCode::OK, &json!({}))
+        }
+        Err(e) => {
+            app.metrics.hooks_rejected.fetch_add(1, Relaxed);
+            warn!("[HOOK_RECEIVER] refused a hook: {e}");
+            error(StatusCode::BAD_REQUEST, e)
+        }
+    }
+}
+
+async fn healthz(app: &App) -> Response<Body> {
+    let ping = tokio::time::timeout(Duration::from_secs(2), app.store.ping()).await;
+    let backlog = app.health.backlog.load(Relaxed);
+    match ping {
+        Ok(Ok(())) if app.health.healthy.load(Relaxed) || backlog == 0 => {
+            json_response(StatusCode::OK, &json!({"status": "ok", "backlog": backlog}))
+        }
+        Ok(Ok(())) => json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({"status": "catching up", "backlog": backlog}),
+        ),
+        Ok(Err(e)) => json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({"status": "database unreachable", "error": e.to_string(), "backlog": backlog}),
+        ),
+        Err(_) => json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({"status": "database timed out", "backlog": backlog}),
+        ),
+    }
+}
+
+fn query_param<'a>(query: Option<&'a str>, key: &str) -> Option<&'a str> {
+    query?
+        .split('&')
+        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+}

@@ -1,0 +1,292 @@
+//! Reading the store: the snapshot that restores the core, agents loaded back, the agent
+//! cards and turns the API shows, and the row decoders they share.
+
+use super::{id, ms, parse, AgentView, LastTurn, PgStore, StoreError};
+use headspace_core::model::*;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
+
+impl PgStore {
+    /// Everything the core needs to rebuild itself.
+    pub async fn snapshot(&self) -> Result<Snapshot, StoreError> {
+        let c = self.pool.get().await?;
+        let mut snapshot = rows(&c, "", &[]).await?;
+        snapshot.offsets = c
+            .query("SELECT path, session_id, \"offset\", task_id FROM transcript_offsets ORDER BY path", &[])
+            .await?
+            .iter()
+            .map(|r| OffsetRow {
+                path: r.get(0),
+                session_id: r.get(1),
+                offset: r.get::<_, i64>(2) as u64,
+                task_id: r.get::<_, Option<i64>>(3).map(|v| v as u64),
+            })
+            .collect();
+        Ok(snapshot)
+    }
+
+    /// The rows of some agents (agent rows, tasks, turns; no offsets): what brings agents the
+    /// core evicted from memory back into it.
+    pub async fn load_agents(&self, ids: &[u64]) -> Result<Snapshot, StoreError> {
+        let c = self.pool.get().await?;
+        let ids: Vec<i64> = ids.iter().map(|i| id(*i)).collect();
+        rows(&c, "= ANY($1)", &[&ids]).await
+    }
+
+    /// All agents with their current task and what their cards show.
+    pub async fn agents(&self) -> Result<Vec<AgentView>, StoreError> {
+        self.agents_where("", &[]).await
+    }
+
+    /// One agent by id.
+    pub async fn agent(&self, agent_id: u64) -> Result<Option<AgentView>, StoreError> {
+        Ok(self
+            .agents_where("WHERE a.id = $1", &[&id(agent_id)])
+            .await?
+            .pop())
+    }
+
+    async fn agents_where(
+        &self,
+        filter: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<AgentView>, StoreError> {
+        let c = self.pool.get().await?;
+        let sql = format!(
+            "SELECT a.id, a.session_id, a.sessions, a.project, a.cwd, a.transcript_path, a.tmux_pane, a.ended, a.waiting_permission, {}, {}, a.permission,
+                    t.id, t.agent_id, t.session_id, t.state, t.transcript_state, {}, {}, {},
+                    (SELECT count(*) FROM turns u WHERE u.agent_id = a.id),
+                    (SELECT left(c.text, {p}) FROM turns c WHERE c.task_id = t.id AND c.actor = 'user' ORDER BY c.\"timestamp\", c.id LIMIT 1),
+                    l.actor, l.intent, left(l.text, {p}), {},
+                    left(q.text, {p}), q.question
+             FROM agents a
+             LEFT JOIN LATERAL (SELECT * FROM tasks x WHERE x.agent_id = a.id ORDER BY x.started_at DESC, x.id DESC LIMIT 1) t ON true
+             LEFT JOIN LATERAL (SELECT * FROM turns y WHERE y.agent_id = a.id ORDER BY y.\"timestamp\" DESC, y.id DESC LIMIT 1) l ON true
+             LEFT JOIN LATERAL (SELECT * FROM turns z WHERE z.task_id = t.id AND z.intent = 'question'
+                                ORDER BY z.\"timestamp\" DESC, z.id DESC LIMIT 1) q ON t.state = 'awaiting_input'
+             {filter} ORDER BY a.id",
+            ms("a.last_seen_at"),
+            ms("a.sent_at"),
+            ms("t.started_at"),
+            ms("t.hook_turn_end_at"),
+            ms("t.state_since"),
+            ms("l.\"timestamp\""),
+            // A card shows previews; one more character than shown tells the text goes on.
+            p = headspace_core::question::PREVIEW_CHARS + 1,
+        );
+        let rows = c.query(&sql, params).await?;
+        let mut out = Vec::new();
+        for r in rows {
+            let task = match r.get::<_, Option<i64>>(12) {
+                Some(_) => Some(task_at(&r, 12)?),
+                None => None,
+            };
+            let last_turn = r.get::<_, Option<String>>(22).map(|actor| LastTurn {
+                actor,
+                intent: r.get(23),
+                text: r.get(24),
+                timestamp: headspace_core::Timestamp(r.get(25)),
+            });
+            out.push(AgentView {
+                agent: agent_row(&r),
+                task,
+                turn_count: r.get(20),
+                command: r.get(21),
+                last_turn,
+                question: r.get::<_, Option<String>>(26).map(|text| (text, r.get(27))),
+            });
+        }
+        Ok(out)
+    }
+
+    /// The panes of agents still running, for the watchdog.
+    pub async fn panes(&self) -> Result<Vec<String>, StoreError> {
+        let c = self.pool.get().await?;
+        let rows = c.query("SELECT DISTINCT tmux_pane FROM agents WHERE tmux_pane IS NOT NULL AND NOT ended ORDER BY 1", &[]).await?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    /// Finds an agent by id, Claude session id (current or past) or tmux pane.
+    pub async fn resolve(&self, reference: &str) -> Result<Option<u64>, StoreError> {
+        let c = self.pool.get().await?;
+        let by_id = reference.parse::<i64>().ok();
+        let row = c
+            .query_opt(
+                "SELECT id FROM agents WHERE id = $1 OR session_id = $2 OR $2 = ANY(sessions) OR tmux_pane = $2 ORDER BY (id = $1) DESC, last_seen_at DESC LIMIT 1",
+                &[&by_id.unwrap_or(-1), &reference],
+            )
+            .await?;
+        Ok(row.map(|r| r.get::<_, i64>(0) as u64))
+    }
+
+    /// Runs `f` holding the cluster-wide reconcile lock of an agent, so two replicas never
+    /// reconcile the same agent at once; `None` when another holds it.
+    pub async fn with_reconcile_lock<T>(
+        &self,
+        agent_id: u64,
+        f: impl std::future::Future<Output = T>,
+    ) -> Result<Option<T>, StoreError> {
+        let c = self.pool.get().await?;
+        let key = id(agent_id);
+        let got: bool = c
+            .query_one(
+                "SELECT pg_try_advisory_lock(726854002, $1::int)",
+                &[&(key as i32)],
+            )
+            .await?
+            .get(0);
+        if !got {
+            return Ok(None);
+        }
+        let out = f.await;
+        c.execute(
+            "SELECT pg_advisory_unlock(726854002, $1::int)",
+            &[&(key as i32)],
+        )
+        .await?;
+        Ok(Some(out))
+    }
+
+    /// An agent's turns ordered by (timestamp, id), after the turn `after` in that order.
+    pub async fn turns(
+        &self,
+        agent_id: u64,
+        after: Option<u64>,
+        limit: i64,
+    ) -> Result<Vec<TurnRow>, StoreError> {
+        let c = self.pool.get().await?;
+        let rows = match after {
+            Some(a) => {
+                c.query(
+                    &format!(
+                        "{TURN_SELECT} WHERE agent_id = $1 AND (\"timestamp\", id) > (SELECT \"timestamp\", id FROM turns WHERE id = $2)
+                         ORDER BY \"timestamp\", id LIMIT $3"
+                    ),
+                    &[&id(agent_id), &id(a), &limit],
+                )
+                .await?
+            }
+            None => c.query(&format!("{TURN_SELECT} WHERE agent_id = $1 ORDER BY \"timestamp\", id LIMIT $2"), &[&id(agent_id), &limit]).await?,
+        };
+        rows.iter().map(turn_row).collect()
+    }
+}
+
+const TURN_SELECT: &str = "SELECT id, agent_id, task_id, actor, intent, text, (extract(epoch from \"timestamp\") * 1000)::bigint, timestamp_source,
+    entry_uuid, source, hook_key, prompt_id, tool_use_id, question, session_id FROM turns";
+
+fn agent_row(r: &Row) -> AgentRow {
+    AgentRow {
+        id: r.get::<_, i64>(0) as u64,
+        session_id: r.get(1),
+        sessions: r.get(2),
+        project: r.get(3),
+        cwd: r.get(4),
+        transcript_path: r.get(5),
+        tmux_pane: r.get(6),
+        ended: r.get(7),
+        waiting_permission: r.get(8),
+        last_seen_at: headspace_core::Timestamp(r.get(9)),
+        sent_at: r.get::<_, Option<i64>>(10).map(headspace_core::Timestamp),
+        permission: r.get(11),
+    }
+}
+
+fn task_row(r: &Row) -> Result<TaskRow, StoreError> {
+    task_at(r, 0)
+}
+
+fn task_at(r: &Row, o: usize) -> Result<TaskRow, StoreError> {
+    Ok(TaskRow {
+        id: r.get::<_, i64>(o) as u64,
+        agent_id: r.get::<_, i64>(o + 1) as u64,
+        session_id: r.get(o + 2),
+        state: parse(r.get::<_, &str>(o + 3))?,
+        transcript_state: parse(r.get::<_, &str>(o + 4))?,
+        started_at: headspace_core::Timestamp(r.get(o + 5)),
+        hook_turn_end_at: r
+            .get::<_, Option<i64>>(o + 6)
+            .map(headspace_core::Timestamp),
+        state_since: headspace_core::Timestamp(r.get(o + 7)),
+    })
+}
+
+fn turn_row(r: &Row) -> Result<TurnRow, StoreError> {
+    Ok(TurnRow {
+        id: r.get::<_, i64>(0) as u64,
+        agent_id: r.get::<_, i64>(1) as u64,
+        task_id: r.get::<_, i64>(2) as u64,
+        actor: parse(r.get::<_, &str>(3))?,
+        intent: parse(r.get::<_, &str>(4))?,
+        text: r.get(5),
+        timestamp: headspace_core::Timestamp(r.get(6)),
+        timestamp_source: parse(r.get::<_, &str>(7))?,
+        entry_uuid: r.get(8),
+        source: parse(r.get::<_, &str>(9))?,
+        hook_key: r.get(10),
+        prompt_id: r.get(11),
+        tool_use_id: r.get(12),
+        question: r.get(13),
+        session_id: r.get(14),
+    })
+}
+
+/// Agents (`id`), tasks and turns (`agent_id`) whose agent id matches `filter` (an SQL
+/// condition on it, e.g. `= ANY($1)`; empty for all), without offsets.
+async fn rows(
+    c: &deadpool_postgres::Object,
+    filter: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<Snapshot, StoreError> {
+    let on = |col: &str| {
+        if filter.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {col} {filter}")
+        }
+    };
+    let agents = c
+        .query(
+            &format!(
+                "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission FROM agents {} ORDER BY id",
+                ms("last_seen_at"),
+                ms("sent_at"),
+                on("id")
+            ),
+            params,
+        )
+        .await?
+        .iter()
+        .map(agent_row)
+        .collect();
+    let tasks = c
+        .query(
+            &format!(
+                "SELECT id, agent_id, session_id, state, transcript_state, {}, {}, {} FROM tasks {} ORDER BY id",
+                ms("started_at"),
+                ms("hook_turn_end_at"),
+                ms("state_since"),
+                on("agent_id")
+            ),
+            params,
+        )
+        .await?
+        .iter()
+        .map(task_row)
+        .collect::<Result<_, _>>()?;
+    let turns = c
+        .query(
+            &format!("{TURN_SELECT} {} ORDER BY id", on("agent_id")),
+            params,
+        )
+        .await?
+        .iter()
+        .map(turn_row)
+        .collect::<Result<_, _>>()?;
+    Ok(Snapshot {
+        agents,
+        tasks,
+        turns,
+        offsets: Vec::new(),
+    })
+}
