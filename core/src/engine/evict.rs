@@ -32,7 +32,7 @@ enum Needs {
 
 impl Core {
     /// Handles `input` now, or holds it until the evicted agents it concerns are back.
-    pub(super) fn handle_or_hold(&mut self, now: Timestamp, input: Input) {
+    pub(super) fn handle_or_hold(&mut self, input: Input) {
         if let Input::AgentsLoaded(snapshot) = input {
             self.on_agents_loaded(snapshot);
             self.flush();
@@ -40,7 +40,7 @@ impl Core {
             return;
         }
         if !self.held.is_empty() {
-            self.held.push_back((now, input));
+            self.held.push_back(input);
             return;
         }
         match self.needs(&input) {
@@ -48,25 +48,24 @@ impl Core {
             Needs::Skip => {}
             Needs::Load(ids) => {
                 self.ask_to_load(ids);
-                self.held.push_back((now, input));
+                self.held.push_back(input);
             }
         }
     }
 
     /// Handles held inputs in order until one needs agents that are not back yet.
     fn drain_held(&mut self) {
-        while let Some((at, input)) = self.held.pop_front() {
+        while let Some(input) = self.held.pop_front() {
             match self.needs(&input) {
                 // Handled at the latest time seen, as any input stamped earlier is.
                 Needs::Nothing => {
-                    let _ = at;
                     self.dispatch(input);
                     self.flush();
                 }
                 Needs::Skip => {}
                 Needs::Load(ids) => {
                     self.ask_to_load(ids);
-                    self.held.push_front((at, input));
+                    self.held.push_front(input);
                     return;
                 }
             }

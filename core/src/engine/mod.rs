@@ -164,7 +164,7 @@ pub struct Core {
     /// Evicted agents asked back with `LoadAgents`.
     loading: BTreeSet<AgentId>,
     /// Inputs held until the agents they concern are back, in arrival order.
-    held: VecDeque<(Timestamp, Input)>,
+    held: VecDeque<Input>,
 }
 
 impl Core {
@@ -197,7 +197,7 @@ impl Core {
     pub fn handle(&mut self, now: Timestamp, input: Input) {
         self.now = self.now.max(now);
         let tick = matches!(input, Input::Tick);
-        self.handle_or_hold(now, input);
+        self.handle_or_hold(input);
         self.flush();
         if tick {
             self.evict_idle();
