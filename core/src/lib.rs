@@ -15,7 +15,9 @@
 //! | `Pane { pane, text }` | a tmux pane capture |
 //! | `Tick` | time passed |
 //! | `Reconcile { agent, request }` | read an agent's transcripts to the end and report |
+//! | `Sent { agent, text }` | text is about to be typed into the agent's pane: it counts as running until the prompt it causes arrives, or `Config::send_timeout_ms` |
 //! | `Restore(snapshot)` | rebuild from the store after a restart |
+//! | `AgentsLoaded(snapshot)` | the rows asked for by `LoadAgents` |
 //!
 //! ## Commands ([`Command`])
 //!
@@ -24,10 +26,12 @@
 //! | `Store(Write::Agent / Task / Turn)` | upsert the row (idempotent by id; one turn per entry uuid) | — |
 //! | `Store(Write::Claim)` | an entry claimed a hook turn: set its uuid, transcript timestamp, task | — |
 //! | `Store(Write::HookMatched)` | a late hook matched an entry's turn: remember its fingerprint | — |
+//! | `Store(Write::MergeAgent { from, into })` | a transcript-made agent turned out to be a hook-made one: move its tasks and turns, remove it | — |
 //! | `Store(Write::Offset)` | save how far a file is read (emitted after the writes of its lines) | — |
 //! | `Publish(Event)` | send an SSE event (`turn_created`, `turn_updated`, `state_changed`, …) | — |
 //! | `ReadTranscript { path, from, read }` | read the file from `from` to its end | `Input::Transcript { read: Some(read), .. }` |
 //! | `GapDetected { agent_id }` | count it (the watchdog saw output no turn followed; a read was asked) | — |
+//! | `LoadAgents { ids }` | after the writes before it are committed, load these evicted agents' rows | `Input::AgentsLoaded` (the core holds inputs about them until then) |
 //! | `Reply { request, reply }` | answer the request | — |
 //!
 //! ## How to drive it
@@ -54,8 +58,16 @@
 //!    retry after an unknown outcome is safe. Publish an event only after the writes before
 //!    it are committed.
 //! 3. Feed the result of a `ReadTranscript` back as an input, then drain again.
-//! 4. Call `handle(now, Input::Tick)` once [`Core::poll_timeout`]'s time has come (today:
-//!    when new pane output becomes a gap, `Config::gap_threshold_ms` after it appeared).
+//! 4. Call `handle(now, Input::Tick)` once [`Core::poll_timeout`]'s time has come.
+//!    [`Core::next_timer`] says which agent and why ([`TimerReason`]): new pane output
+//!    becomes a gap (`Config::gap_threshold_ms` after it appeared), a send stops counting
+//!    as running (`Config::send_timeout_ms`), or an agent may leave memory
+//!    (`Config::evict_after_ms`).
+//!
+//! A hook body is checked with [`hook::Hook::parse`] by the shell (to answer a malformed
+//! one with 400 at once) and parsed again by the core from the same bytes: the bytes, not
+//! the parsed form, are the input, so a trace records exactly what arrived and a replay
+//! parses it with the same function.
 //!
 //! Time only moves forward: an input stamped earlier than one already seen is taken as
 //! happening at the latest time seen.
@@ -109,7 +121,7 @@ pub mod trace;
 pub mod truncated;
 
 pub use activity::Activity;
-pub use engine::{Config, Core};
+pub use engine::{Config, Core, Timer, TimerReason};
 pub use intent::{Actor, Intent};
 pub use io::{Command, Event, Input, Reply, Write};
 pub use state::TaskState;

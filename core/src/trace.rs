@@ -1,4 +1,10 @@
 //! The trace format of `headspace serve --record` and `headspace replay` (CONTRACT.md).
+//!
+//! The shell's recorder writes the [`crate::Input`]s it feeds the core, as they are fed.
+//! A [`Step`] is one line read back. It is not a second copy of `Input` but the world as
+//! the file records it: transcript bytes are appends to a file (the replayer tracks the
+//! offsets and frames them as the shell would), a reconcile carries no request id (the
+//! replayer numbers them), and a `restart` stands for the `Restore` the store would give.
 
 use crate::time::Timestamp;
 use serde_json::Value;

@@ -1379,3 +1379,23 @@ fn twenty_thousand_ended_sessions_leave_memory_and_a_resumed_one_comes_back_whol
         .collect();
     assert_eq!(texts, ["task 0", "and now?"]);
 }
+
+/// The core says why it wants a tick: the pane gap first, then nothing once it fired.
+#[test]
+fn the_next_timer_names_its_agent_and_reason() {
+    use headspace_core::{Input, TimerReason};
+    let (mut core, _) = watchdog_core();
+    core.handle(
+        Timestamp(2_000),
+        Input::Pane {
+            pane: "%4".into(),
+            text: "⏺ Here is the answer".into(),
+        },
+    );
+    let timer = core.next_timer().expect("a gap timer");
+    assert_eq!((timer.at, timer.reason), (Timestamp(7_000), TimerReason::PaneGap));
+    assert_eq!(Some(timer.agent), core.resolve_agent("%4"));
+    core.handle(Timestamp(7_000), Input::Tick);
+    while core.poll_command().is_some() {}
+    assert_eq!(core.next_timer().map(|t| t.reason), None);
+}

@@ -17,29 +17,17 @@ use tracing::{debug, warn};
 
 /// What the rest of the server tells the driver.
 pub enum Msg {
-    /// A hook body (already checked to parse).
-    Hook {
-        /// The event named by the route.
-        event: Option<String>,
-        /// The body.
-        body: Vec<u8>,
-    },
-    /// A transcript file (relative to the claude dir) may have grown, shrunk or been replaced.
+    /// An input ready for the core as it is (a hook, a pane capture, a send, agents loaded
+    /// back): fed with the clock's time.
+    Input(Input),
+    /// A transcript file (relative to the claude dir) may have grown, shrunk or been replaced:
+    /// the loop reads what is new and feeds it as [`Input::Transcript`] chunks, because only
+    /// it knows how far each file was fed.
     FileChanged(String),
-    /// A pane capture from the watchdog.
-    Pane {
-        /// The pane id.
-        pane: String,
-        /// The screen.
-        text: String,
-    },
-    /// Time passed: the core's timers run if due.
+    /// The clock moved: the loop feeds [`Input::Tick`] only when the core's timer is due.
     Tick,
-    /// Text is about to be typed into an agent's pane: (agent, text).
-    Sent(String, String),
-    /// Agents the core evicted, back from the store.
-    AgentsLoaded(headspace_core::model::Snapshot),
-    /// Reconcile an agent; the reply comes after the recovered turns are committed.
+    /// Reconcile an agent; the loop gives the request an id and keeps `reply` in its reply
+    /// table until the core's [`headspace_core::Reply`] comes back committed.
     Reconcile {
         /// Agent id, session id or pane.
         agent: String,
@@ -231,7 +219,7 @@ impl CoreLoop {
 
     fn on_msg(&mut self, msg: Msg) {
         match msg {
-            Msg::Hook { event, body } => self.feed(Input::Hook { event, body }),
+            Msg::Input(input) => self.feed(input),
             Msg::FileChanged(rel) => match self.reader.changed(&rel) {
                 Change::None => {}
                 Change::Reset(input) => self.feed(input),
@@ -241,18 +229,17 @@ impl CoreLoop {
                     }
                 }
             },
-            Msg::Pane { pane, text } => self.feed(Input::Pane { pane, text }),
-            Msg::AgentsLoaded(rows) => self.feed(Input::AgentsLoaded(rows)),
-            Msg::Sent(agent, text) => self.feed(Input::Sent {
-                agent,
-                text: Some(text),
-            }),
             Msg::Tick => {
-                if self
+                if let Some(timer) = self
                     .core
-                    .poll_timeout()
-                    .is_some_and(|t| t <= self.clock.now())
+                    .next_timer()
+                    .filter(|t| t.at <= self.clock.now())
                 {
+                    debug!(
+                        "[TIMER] {} due for agent {}",
+                        timer.reason.as_str(),
+                        timer.agent
+                    );
                     self.feed(Input::Tick);
                 }
             }
@@ -434,7 +421,7 @@ async fn writer(
                 // After the writes before it are committed, so the rows are whole.
                 Command::LoadAgents { ids } => {
                     let rows = load_agents(&*store, &ids, &health).await;
-                    let _ = core.send(Msg::AgentsLoaded(rows));
+                    let _ = core.send(Msg::Input(Input::AgentsLoaded(rows)));
                 }
                 _ => {}
             }

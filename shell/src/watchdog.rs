@@ -4,6 +4,7 @@
 
 use crate::driver::Msg;
 use crate::world::{Panes, Store};
+use headspace_core::Input;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -31,7 +32,7 @@ pub fn start(
             };
             for pane in listed {
                 if let Some(text) = panes.capture(&pane, lines).await {
-                    if core.send(Msg::Pane { pane, text }).is_err() {
+                    if core.send(Msg::Input(Input::Pane { pane, text })).is_err() {
                         return;
                     }
                 }

@@ -6,6 +6,9 @@ mod hooks;
 mod reconcile;
 mod restore;
 mod tasks;
+mod timer;
+
+pub use timer::{Timer, TimerReason};
 mod transcripts;
 mod turns;
 mod watchdog;
@@ -231,23 +234,6 @@ impl Core {
     /// The next command to carry out, in order; `None` when there is nothing left to do.
     pub fn poll_command(&mut self) -> Option<Command> {
         self.out.pop_front()
-    }
-
-    /// When the core wants a [`Input::Tick`] next, if ever: the earliest moment a pane's
-    /// new output becomes a gap, a send times out, or an agent may leave memory.
-    pub fn poll_timeout(&self) -> Option<Timestamp> {
-        let evictions = self.agents.values().filter_map(|a| self.evictable_at(a));
-        let gaps = self
-            .agents
-            .values()
-            .filter_map(|a| a.pane_change_at)
-            .map(|t| t.add_millis(self.config.gap_threshold_ms));
-        let sends = self
-            .agents
-            .values()
-            .filter_map(|a| a.row.sent_at)
-            .map(|t| t.add_millis(self.config.send_timeout_ms));
-        gaps.chain(sends).chain(evictions).min()
     }
 
     /// The latest time the core has been given.

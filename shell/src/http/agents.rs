@@ -8,7 +8,7 @@ use crate::pgstore::AgentView;
 use crate::world::Waited;
 use headspace_core::activity::{agent_activity, agent_state};
 use headspace_core::question::{open_question, preview, OpenQuestion};
-use headspace_core::Reply;
+use headspace_core::{Input, Reply};
 use hyper::{Response, StatusCode};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -276,7 +276,10 @@ pub(super) async fn send(app: &App, reference: &str, text: &str) -> Response<Bod
         return no_pane(reference);
     };
     let id = view.agent.id;
-    let _ = app.core.send(Msg::Sent(id.to_string(), text.to_string()));
+    let _ = app.core.send(Msg::Input(Input::Sent {
+        agent: id.to_string(),
+        text: Some(text.to_string()),
+    }));
     match app.panes.send(&pane, text).await {
         Ok(s) => json_response(
             StatusCode::OK,

@@ -8,6 +8,7 @@ use crate::sse::Hub;
 use crate::world::{Panes, Store};
 use headspace_core::access::{percent_decode, route_path, AccessPolicy, Peer, RequestFacts};
 use headspace_core::hook::Hook;
+use headspace_core::Input;
 use hyper::body::Incoming;
 use hyper::header::HeaderValue;
 use hyper::{Method, Request, Response, StatusCode};
@@ -278,10 +279,10 @@ async fn hook(app: &App, event: Option<String>, req: Request<Incoming>) -> Respo
         }
         Ok(h) => {
             app.metrics.hook(h.event.name());
-            let _ = app.core.send(Msg::Hook {
+            let _ = app.core.send(Msg::Input(Input::Hook {
                 event,
                 body: body.to_vec(),
-            });
+            }));
             json_response(StatusCode::OK, &json!({}))
         }
         Err(e) => {
