@@ -3,7 +3,9 @@
 
 use crate::activity::{agent_activity, agent_state, current_task};
 use crate::io::Write;
-use crate::model::*;
+use crate::model::{
+    AgentId, AgentRow, OffsetRow, Snapshot, TaskId, TaskRow, TimestampSource, TurnId, TurnRow,
+};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 

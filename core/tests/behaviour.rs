@@ -1393,7 +1393,10 @@ fn the_next_timer_names_its_agent_and_reason() {
         },
     );
     let timer = core.next_timer().expect("a gap timer");
-    assert_eq!((timer.at, timer.reason), (Timestamp(7_000), TimerReason::PaneGap));
+    assert_eq!(
+        (timer.at, timer.reason),
+        (Timestamp(7_000), TimerReason::PaneGap)
+    );
     assert_eq!(Some(timer.agent), core.resolve_agent("%4"));
     core.handle(Timestamp(7_000), Input::Tick);
     while core.poll_command().is_some() {}

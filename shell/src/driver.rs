@@ -230,11 +230,7 @@ impl CoreLoop {
                 }
             },
             Msg::Tick => {
-                if let Some(timer) = self
-                    .core
-                    .next_timer()
-                    .filter(|t| t.at <= self.clock.now())
-                {
+                if let Some(timer) = self.core.next_timer().filter(|t| t.at <= self.clock.now()) {
                     debug!(
                         "[TIMER] {} due for agent {}",
                         timer.reason.as_str(),

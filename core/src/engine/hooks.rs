@@ -1,6 +1,38 @@
 //! Hooks: which agent and task a hook belongs to, and the turns it announces.
 
-use super::*;
+use super::is_machinery_prompt;
+use super::project_of;
+use super::relative_transcript_path;
+use super::session_of_path;
+use super::AgentState;
+use super::Core;
+use crate::entry;
+use crate::hook::Hook;
+use crate::hook::HookEvent;
+use crate::intent;
+use crate::intent::Actor;
+use crate::intent::Intent;
+use crate::io::Command;
+use crate::io::Write;
+use crate::matching::hash128;
+use crate::matching::Key;
+use crate::matching::Kind;
+use crate::matching::Slot;
+use crate::model::AgentId;
+use crate::model::AgentRow;
+use crate::model::TaskId;
+use crate::model::TimestampSource;
+use crate::model::TurnRow;
+use crate::model::TurnSource;
+use crate::state::preserved_warning;
+use crate::state::transition;
+use crate::state::Outcome;
+use crate::state::TaskState;
+use crate::time::Timestamp;
+use serde_json::json;
+use tracing::debug;
+use tracing::info;
+use tracing::warn;
 
 impl Core {
     pub(super) fn on_hook(&mut self, event: Option<&str>, body: &[u8]) {

@@ -13,19 +13,16 @@ mod transcripts;
 mod turns;
 mod watchdog;
 
-use crate::activity::agent_activity;
-use crate::entry::{self, Entry, Signal};
-use crate::framing::{Line, LineFramer, Push};
-use crate::hook::{Hook, HookEvent};
-use crate::intent::{self, Actor, Intent};
-use crate::io::{Command, Event, Input, ReadId, Reply, RequestId, Write};
-use crate::matching::{hash128, Key, Kind, MatchIndex, Slot};
-use crate::model::*;
-use crate::state::{on_turn_end, preserved_warning, transition, Outcome, TaskState};
+use crate::entry::{self};
+use crate::framing::LineFramer;
+use crate::intent::{Actor, Intent};
+use crate::io::{Command, Input, ReadId, RequestId};
+use crate::matching::{hash128, Key, Kind, MatchIndex};
+use crate::model::{AgentId, AgentRow, TaskId, TaskRow, TimestampSource, TurnId, TurnRow};
+use crate::state::TaskState;
 use crate::time::Timestamp;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
-use tracing::{debug, info, warn};
 
 /// What the core needs to know about its surroundings.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,6 +1,17 @@
 //! Reconcile requests, transcript reads and files.
 
-use super::*;
+use super::Core;
+use super::FileState;
+use super::Reconcile;
+use crate::framing::LineFramer;
+use crate::io::Command;
+use crate::io::ReadId;
+use crate::io::Reply;
+use crate::io::RequestId;
+use crate::model::AgentId;
+use crate::model::TaskId;
+use std::collections::BTreeSet;
+use tracing::info;
 
 impl Core {
     pub(super) fn on_reconcile(&mut self, agent_ref: &str, request: RequestId) {

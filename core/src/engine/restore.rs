@@ -1,6 +1,21 @@
 //! Rebuilding the core from the store after a restart.
 
-use super::*;
+use super::uuid_key;
+use super::AgentState;
+use super::Core;
+use crate::io::Command;
+use crate::matching::hash128;
+use crate::matching::Key;
+use crate::matching::Slot;
+use crate::model::AgentId;
+use crate::model::AgentRow;
+use crate::model::Snapshot;
+use crate::model::TaskId;
+use crate::model::TaskRow;
+use crate::model::TurnRow;
+use crate::model::TurnSource;
+use std::collections::BTreeSet;
+use tracing::info;
 
 impl Core {
     /// Rebuilds everything from the store, then asks to read every file from its offset.

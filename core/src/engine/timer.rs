@@ -47,11 +47,18 @@ impl Core {
         let mut best: Option<Timer> = None;
         for (&agent, a) in &self.agents {
             let due = [
-                a.pane_change_at
-                    .map(|t| (t.add_millis(self.config.gap_threshold_ms), TimerReason::PaneGap)),
-                a.row
-                    .sent_at
-                    .map(|t| (t.add_millis(self.config.send_timeout_ms), TimerReason::SendTimeout)),
+                a.pane_change_at.map(|t| {
+                    (
+                        t.add_millis(self.config.gap_threshold_ms),
+                        TimerReason::PaneGap,
+                    )
+                }),
+                a.row.sent_at.map(|t| {
+                    (
+                        t.add_millis(self.config.send_timeout_ms),
+                        TimerReason::SendTimeout,
+                    )
+                }),
                 self.evictable_at(a).map(|t| (t, TimerReason::Evict)),
             ];
             for (at, reason) in due.into_iter().flatten() {

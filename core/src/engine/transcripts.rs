@@ -1,7 +1,23 @@
 //! Transcripts: reading files into lines (whole or truncated), offsets, session activity.
 //! What a line's entry becomes is in `entries.rs`.
 
-use super::*;
+use super::project_of_dir;
+use super::session_of_path;
+use super::Core;
+use super::SESSION_ACTIVITY_EVERY_MS;
+use crate::entry;
+use crate::entry::Entry;
+use crate::framing::Line;
+use crate::framing::Push;
+use crate::io::Command;
+use crate::io::ReadId;
+use crate::io::Write;
+use crate::model::AgentId;
+use crate::model::OffsetRow;
+use serde_json::json;
+use tracing::debug;
+use tracing::info;
+use tracing::warn;
 
 impl Core {
     pub(super) fn on_transcript(

@@ -1,6 +1,14 @@
 //! Persisting turns and publishing events.
 
-use super::*;
+use super::turn_json;
+use super::Core;
+use crate::io::Command;
+use crate::io::Event;
+use crate::io::Write;
+use crate::model::AgentId;
+use crate::model::TurnId;
+use crate::model::TurnRow;
+use tracing::warn;
 
 impl Core {
     pub(super) fn new_turn_id(&mut self) -> TurnId {

@@ -1,6 +1,15 @@
 //! The pane: screen readings, gaps the watchdog finds, and `send`.
 
-use super::*;
+use super::Core;
+use crate::io::Command;
+use crate::matching::hash128;
+use crate::model::AgentId;
+use crate::state::TaskState;
+use crate::time::Timestamp;
+use serde_json::json;
+use tracing::debug;
+use tracing::info;
+use tracing::warn;
 
 impl Core {
     /// A pane capture: new output starts the gap clock unless a turn follows it in time.
