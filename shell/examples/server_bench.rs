@@ -36,7 +36,7 @@ fn sql(url: &str, query: &str) -> String {
         let rows = client
             .simple_query(query)
             .await
-            .unwrap_or_else(|e| panic!("{query}: {}", headspace::migrate::describe(&e)));
+            .unwrap_or_else(|e| panic!("{query}: {}", headspace::server::migrate::describe(&e)));
         rows.iter()
             .find_map(|m| match m {
                 tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_string),

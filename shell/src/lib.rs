@@ -2,24 +2,18 @@
 //!
 //! Every module turns the world into core inputs or carries out core commands; decisions
 //! live in the core.
+//!
+//! - [`server`] — `headspace serve`: HTTP, SSE, the core's driver, the store, the transcript
+//!   watcher, the pane watchdog, the embedded database.
+//! - [`hooks`] — installing Headspace's hooks into Claude Code's settings, and the hook
+//!   command that forwards a payload to the server.
+//! - [`orchestrate`] — the orchestration runner around the core's orchestration machine.
+//! - [`client`], [`tmux`], [`fsutil`], [`config`] — what the server and the CLI share.
 
 pub mod client;
-pub mod connections;
-pub mod driver;
-pub mod embedded_pg;
-pub mod forward;
+pub mod config;
 pub mod fsutil;
-pub mod hooks_install;
-pub mod http;
-pub mod metrics;
-pub mod migrate;
+pub mod hooks;
 pub mod orchestrate;
-pub mod peer;
-pub mod pgstore;
-pub mod record;
-pub mod serve;
-pub mod sse;
+pub mod server;
 pub mod tmux;
-pub mod watchdog;
-pub mod watcher;
-pub mod world;

@@ -104,7 +104,7 @@ fn fresh_home_gives_a_healthy_server_and_the_cluster_is_reused_and_locked() {
     let url = embedded_url(&home);
     assert_eq!(
         common::psql(&url, "SELECT count(*) FROM schema_migrations"),
-        headspace::migrate::MIGRATIONS.len().to_string()
+        headspace::server::migrate::MIGRATIONS.len().to_string()
     );
 
     // Starting a second server on the same home while the first runs: a clear error.
@@ -142,7 +142,7 @@ fn pg_bin() -> PathBuf {
         return PathBuf::from(b);
     }
     // The same folder the server uses.
-    headspace::embedded_pg::find_bin().expect("PostgreSQL binaries")
+    headspace::server::embedded_pg::find_bin().expect("PostgreSQL binaries")
 }
 
 fn is_root() -> bool {

@@ -77,7 +77,7 @@ fn install_twice_keeps_other_hooks_and_uninstall_restores_the_file_exactly() {
         after["permissions"], before["permissions"],
         "other settings untouched"
     );
-    for event in headspace::hooks_install::EVENTS {
+    for event in headspace::hooks::install::EVENTS {
         let groups = after["hooks"][event]
             .as_array()
             .unwrap_or_else(|| panic!("{event} missing"));
@@ -456,7 +456,7 @@ fn hooks_from_the_older_unquoted_version_are_upgraded_and_removed() {
     // What the older version left: its unquoted commands after the user's hook, and a 0644
     // backup of the file as it was.
     let mut old: serde_json::Value = serde_json::from_str(USER_SETTINGS).unwrap();
-    for event in headspace::hooks_install::EVENTS {
+    for event in headspace::hooks::install::EVENTS {
         let cmd =
             format!("/usr/local/bin/headspace hook-forward {event} --url http://127.0.0.1:5055");
         let list = old["hooks"][event].as_array().cloned().unwrap_or_default();
@@ -474,7 +474,7 @@ fn hooks_from_the_older_unquoted_version_are_upgraded_and_removed() {
     ok(&hooks_cmd(&["install"], &settings));
     let after: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
-    for event in headspace::hooks_install::EVENTS {
+    for event in headspace::hooks::install::EVENTS {
         let commands: Vec<&str> = after["hooks"][event]
             .as_array()
             .unwrap()

@@ -25,7 +25,7 @@ fn migrations_apply_once_and_enforce_one_turn_per_entry() {
     );
     assert!(String::from_utf8_lossy(&first.stderr).contains(&format!(
         "{} migration(s) applied",
-        headspace::migrate::MIGRATIONS.len()
+        headspace::server::migrate::MIGRATIONS.len()
     )));
     let second = Command::new(bin)
         .args(["migrate", "--database-url", &url])
@@ -60,7 +60,7 @@ fn migration_list_matches_the_folder() {
         .filter(|n| n.ends_with(".sql"))
         .collect();
     files.sort();
-    let src = include_str!("../src/migrate.rs");
+    let src = include_str!("../src/server/migrate.rs");
     for f in &files {
         assert!(
             src.contains(&format!("\"{f}\"")),

@@ -4,7 +4,7 @@
 
 mod common;
 use common::*;
-use headspace::pgstore::PgStore;
+use headspace::server::pgstore::PgStore;
 use headspace_core::model::Snapshot;
 use headspace_core::store::MemStore;
 use headspace_core::synth::{SessionWriter, CLAUDE_DIR};
@@ -207,7 +207,7 @@ fn postgres_and_memory_stores_agree_under_retries_and_any_batching() {
             return;
         };
         rt.block_on(async {
-            headspace::migrate::run(&db).await.unwrap();
+            headspace::server::migrate::run(&db).await.unwrap();
             let pg = PgStore::new(&db, 2).unwrap();
             for chunk in writes.chunks(batch) {
                 pg.apply(chunk).await.unwrap();
@@ -252,7 +252,7 @@ fn a_write_the_database_refuses_is_dropped_and_the_rest_of_its_batch_kept() {
         .build()
         .unwrap();
     rt.block_on(async {
-        headspace::migrate::run(&db).await.unwrap();
+        headspace::server::migrate::run(&db).await.unwrap();
         let pg = PgStore::new(&db, 2).unwrap();
         // A turn naming a task that does not exist (a foreign-key violation) in the middle.
         let mut poison = writes

@@ -1,6 +1,6 @@
 //! # headspace-sim — the real Headspace server under deterministic simulation
 //!
-//! The real core and the real shell (`headspace::serve::start`, its driver, writer, HTTP
+//! The real core and the real shell (`headspace::server::start`, its driver, writer, HTTP
 //! routes, transcript sweep and pane watchdog) run on a turmoil host. Their adapters — store,
 //! transcript files, panes, clock — are the simulated ones of [`world`], behind the shell's own
 //! traits. Simulated Claude Code agents ([`session`]) write transcripts and post hooks over

@@ -7,8 +7,8 @@ use crate::plan::Plan;
 use crate::rng::Rng;
 use crate::session::{pane_segment, post, run_agent};
 use crate::world::{sim_now, AdapterFaults, SimWorld, EPOCH_MS};
-use headspace::record::Recorder;
-use headspace::serve::{accept_loop, start, Listen, Settings};
+use headspace::server::record::Recorder;
+use headspace::server::{accept_loop, start, Listen, Settings};
 use headspace_core::access::{AccessPolicy, Peer};
 use headspace_core::planted::Bug;
 use headspace_core::synth::CLAUDE_DIR;
@@ -77,7 +77,7 @@ async fn server(world: SimWorld, bug: Option<Bug>) -> turmoil::Result {
         max_connections: 512,
         header_timeout: Duration::from_secs(10),
         static_dir: "/nonexistent".into(),
-        core_home: headspace::driver::CoreHome::Task,
+        core_home: headspace::server::driver::CoreHome::Task,
     };
     let adapters = world.adapters();
     // While the store is down, wait, as a supervisor would before restarting us; only then

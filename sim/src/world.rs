@@ -5,9 +5,9 @@
 
 use crate::check::Checker;
 use crate::rng::Rng;
-use headspace::pgstore::{AgentView, LastTurn, StoreError};
+use headspace::server::pgstore::{AgentView, LastTurn, StoreError};
+use headspace::server::world::{BoxFuture, Clock, FileStat, Files, Panes, Store, Waited};
 use headspace::tmux::Sent;
-use headspace::world::{BoxFuture, Clock, FileStat, Files, Panes, Store, Waited};
 use headspace_core::activity::current_task;
 use headspace_core::model::{Snapshot, TurnRow};
 use headspace_core::store::MemStore;
@@ -180,8 +180,8 @@ impl SimWorld {
     }
 
     /// The adapters, as the server's `World`.
-    pub fn adapters(&self) -> headspace::world::World {
-        headspace::world::World {
+    pub fn adapters(&self) -> headspace::server::world::World {
+        headspace::server::world::World {
             clock: Arc::new(SimClock),
             store: Arc::new(self.clone()),
             files: Arc::new(self.clone()),

@@ -1,7 +1,7 @@
 //! `headspace orchestrate …`: the orchestration runner's commands (start, status, pause,
 //! resume, cancel, merge, confirm-gate, decide) as the command line gives them.
 
-use crate::TokenArgs;
+use crate::cli::TokenArgs;
 use clap::Subcommand;
 use std::path::PathBuf;
 use std::process::ExitCode;

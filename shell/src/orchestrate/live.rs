@@ -116,14 +116,14 @@ impl LiveDeps {
         let claude_dir = settings
             .claude_dir
             .clone()
-            .unwrap_or_else(crate::serve::default_claude_dir);
+            .unwrap_or_else(crate::config::default_claude_dir);
         let runner = match (&settings.agent, &settings.headless) {
             (Some(agent), _) => Some(StepRunner::Agent {
                 agent: agent.clone(),
                 addr: settings
                     .addr
                     .clone()
-                    .unwrap_or_else(|| crate::serve::DEFAULT_ADDR.into()),
+                    .unwrap_or_else(|| crate::config::DEFAULT_ADDR.into()),
                 token,
                 clear_first: !settings.no_clear,
             }),
@@ -157,7 +157,7 @@ impl LiveDeps {
 
 /// Now, in ms since the epoch.
 pub fn now_ms() -> i64 {
-    crate::world::Clock::now(&crate::world::SystemClock).millis()
+    crate::server::world::Clock::now(&crate::server::world::SystemClock).millis()
 }
 
 impl Deps for LiveDeps {

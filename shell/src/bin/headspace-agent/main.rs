@@ -111,7 +111,7 @@ struct Agent {
 }
 
 fn now() -> Timestamp {
-    headspace::world::Clock::now(&headspace::world::SystemClock)
+    headspace::server::world::Clock::now(&headspace::server::world::SystemClock)
 }
 
 const RULE: &str = "────────────────────────────────────────────────────────────────────────";

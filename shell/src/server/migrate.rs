@@ -7,19 +7,19 @@ use tokio_postgres::NoTls;
 pub const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0001_initial.sql",
-        include_str!("../../migrations/0001_initial.sql"),
+        include_str!("../../../migrations/0001_initial.sql"),
     ),
     (
         "0002_task_state_since.sql",
-        include_str!("../../migrations/0002_task_state_since.sql"),
+        include_str!("../../../migrations/0002_task_state_since.sql"),
     ),
     (
         "0003_agent_sent_at.sql",
-        include_str!("../../migrations/0003_agent_sent_at.sql"),
+        include_str!("../../../migrations/0003_agent_sent_at.sql"),
     ),
     (
         "0004_agent_permission.sql",
-        include_str!("../../migrations/0004_agent_permission.sql"),
+        include_str!("../../../migrations/0004_agent_permission.sql"),
     ),
 ];
 

@@ -1,7 +1,7 @@
 //! The PostgreSQL store: applies the core's writes (batched, in order, idempotent), loads the
 //! snapshot that restores the core, and answers the API's reads.
 
-use crate::world::{BoxFuture, Waited};
+use crate::server::world::{BoxFuture, Waited};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use headspace_core::model::*;
 use headspace_core::Write;
@@ -50,7 +50,7 @@ pub struct StoreError(pub String);
 
 impl From<tokio_postgres::Error> for StoreError {
     fn from(e: tokio_postgres::Error) -> Self {
-        StoreError(crate::migrate::describe(&e))
+        StoreError(crate::server::migrate::describe(&e))
     }
 }
 
@@ -384,7 +384,7 @@ impl PgStore {
     }
 }
 
-impl crate::world::Store for PgStore {
+impl crate::server::world::Store for PgStore {
     fn ping(&self) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(PgStore::ping(self))
     }

@@ -1,9 +1,9 @@
 //! The shell's adapters to the outside world, each behind a small trait so the simulation
 //! (`headspace-sim`) can run the real server with simulated ones: the clock, the store, the
-//! transcript files and the tmux panes. Production uses [`SystemClock`], [`PgStore`](crate::pgstore::PgStore),
+//! transcript files and the tmux panes. Production uses [`SystemClock`], [`PgStore`](crate::server::pgstore::PgStore),
 //! [`DiskFiles`] and [`TmuxPanes`].
 
-use crate::pgstore::{AgentView, StoreError};
+use crate::server::pgstore::{AgentView, StoreError};
 use headspace_core::model::{Snapshot, TurnRow};
 use headspace_core::{Reply, Timestamp, Write};
 use std::collections::HashSet;

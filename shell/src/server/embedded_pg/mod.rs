@@ -122,7 +122,7 @@ pub fn find_bin() -> Option<PathBuf> {
 }
 
 fn is_root() -> bool {
-    crate::peer::own_uid() == 0
+    crate::server::peer::own_uid() == 0
 }
 
 /// Takes `home` for this process (`home/serve.pid`), unless another headspace server has it.

@@ -3,10 +3,10 @@
 //! commits the store writes of a batch in one transaction (retrying until the database takes
 //! them), and only then publishes the batch's events and replies.
 
-use crate::metrics::Metrics;
-use crate::record::Recorder;
-use crate::sse::Hub;
-use crate::world::{Clock, FileStat, Files, Store, World};
+use crate::server::metrics::Metrics;
+use crate::server::record::Recorder;
+use crate::server::sse::Hub;
+use crate::server::world::{Clock, FileStat, Files, Store, World};
 use headspace_core::io::{RequestId, Write};
 use headspace_core::{Command, Core, Input, Reply, Timestamp};
 use std::collections::HashMap;

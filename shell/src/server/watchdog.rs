@@ -2,8 +2,8 @@
 //! core, which decides whether new output has gone unrepresented. No tmux, or a dead pane,
 //! degrades to transcript-only.
 
-use crate::driver::Msg;
-use crate::world::{Panes, Store};
+use crate::server::driver::Msg;
+use crate::server::world::{Panes, Store};
 use headspace_core::Input;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,27 +1,39 @@
 //! `headspace serve`: the server around the core.
 
-use crate::connections::Connections;
-use crate::driver::{self, CoreHome, Health};
-use crate::embedded_pg::EmbeddedPg;
-use crate::http::{self, App};
-use crate::metrics::Metrics;
-use crate::pgstore::PgStore;
-use crate::record::Recorder;
-use crate::sse::Hub;
-use crate::world::{DiskFiles, SystemClock, TmuxPanes, World};
+pub mod connections;
+pub mod driver;
+pub mod embedded_pg;
+pub mod http;
+pub mod metrics;
+pub mod migrate;
+pub mod peer;
+pub mod pgstore;
+pub mod record;
+pub mod sse;
+pub mod watchdog;
+pub mod watcher;
+pub mod world;
+
+use crate::config::{default_claude_dir, default_home, read_token, DEFAULT_ADDR};
+use crate::server::connections::Connections;
+use crate::server::driver::{CoreHome, Health};
+use crate::server::embedded_pg::EmbeddedPg;
+use crate::server::http::App;
+use crate::server::metrics::Metrics;
+use crate::server::pgstore::PgStore;
+use crate::server::record::Recorder;
+use crate::server::sse::Hub;
+use crate::server::world::{DiskFiles, SystemClock, TmuxPanes, World};
 use headspace_core::access::{AccessPolicy, Peer};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::{debug, info, warn};
-
-/// Where the server listens unless told otherwise, and where every client looks for it.
-pub const DEFAULT_ADDR: &str = "127.0.0.1:5055";
 
 /// Options of `headspace serve` (flags win over environment over defaults).
 #[derive(clap::Args, Debug, Clone)]
@@ -97,18 +109,6 @@ pub struct ServeArgs {
     pub tmux_socket: Option<String>,
 }
 
-fn home_dir() -> PathBuf {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/tmp"))
-}
-
-/// Claude Code's folder when none is given: `$HOME/.claude`. The server, the hook installer
-/// and the orchestration runner must agree on it, even without `HOME`.
-pub fn default_claude_dir() -> PathBuf {
-    home_dir().join(".claude")
-}
-
 fn default_static() -> PathBuf {
     let exe = std::env::current_exe().ok();
     let candidates = [
@@ -132,10 +132,7 @@ fn default_static() -> PathBuf {
 pub async fn run(args: ServeArgs) -> Result<(), String> {
     let claude_dir = args.claude_dir.clone().unwrap_or_else(default_claude_dir);
     let claude_dir = std::fs::canonicalize(&claude_dir).unwrap_or(claude_dir);
-    let home = args
-        .home
-        .clone()
-        .unwrap_or_else(|| home_dir().join(".local/share/headspace"));
+    let home = args.home.clone().unwrap_or_else(default_home);
     let token = read_token(args.token_file.as_deref(), args.token.as_deref())?;
     if !args.addr.ip().is_loopback() && token.is_none() {
         return Err(format!(
@@ -163,36 +160,6 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         let _ = tokio::task::spawn_blocking(move || pg.stop()).await;
     }
     result
-}
-
-/// The token from `--token-file` (first line, trimmed) or the environment; a token given as
-/// a command-line flag works but is warned about (every account sees it in `ps`).
-pub fn read_token(file: Option<&Path>, given: Option<&str>) -> Result<Option<String>, String> {
-    if let Some(path) = file {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the token file {}: {e}", path.display()))?;
-        let token = text.lines().next().unwrap_or("").trim().to_string();
-        if token.is_empty() {
-            return Err(format!("the token file {} is empty", path.display()));
-        }
-        if let Ok(m) = std::fs::metadata(path) {
-            use std::os::unix::fs::PermissionsExt;
-            if m.permissions().mode() & 0o077 != 0 {
-                warn!(
-                    "the token file {} can be read by other accounts: chmod 600 it",
-                    path.display()
-                );
-            }
-        }
-        return Ok(Some(token));
-    }
-    if std::env::args().any(|a| a == "--token" || a.starts_with("--token=")) {
-        warn!("--token puts the token where every account can read it (ps); use --token-file FILE or HEADSPACE_TOKEN");
-    }
-    Ok(given
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .map(str::to_string))
 }
 
 /// The file descriptors kept free for the database pool, tmux, transcripts and logs.
@@ -233,7 +200,7 @@ async fn serve(
 ) -> Result<(), String> {
     let mut delay = Duration::from_millis(200);
     let applied = loop {
-        match crate::migrate::run(&url).await {
+        match crate::server::migrate::run(&url).await {
             Ok(a) => break a,
             Err(e) if delay < Duration::from_secs(10) => {
                 warn!("database not ready ({e}); retrying");
@@ -301,7 +268,7 @@ async fn serve(
         core_home: CoreHome::Thread,
     };
     let app = start(&world, settings, recorder).await?;
-    crate::watcher::start_notify(claude_dir.clone(), app.core.clone());
+    crate::server::watcher::start_notify(claude_dir.clone(), app.core.clone());
     eprintln!(
         "headspace: listening on http://{local}/ (claude dir {})",
         claude_dir.display()
@@ -404,8 +371,8 @@ pub async fn start(
         recorder,
         settings.core_home,
     );
-    crate::watcher::start_sweep(world.files.clone(), core.clone(), settings.sweep_every);
-    crate::watchdog::start(
+    crate::server::watcher::start_sweep(world.files.clone(), core.clone(), settings.sweep_every);
+    crate::server::watchdog::start(
         world.store.clone(),
         world.panes.clone(),
         core.clone(),
@@ -447,7 +414,7 @@ impl Listen for tokio::net::TcpListener {
         let _ = stream.set_nodelay(true);
         let local = stream.local_addr()?;
         // Reading /proc/net/tcp is a blocking read, but of a small in-memory table.
-        let who = crate::peer::identify(peer, local);
+        let who = crate::server::peer::identify(peer, local);
         Ok((stream, who))
     }
 }
@@ -528,7 +495,7 @@ where
             let app = svc_app.clone();
             // Busy from the request's arrival until its answer's last byte (an SSE stream, a
             // long wait): only idle connections are ever closed to make room.
-            let guard = crate::connections::busy(&conns, id);
+            let guard = crate::server::connections::busy(&conns, id);
             async move {
                 let resp = http::handle(app, req, peer).await?;
                 Ok::<_, std::convert::Infallible>(resp.map(|b| http::with_guard(b, guard)))

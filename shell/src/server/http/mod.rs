@@ -1,11 +1,11 @@
 //! HTTP: hook routes, the JSON API, SSE, health, metrics and the static dashboard.
 
-use crate::connections::Connections;
-use crate::driver::{Health, Msg};
-use crate::metrics::Metrics;
 use crate::orchestrate::command::Command;
-use crate::sse::Hub;
-use crate::world::{Panes, Store};
+use crate::server::connections::Connections;
+use crate::server::driver::{Health, Msg};
+use crate::server::metrics::Metrics;
+use crate::server::sse::Hub;
+use crate::server::world::{Panes, Store};
 use headspace_core::access::{percent_decode, route_path, AccessPolicy, Peer, RequestFacts};
 use headspace_core::hook::Hook;
 use headspace_core::Input;

@@ -2,8 +2,8 @@
 //! sweep through [`Files`] that catches whatever the OS dropped. Both only say "this file may
 //! have changed"; the driver reads from where it left off.
 
-use crate::driver::Msg;
-use crate::world::{FileStat, Files};
+use crate::server::driver::Msg;
+use crate::server::world::{FileStat, Files};
 use notify::{RecursiveMode, Watcher};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

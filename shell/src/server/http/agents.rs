@@ -3,9 +3,9 @@
 
 use super::body::{error, json_response, Body};
 use super::{query_param, App};
-use crate::driver::Msg;
-use crate::pgstore::AgentView;
-use crate::world::Waited;
+use crate::server::driver::Msg;
+use crate::server::pgstore::AgentView;
+use crate::server::world::Waited;
 use headspace_core::activity::{agent_activity, agent_state};
 use headspace_core::question::{open_question, preview, OpenQuestion};
 use headspace_core::{Input, Reply};

@@ -2,7 +2,7 @@
 //! that keeps its connection marked busy while it streams.
 
 use super::App;
-use crate::connections::Busy;
+use crate::server::connections::Busy;
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited};
 use hyper::body::{Frame, Incoming};

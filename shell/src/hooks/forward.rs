@@ -29,7 +29,7 @@ pub fn stamp(payload: &[u8], pane: Option<&str>, now: headspace_core::Timestamp)
 
 /// The hook side: stamp, detach, exit. Never fails loudly: Claude Code must not be disturbed.
 pub fn forward(event: &str, url: &str) {
-    let now = crate::world::Clock::now(&crate::world::SystemClock);
+    let now = crate::server::world::Clock::now(&crate::server::world::SystemClock);
     let mut payload = Vec::new();
     let _ = std::io::stdin().take(MAX_PAYLOAD).read_to_end(&mut payload);
     let body = stamp(&payload, std::env::var("TMUX_PANE").ok().as_deref(), now);
@@ -63,7 +63,7 @@ pub fn post(target: &str) {
     // The token, when the server needs one: from its file, else the environment.
     let file = std::env::var_os("HEADSPACE_TOKEN_FILE").map(std::path::PathBuf::from);
     let given = std::env::var("HEADSPACE_TOKEN").ok();
-    let token = crate::serve::read_token(file.as_deref(), given.as_deref())
+    let token = crate::config::read_token(file.as_deref(), given.as_deref())
         .ok()
         .flatten();
     let _ = crate::client::request(

@@ -1,0 +1,190 @@
+//! The commands that talk to a running server about agents: `agents`, `wait`, `send`,
+//! `clear`, `reconcile`.
+
+use super::ServerArg;
+use std::process::ExitCode;
+
+pub(crate) fn call(
+    server: &ServerArg,
+    method: &str,
+    path: &str,
+) -> Result<(u16, serde_json::Value), String> {
+    let (status, body) = headspace::client::request(
+        &server.addr,
+        method,
+        path,
+        b"",
+        server.auth.get().as_deref(),
+        std::time::Duration::from_secs(30),
+    )?;
+    let v =
+        serde_json::from_str(&body).map_err(|_| format!("unexpected answer ({status}): {body}"))?;
+    Ok((status, v))
+}
+
+pub(crate) fn agents(server: &ServerArg) -> ExitCode {
+    match call(server, "GET", "/api/agents") {
+        Ok((200, serde_json::Value::Array(rows))) => {
+            println!(
+                "{:<5} {:<24} {:<15} {:<8} {:<6} SESSION",
+                "ID", "PROJECT", "STATE", "ACTIVITY", "PANE"
+            );
+            for a in rows {
+                let s = |k: &str| a[k].as_str().unwrap_or("-").to_string();
+                println!(
+                    "{:<5} {:<24} {:<15} {:<8} {:<6} {}",
+                    a["id"].as_u64().unwrap_or(0),
+                    s("project"),
+                    s("state"),
+                    s("activity"),
+                    s("tmux_pane"),
+                    s("session_id")
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Ok((status, v)) => {
+            eprintln!(
+                "headspace agents: server answered {status}: {}",
+                v["error"].as_str().unwrap_or(&v.to_string())
+            );
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("headspace agents: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+pub(crate) fn wait(agent: &str, timeout: f64, server: &ServerArg) -> ExitCode {
+    let path = format!(
+        "/api/agents/{}/wait?timeout={timeout}",
+        headspace::client::encode_segment(agent)
+    );
+    let answer = headspace::client::request(
+        &server.addr,
+        "GET",
+        &path,
+        b"",
+        server.auth.get().as_deref(),
+        std::time::Duration::try_from_secs_f64(timeout.clamp(0.0, 86_400.0) + 30.0)
+            .unwrap_or(std::time::Duration::from_secs(30)),
+    );
+    match answer.map(|(s, b)| {
+        (
+            s,
+            serde_json::from_str::<serde_json::Value>(&b).unwrap_or_default(),
+        )
+    }) {
+        Ok((200, v)) if v["status"] == "idle" => {
+            println!(
+                "{agent} is {} (waited {:.1}s)",
+                v["activity"].as_str().unwrap_or("idle"),
+                v["waited_ms"].as_f64().unwrap_or(0.0) / 1000.0
+            );
+            ExitCode::SUCCESS
+        }
+        Ok((200, v)) => {
+            println!(
+                "{agent} is still {} after {timeout}s",
+                v["activity"].as_str().unwrap_or("running")
+            );
+            ExitCode::from(1)
+        }
+        Ok((status, v)) => {
+            eprintln!(
+                "headspace wait: {}",
+                v["error"]
+                    .as_str()
+                    .map_or_else(|| format!("server answered {status}"), str::to_string)
+            );
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("headspace wait: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+pub(crate) fn send(agent: &str, text: Option<&str>, server: &ServerArg) -> ExitCode {
+    let (path, body) = match text {
+        Some(t) => (
+            format!(
+                "/api/agents/{}/send",
+                headspace::client::encode_segment(agent)
+            ),
+            serde_json::json!({"text": t}).to_string(),
+        ),
+        None => (
+            format!(
+                "/api/agents/{}/clear",
+                headspace::client::encode_segment(agent)
+            ),
+            String::new(),
+        ),
+    };
+    let what = if text.is_some() { "send" } else { "clear" };
+    match headspace::client::request(
+        &server.addr,
+        "POST",
+        &path,
+        body.as_bytes(),
+        server.auth.get().as_deref(),
+        std::time::Duration::from_secs(30),
+    ) {
+        Ok((200, b)) => {
+            let v: serde_json::Value = serde_json::from_str(&b).unwrap_or_default();
+            if v["verified"] == true {
+                println!("sent to {}", v["pane"].as_str().unwrap_or(agent));
+            } else {
+                println!(
+                    "typed into {}, but the pane did not change after Enter",
+                    v["pane"].as_str().unwrap_or(agent)
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Ok((status, b)) => {
+            let v: serde_json::Value = serde_json::from_str(&b).unwrap_or_default();
+            eprintln!(
+                "headspace {what}: {}",
+                v["error"]
+                    .as_str()
+                    .map_or_else(|| format!("server answered {status}"), str::to_string)
+            );
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("headspace {what}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+pub(crate) fn reconcile(agent: &str, server: &ServerArg) -> ExitCode {
+    let path = format!(
+        "/api/agents/{}/reconcile",
+        headspace::client::encode_segment(agent)
+    );
+    match call(server, "POST", &path) {
+        Ok((200, v)) => {
+            println!("{v}");
+            ExitCode::SUCCESS
+        }
+        Ok((status, v)) => {
+            eprintln!(
+                "headspace reconcile: {}",
+                v["error"]
+                    .as_str()
+                    .map_or_else(|| format!("server answered {status}"), str::to_string)
+            );
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("headspace reconcile: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! Defaults every part of Headspace agrees on: where the server listens, where Claude Code
+//! and Headspace keep their files, and how a token is read. One place, so the server, the
+//! CLI, the hook installer and the orchestration runner never disagree.
+
+use std::path::{Path, PathBuf};
+use tracing::warn;
+
+/// Where the server listens unless told otherwise, and where every client looks for it.
+pub const DEFAULT_ADDR: &str = "127.0.0.1:5055";
+
+/// The URL installed hooks post to unless told otherwise.
+pub const DEFAULT_URL: &str = "http://127.0.0.1:5055";
+
+/// The user's home folder (`$HOME`; `/tmp` when unset, so defaults still resolve).
+pub fn user_home() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp"))
+}
+
+/// Claude Code's folder when none is given: `$HOME/.claude`. The server, the hook installer
+/// and the orchestration runner must agree on it, even without `HOME`.
+pub fn default_claude_dir() -> PathBuf {
+    user_home().join(".claude")
+}
+
+/// Headspace's own folder when none is given: `$HOME/.local/share/headspace`.
+pub fn default_home() -> PathBuf {
+    user_home().join(".local/share/headspace")
+}
+
+/// The token from `--token-file` (first line, trimmed) or the environment; a token given as
+/// a command-line flag works but is warned about (every account sees it in `ps`).
+pub fn read_token(file: Option<&Path>, given: Option<&str>) -> Result<Option<String>, String> {
+    if let Some(path) = file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the token file {}: {e}", path.display()))?;
+        let token = text.lines().next().unwrap_or("").trim().to_string();
+        if token.is_empty() {
+            return Err(format!("the token file {} is empty", path.display()));
+        }
+        if let Ok(m) = std::fs::metadata(path) {
+            use std::os::unix::fs::PermissionsExt;
+            if m.permissions().mode() & 0o077 != 0 {
+                warn!(
+                    "the token file {} can be read by other accounts: chmod 600 it",
+                    path.display()
+                );
+            }
+        }
+        return Ok(Some(token));
+    }
+    if std::env::args().any(|a| a == "--token" || a.starts_with("--token=")) {
+        warn!("--token puts the token where every account can read it (ps); use --token-file FILE or HEADSPACE_TOKEN");
+    }
+    Ok(given
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string))
+}
