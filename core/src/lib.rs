@@ -100,6 +100,7 @@ pub mod orchestration;
 pub mod pane;
 pub mod planted;
 pub mod question;
+pub mod send_check;
 pub mod replay;
 pub mod state;
 pub mod store;
@@ -107,6 +108,8 @@ pub mod synth;
 pub mod time;
 pub mod trace;
 pub mod truncated;
+pub mod view;
+pub mod wait;
 
 pub use activity::Activity;
 pub use engine::{Config, Core};

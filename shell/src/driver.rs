@@ -6,7 +6,8 @@
 use crate::metrics::Metrics;
 use crate::record::Recorder;
 use crate::sse::Hub;
-use crate::world::{Clock, FileStat, Files, Store, World};
+use crate::store::Store;
+use crate::world::{Clock, FileStat, Files, World};
 use headspace_core::io::{RequestId, Write};
 use headspace_core::{Command, Core, Input, Reply, Timestamp};
 use std::collections::HashMap;

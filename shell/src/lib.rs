@@ -19,6 +19,7 @@ pub mod pgstore;
 pub mod record;
 pub mod serve;
 pub mod sse;
+pub mod store;
 pub mod tmux;
 pub mod watchdog;
 pub mod watcher;

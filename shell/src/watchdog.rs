@@ -3,7 +3,8 @@
 //! degrades to transcript-only.
 
 use crate::driver::Msg;
-use crate::world::{Panes, Store};
+use crate::store::Store;
+use crate::world::Panes;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;

@@ -5,9 +5,11 @@ use crate::driver::{Health, Msg};
 use crate::metrics::Metrics;
 use crate::orchestrate::command::Command;
 use crate::sse::Hub;
-use crate::world::{Panes, Store};
+use crate::store::Store;
+use crate::world::Panes;
 use headspace_core::access::{percent_decode, route_path, AccessPolicy, Peer, RequestFacts};
 use headspace_core::hook::Hook;
+use headspace_core::view::AgentView;
 use hyper::body::Incoming;
 use hyper::header::HeaderValue;
 use hyper::{Method, Request, Response, StatusCode};
@@ -26,7 +28,6 @@ mod body;
 mod login;
 mod orchestration;
 
-pub use agents::agent_json;
 use agents::*;
 use assets::*;
 use body::*;
@@ -162,7 +163,7 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
                 Ok(rows) => {
                     let mut r = json_response(
                         StatusCode::OK,
-                        &Value::Array(rows.iter().map(agent_json).collect()),
+                        &Value::Array(rows.iter().map(AgentView::card).collect()),
                     );
                     r.headers_mut()
                         .insert("x-last-event-id", HeaderValue::from(last_event));
@@ -173,7 +174,7 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
         }
         (&Method::GET, ["api", "agents", id]) => {
             with_agent(&app, id, |row| {
-                json_response(StatusCode::OK, &agent_json(row))
+                json_response(StatusCode::OK, &row.card())
             })
             .await
         }
