@@ -272,8 +272,15 @@ mod tests {
         assert!(!shows_option("  11. Yes\n", 1, "Yes"), "11 is not 1");
         assert!(shows_option("  11. Yes\n", 11, "Yes"));
         assert!(!shows_option(". Yes\n", 1, "Yes"));
-        assert!(!shows_option("Step 1. Yes\n", 1, "Yes"), "text, not an option");
-        assert!(shows_option("┃ > 3. Type something. ┃\n", 3, "Type something."));
+        assert!(
+            !shows_option("Step 1. Yes\n", 1, "Yes"),
+            "text, not an option"
+        );
+        assert!(shows_option(
+            "┃ > 3. Type something. ┃\n",
+            3,
+            "Type something."
+        ));
     }
 
     #[test]

@@ -81,11 +81,35 @@ fn the_card_shows_the_current_task_its_command_the_last_turn_and_the_open_questi
         Write::Agent(a.clone()),
         Write::Task(old.clone()),
         Write::Task(now.clone()),
-        Write::Turn(turn(1, &old, (Actor::User, Intent::Command), "old command", 0)),
-        Write::Turn(turn(2, &old, (Actor::Agent, Intent::Completion), "done", 10)),
+        Write::Turn(turn(
+            1,
+            &old,
+            (Actor::User, Intent::Command),
+            "old command",
+            0,
+        )),
+        Write::Turn(turn(
+            2,
+            &old,
+            (Actor::Agent, Intent::Completion),
+            "done",
+            10,
+        )),
         // Ids out of time order: (timestamp, id) decides, not the id.
-        Write::Turn(turn(5, &now, (Actor::User, Intent::Command), "add a column", 100)),
-        Write::Turn(turn(3, &now, (Actor::Agent, Intent::Question), "Earlier question?", 110)),
+        Write::Turn(turn(
+            5,
+            &now,
+            (Actor::User, Intent::Command),
+            "add a column",
+            100,
+        )),
+        Write::Turn(turn(
+            3,
+            &now,
+            (Actor::Agent, Intent::Question),
+            "Earlier question?",
+            110,
+        )),
         Write::Turn(q),
     ]);
     let view = s.agent_view(1).unwrap();
@@ -120,7 +144,13 @@ fn no_question_is_shown_unless_the_task_awaits_input() {
     let s = store(vec![
         Write::Agent(a),
         Write::Task(processing.clone()),
-        Write::Turn(turn(1, &processing, (Actor::Agent, Intent::Question), "Shall I?", 100)),
+        Write::Turn(turn(
+            1,
+            &processing,
+            (Actor::Agent, Intent::Question),
+            "Shall I?",
+            100,
+        )),
     ]);
     let view = s.agent_view(1).unwrap();
     assert_eq!(view.question, None);
@@ -130,7 +160,9 @@ fn no_question_is_shown_unless_the_task_awaits_input() {
 #[test]
 fn the_panes_permission_dialog_outranks_the_tasks_question_on_the_card() {
     let mut a = agent(1, "s1", Some("%3"), 0);
-    a.permission = Some(json!({"question": "Do you want to proceed?", "detail": [], "options": ["Yes", "No"]}));
+    a.permission = Some(
+        json!({"question": "Do you want to proceed?", "detail": [], "options": ["Yes", "No"]}),
+    );
     a.waiting_permission = true;
     let view = AgentView::from_rows(&a, [], []);
     assert_eq!(view.card()["question"]["text"], "Do you want to proceed?");
@@ -176,7 +208,10 @@ fn other_agents_rows_do_not_count() {
     );
     assert_eq!(view.task.as_ref().map(|t| t.id), Some(11));
     assert_eq!(view.turn_count, 1);
-    assert_eq!(view.last_turn.as_ref().map(|l| l.text.as_str()), Some("mine"));
+    assert_eq!(
+        view.last_turn.as_ref().map(|l| l.text.as_str()),
+        Some("mine")
+    );
 }
 
 #[test]
@@ -187,7 +222,11 @@ fn a_reference_names_an_agent_by_id_session_past_session_or_pane() {
     ];
     assert_eq!(resolve_reference(&agents, "1"), Some(1));
     assert_eq!(resolve_reference(&agents, "s2"), Some(2));
-    assert_eq!(resolve_reference(&agents, "old-s2"), Some(2), "a past session");
+    assert_eq!(
+        resolve_reference(&agents, "old-s2"),
+        Some(2),
+        "a past session"
+    );
     assert_eq!(resolve_reference(&agents, "%4"), Some(2));
     assert_eq!(resolve_reference(&agents, "%9"), None);
     assert_eq!(resolve_reference(&agents, "3"), None);

@@ -50,7 +50,11 @@ fn waiting_and_ended_count_as_idle_and_running_never_does() {
     for activity in [Activity::Waiting, Activity::Ended, Activity::Idle] {
         let mut w = WaitDebounce::new(Duration::from_secs(1));
         w.reading(activity, ms(0));
-        assert_eq!(w.reading(activity, ms(250)), WaitVerdict::Idle, "{activity:?}");
+        assert_eq!(
+            w.reading(activity, ms(250)),
+            WaitVerdict::Idle,
+            "{activity:?}"
+        );
     }
     let mut w = WaitDebounce::new(Duration::from_secs(600));
     for i in 0..100 {
@@ -68,7 +72,10 @@ fn wait_times_out_once_the_time_is_up_but_a_confirmed_idle_wins() {
         w.reading(Activity::Running, ms(999)),
         WaitVerdict::ReadAgainAfter(READ_INTERVAL)
     );
-    assert_eq!(w.reading(Activity::Running, ms(1000)), WaitVerdict::TimedOut);
+    assert_eq!(
+        w.reading(Activity::Running, ms(1000)),
+        WaitVerdict::TimedOut
+    );
     // A zero timeout still reads once; a first idle reading is not confirmed, so it times out.
     let mut w = WaitDebounce::new(Duration::ZERO);
     assert_eq!(w.reading(Activity::Idle, ms(0)), WaitVerdict::TimedOut);
@@ -80,9 +87,7 @@ fn wait_times_out_once_the_time_is_up_but_a_confirmed_idle_wins() {
 
 #[test]
 fn text_already_in_the_input_box_is_cleared_first_an_empty_box_is_not() {
-    assert!(needs_clearing(&format!(
-        "{RULE}\n❯ half typed\n{RULE}\n"
-    )));
+    assert!(needs_clearing(&format!("{RULE}\n❯ half typed\n{RULE}\n")));
     assert!(!needs_clearing(&format!("{RULE}\n❯\u{a0}\n{RULE}\n")));
     assert!(!needs_clearing("$ ls\n"), "no input box: nothing to clear");
 }
@@ -91,7 +96,10 @@ fn text_already_in_the_input_box_is_cleared_first_an_empty_box_is_not() {
 fn a_text_send_is_delivered_when_the_screen_changes_after_enter() {
     let typed = format!("{RULE}\n❯ fix the build\n{RULE}\n");
     let mut check = SendCheck::text(typed.clone(), true);
-    assert_eq!(check.observe("✻ Thinking… (esc to interrupt)\n"), Delivery::Delivered);
+    assert_eq!(
+        check.observe("✻ Thinking… (esc to interrupt)\n"),
+        Delivery::Delivered
+    );
     assert_eq!(
         check.sent(),
         Sent {
@@ -143,7 +151,10 @@ fn an_option_is_picked_only_while_its_dialog_shows_it() {
         Err("the dialog is not on screen: no option \"1. Yes\" in the pane".to_string()),
         "a stale question must not type a digit into the prompt"
     );
-    assert!(SendCheck::option(2, "Yes", DIALOG).is_err(), "option 2 is not Yes");
+    assert!(
+        SendCheck::option(2, "Yes", DIALOG).is_err(),
+        "option 2 is not Yes"
+    );
     assert!(
         SendCheck::option(1, "Yes", "  11. Yes\n").is_err(),
         "1. Yes is not found in 11. Yes"
@@ -153,7 +164,10 @@ fn an_option_is_picked_only_while_its_dialog_shows_it() {
 #[test]
 fn an_option_is_delivered_when_its_line_leaves_the_screen() {
     let mut check = SendCheck::option(1, "Yes", DIALOG).unwrap();
-    assert_eq!(check.observe("⏺ Bash(rm -rf target)\n"), Delivery::Delivered);
+    assert_eq!(
+        check.observe("⏺ Bash(rm -rf target)\n"),
+        Delivery::Delivered
+    );
     assert_eq!(
         check.sent(),
         Sent {

@@ -300,11 +300,7 @@ pub trait Panes: Send + Sync {
     /// The last `lines` lines of a pane, or `None` when it cannot be captured.
     fn capture<'a>(&'a self, pane: &'a str, lines: u32) -> BoxFuture<'a, Option<String>>;
     /// Types `text` into a pane and presses Enter, verified.
-    fn send<'a>(
-        &'a self,
-        pane: &'a str,
-        text: &'a str,
-    ) -> BoxFuture<'a, Result<Sent, String>>;
+    fn send<'a>(&'a self, pane: &'a str, text: &'a str) -> BoxFuture<'a, Result<Sent, String>>;
     /// Presses Escape in a pane, to stop the agent's turn. By default there is no way to.
     fn interrupt<'a>(&'a self, pane: &'a str) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move { Err(format!("cannot press keys in pane {pane} here")) })
@@ -333,11 +329,7 @@ impl Panes for TmuxPanes {
         Box::pin(crate::tmux::capture(self.socket.as_deref(), pane, lines))
     }
 
-    fn send<'a>(
-        &'a self,
-        pane: &'a str,
-        text: &'a str,
-    ) -> BoxFuture<'a, Result<Sent, String>> {
+    fn send<'a>(&'a self, pane: &'a str, text: &'a str) -> BoxFuture<'a, Result<Sent, String>> {
         Box::pin(crate::tmux::send(self.socket.as_deref(), pane, text))
     }
 

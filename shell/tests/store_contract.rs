@@ -302,10 +302,7 @@ fn postgres_and_memory_stores_show_the_same_cards_and_resolve_alike() {
         for w in &writes {
             pg.apply(std::slice::from_ref(w)).await.unwrap();
             mem.apply(w);
-            let want: Vec<_> = mem
-                .agents()
-                .filter_map(|a| mem.agent_view(a.id))
-                .collect();
+            let want: Vec<_> = mem.agents().filter_map(|a| mem.agent_view(a.id)).collect();
             let got = pg.agents().await.unwrap();
             assert_eq!(got, want, "cards after {w:?}");
             for v in &want {

@@ -60,7 +60,9 @@ fn the_simulated_card_shows_the_question_the_agent_waits_on() {
     feed(&mut core, transcript);
     assert!(offset > 0);
 
-    let id = now(store.resolve("%5")).unwrap().expect("the pane names the agent");
+    let id = now(store.resolve("%5"))
+        .unwrap()
+        .expect("the pane names the agent");
     let view = now(store.agent(id)).unwrap().expect("the agent's card");
     let card = view.card();
     assert_eq!(card["state"], "awaiting_input");

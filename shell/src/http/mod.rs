@@ -173,10 +173,7 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
             }
         }
         (&Method::GET, ["api", "agents", id]) => {
-            with_agent(&app, id, |row| {
-                json_response(StatusCode::OK, &row.card())
-            })
-            .await
+            with_agent(&app, id, |row| json_response(StatusCode::OK, &row.card())).await
         }
         (&Method::GET, ["api", "agents", id, "turns"]) => turns(&app, id, req.uri().query()).await,
         (&Method::POST, ["api", "agents", id, "reconcile"]) => reconcile(&app, id).await,

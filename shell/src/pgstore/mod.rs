@@ -69,10 +69,11 @@ fn name<T: Serialize>(v: &T) -> String {
 }
 
 fn parse<T: DeserializeOwned>(s: &str) -> Result<T, StoreError> {
-    serde_json::from_value(serde_json::Value::String(s.to_string()))
-        .map_err(|e| StoreError::BadValue {
-        value: s.to_string(),
-        reason: e.to_string(),
+    serde_json::from_value(serde_json::Value::String(s.to_string())).map_err(|e| {
+        StoreError::BadValue {
+            value: s.to_string(),
+            reason: e.to_string(),
+        }
     })
 }
 
