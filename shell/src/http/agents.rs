@@ -125,8 +125,8 @@ pub(super) async fn reconcile(app: &App, reference: &str) -> Response<Body> {
     }
 }
 
-/// Long-polls until the agent is idle (finished its turn, waiting for input, or ended): two
-/// consecutive idle readings a quarter second apart, so a transient never counts.
+/// Long-polls until the agent is idle (finished its turn, waiting for input, or ended), as
+/// the core's [`WaitDebounce`] decides: this loop only reads, sleeps and answers.
 pub(super) async fn wait(app: &App, reference: &str, query: Option<&str>) -> Response<Body> {
     let id = match resolve(app, reference).await {
         Ok(id) => id,
