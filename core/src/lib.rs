@@ -113,12 +113,15 @@ pub mod pane;
 pub mod planted;
 pub mod question;
 pub mod replay;
+pub mod send_check;
 pub mod state;
 pub mod store;
 pub mod synth;
 pub mod time;
 pub mod trace;
 pub mod truncated;
+pub mod view;
+pub mod wait;
 
 pub use activity::Activity;
 pub use engine::{Config, Core, Timer, TimerReason};

@@ -105,17 +105,34 @@ fn input_box(lines: &[&str]) -> Option<(usize, usize, String)> {
     None
 }
 
-/// Parses the numbered options of a dialog below `from`.
+/// A dialog's numbered option on `line`: its number and text, with the box edges and the
+/// selection marker taken off. A line such as ". text" counts as an option without a
+/// number, as it always has.
+fn numbered_option(line: &str) -> Option<(Option<usize>, String)> {
+    let t = strip_box(line).trim_start_matches(['❯', '>', ' ', '\u{a0}']);
+    let (num, rest) = t.split_once(". ")?;
+    (num.len() <= 2 && num.chars().all(|c| c.is_ascii_digit()))
+        .then(|| (num.parse().ok(), rest.trim().to_string()))
+}
+
+/// The texts of the numbered options among `lines` (a dialog's, below its question), in
+/// screen order.
 fn numbered_options(lines: &[&str]) -> Vec<String> {
     lines
         .iter()
-        .filter_map(|l| {
-            let t = strip_box(l).trim_start_matches(['❯', '>', ' ', '\u{a0}']);
-            let (num, rest) = t.split_once(". ")?;
-            (num.len() <= 2 && num.chars().all(|c| c.is_ascii_digit()))
-                .then(|| rest.trim().to_string())
-        })
+        .filter_map(|l| numbered_option(l))
+        .map(|(_, text)| text)
         .collect()
+}
+
+/// True when `screen` shows option `n` of a dialog and its text starts with `label` (the
+/// label a hook gave may be cut shorter than the screen's). "1. Yes" is not found in
+/// "11. Yes": the number is read whole.
+pub fn shows_option(screen: &str, n: usize, label: &str) -> bool {
+    screen
+        .lines()
+        .filter_map(numbered_option)
+        .any(|(num, text)| num == Some(n) && text.starts_with(label.trim()))
 }
 
 /// Reads a capture.
@@ -243,6 +260,27 @@ mod tests {
             q["options"],
             json!(["Yes", "No, and tell Claude what to do differently (esc)"])
         );
+    }
+
+    #[test]
+    fn an_option_is_found_by_its_whole_number_and_its_label() {
+        let s = "│ Do you want to proceed?   │\n│ ❯ 1. Yes                  │\n│   2. No, and tell Claude what to do differently (esc) │\n";
+        assert!(shows_option(s, 1, "Yes"));
+        assert!(shows_option(s, 2, "No, and tell Claude"));
+        assert!(!shows_option(s, 2, "Yes"), "another option's label");
+        assert!(!shows_option(s, 3, "Yes"), "no third option");
+        assert!(!shows_option("  11. Yes\n", 1, "Yes"), "11 is not 1");
+        assert!(shows_option("  11. Yes\n", 11, "Yes"));
+        assert!(!shows_option(". Yes\n", 1, "Yes"));
+        assert!(
+            !shows_option("Step 1. Yes\n", 1, "Yes"),
+            "text, not an option"
+        );
+        assert!(shows_option(
+            "┃ > 3. Type something. ┃\n",
+            3,
+            "Type something."
+        ));
     }
 
     #[test]

@@ -6,6 +6,7 @@ use crate::io::Write;
 use crate::model::{
     AgentId, AgentRow, OffsetRow, Snapshot, TaskId, TaskRow, TimestampSource, TurnId, TurnRow,
 };
+use crate::view::{resolve_reference, AgentView};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -160,6 +161,22 @@ impl MemStore {
     /// All agents, by id.
     pub fn agents(&self) -> impl Iterator<Item = &AgentRow> {
         self.agents.values()
+    }
+
+    /// One agent with what its card shows, as every store returns it.
+    pub fn agent_view(&self, id: AgentId) -> Option<AgentView> {
+        let agent = self.agents.get(&id)?;
+        Some(AgentView::from_rows(
+            agent,
+            self.tasks.values(),
+            self.turns.values(),
+        ))
+    }
+
+    /// The agent a reference (id, session id or pane) names, by the one rule every store
+    /// keeps ([`resolve_reference`]).
+    pub fn resolve(&self, reference: &str) -> Option<AgentId> {
+        resolve_reference(self.agents.values(), reference)
     }
 
     /// The stored offset of a file.

@@ -1,8 +1,11 @@
-//! Typing into an agent's pane: `send-keys -l`, a short pause, Enter, a check that the pane
-//! changed, Enter once more if it did not. Escape first when the input box already holds
-//! text (an autocomplete suggestion or a half-typed line), so it cannot be sent by mistake.
+//! Typing into an agent's pane with tmux. The rules (when to clear the input box, the
+//! pauses, what counts as delivered, how often Enter is pressed again) are the core's
+//! [`send_check`](headspace_core::send_check); this file only presses keys, sleeps and
+//! captures.
 
-use headspace_core::pane::read_pane;
+use headspace_core::send_check::{
+    needs_clearing, Delivery, SendCheck, Sent, CLEAR_PAUSE, SETTLE_PAUSE, TYPE_PAUSE,
+};
 use std::time::Duration;
 use tokio::process::Command;
 use tracing::debug;
@@ -31,17 +34,6 @@ pub async fn capture(socket: Option<&str>, pane: &str, lines: u32) -> Option<Str
         .ok()
 }
 
-/// What a send did.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Sent {
-    /// Escape was pressed first to clear text already in the input box.
-    pub cleared_input: bool,
-    /// Enter had to be pressed a second time.
-    pub retried_enter: bool,
-    /// The pane changed after Enter.
-    pub verified: bool,
-}
-
 /// Presses Escape in `pane`: Claude Code stops its turn.
 pub async fn interrupt(socket: Option<&str>, pane: &str) -> Result<(), String> {
     tmux(socket, &["send-keys", "-t", pane, "Escape"])
@@ -49,76 +41,54 @@ pub async fn interrupt(socket: Option<&str>, pane: &str) -> Result<(), String> {
         .map(|_| ())
 }
 
-/// Picks option `n` of the dialog on `pane` by its number key, as a user would. Claude Code
-/// takes a number key at once; a screen that still shows the option afterwards (an older or
-/// line-reading UI) gets Enter too. Verified when the option's line is gone.
+/// Picks option `n` of the dialog on `pane` by its number key, as a user would (Claude Code
+/// takes a number key at once), checked as [`SendCheck::option`] says.
 pub async fn choose(
     socket: Option<&str>,
     pane: &str,
     n: usize,
     label: &str,
 ) -> Result<Sent, String> {
-    let line = format!("{n}. {label}");
-    // The option's own line (after the box edge and the selection marker), so "1. Yes" is
-    // not found in "11. Yes".
-    let shows_option = |screen: &str| {
-        screen.lines().any(|l| {
-            l.trim_start_matches(|c: char| c.is_whitespace() || "│❯>".contains(c))
-                .starts_with(&line)
-        })
-    };
-    // A stale question (the dialog already gone) must not type a digit into the prompt.
-    let before = tmux(socket, &["capture-pane", "-p", "-t", pane]).await?;
-    if !shows_option(&before) {
-        return Err(format!(
-            "the dialog is not on screen: no option \"{line}\" in the pane"
-        ));
-    }
+    let before = screen(socket, pane).await?;
+    let mut check = SendCheck::option(n, label, &before)?;
     tmux(socket, &["send-keys", "-t", pane, "-l", &n.to_string()]).await?;
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    let mut after = tmux(socket, &["capture-pane", "-p", "-t", pane]).await?;
-    let mut retried_enter = false;
-    if shows_option(&after) {
-        retried_enter = true;
-        tmux(socket, &["send-keys", "-t", pane, "Enter"]).await?;
-        tokio::time::sleep(Duration::from_millis(400)).await;
-        after = tmux(socket, &["capture-pane", "-p", "-t", pane]).await?;
-    }
-    Ok(Sent {
-        cleared_input: false,
-        retried_enter,
-        verified: !shows_option(&after),
-    })
+    confirm(socket, pane, &mut check).await?;
+    Ok(check.sent())
 }
 
-/// Types `text` into `pane` and presses Enter, verified.
+/// Types `text` into `pane` and presses Enter, checked as [`SendCheck::text`] says.
 pub async fn send(socket: Option<&str>, pane: &str, text: &str) -> Result<Sent, String> {
-    let capture = |s: Option<&str>| {
-        let s = s.map(str::to_string);
-        async move { tmux(s.as_deref(), &["capture-pane", "-p", "-t", pane]).await }
-    };
-    let before = capture(socket).await?;
-    let cleared_input = read_pane(&before).input.is_some_and(|t| !t.is_empty());
+    let before = screen(socket, pane).await?;
+    let cleared_input = needs_clearing(&before);
     if cleared_input {
         tmux(socket, &["send-keys", "-t", pane, "Escape"]).await?;
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(CLEAR_PAUSE).await;
     }
     tmux(socket, &["send-keys", "-t", pane, "-l", text]).await?;
-    tokio::time::sleep(Duration::from_millis(150)).await;
-    let typed = capture(socket).await?;
+    tokio::time::sleep(TYPE_PAUSE).await;
+    let typed = screen(socket, pane).await?;
+    let mut check = SendCheck::text(typed, cleared_input);
     tmux(socket, &["send-keys", "-t", pane, "Enter"]).await?;
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    let mut after = capture(socket).await?;
-    let mut retried_enter = false;
-    if after == typed {
-        retried_enter = true;
-        tmux(socket, &["send-keys", "-t", pane, "Enter"]).await?;
-        tokio::time::sleep(Duration::from_millis(400)).await;
-        after = capture(socket).await?;
+    confirm(socket, pane, &mut check).await?;
+    Ok(check.sent())
+}
+
+/// The visible screen of `pane`.
+async fn screen(socket: Option<&str>, pane: &str) -> Result<String, String> {
+    tmux(socket, &["capture-pane", "-p", "-t", pane]).await
+}
+
+/// After the key that should deliver: lets the pane settle and captures it, pressing Enter
+/// again for as long as `check` asks.
+async fn confirm(socket: Option<&str>, pane: &str, check: &mut SendCheck) -> Result<(), String> {
+    loop {
+        tokio::time::sleep(SETTLE_PAUSE).await;
+        let after = screen(socket, pane).await?;
+        match check.observe(&after) {
+            Delivery::Delivered | Delivery::GiveUp => return Ok(()),
+            Delivery::PressEnterAgain => {
+                tmux(socket, &["send-keys", "-t", pane, "Enter"]).await?;
+            }
+        }
     }
-    Ok(Sent {
-        cleared_input,
-        retried_enter,
-        verified: after != typed,
-    })
 }

@@ -281,3 +281,48 @@ fn a_write_the_database_refuses_is_dropped_and_the_rest_of_its_batch_kept() {
         );
     });
 }
+
+/// One view of an agent: after every write, PostgreSQL's card query and the in-memory
+/// store (the simulator's) give the same [`AgentView`]s, and resolve references alike.
+#[test]
+fn postgres_and_memory_stores_show_the_same_cards_and_resolve_alike() {
+    let Some(db) = fresh_db("contract_views") else {
+        return;
+    };
+    let writes = writes();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        headspace::server::migrate::run(&db).await.unwrap();
+        let pg = PgStore::new(&db, 2).unwrap();
+        let mut mem = MemStore::new();
+        let mut saw_question = false;
+        for w in &writes {
+            pg.apply(std::slice::from_ref(w)).await.unwrap();
+            mem.apply(w);
+            let want: Vec<_> = mem.agents().filter_map(|a| mem.agent_view(a.id)).collect();
+            let got = pg.agents().await.unwrap();
+            assert_eq!(got, want, "cards after {w:?}");
+            for v in &want {
+                assert_eq!(pg.agent(v.agent.id).await.unwrap().as_ref(), Some(v));
+                saw_question |= v.question.is_some();
+            }
+            let mut references: Vec<String> = vec!["%2".into(), "nobody".into(), "424242".into()];
+            for a in mem.agents() {
+                references.push(a.id.to_string());
+                references.push(a.session_id.clone());
+                references.extend(a.sessions.iter().cloned());
+            }
+            for r in &references {
+                assert_eq!(
+                    pg.resolve(r).await.unwrap(),
+                    mem.resolve(r),
+                    "resolve {r:?} after {w:?}"
+                );
+            }
+        }
+        assert!(saw_question, "the writes open a question at some point");
+    });
+}

@@ -5,12 +5,12 @@
 
 use crate::check::Checker;
 use crate::rng::Rng;
-use headspace::server::pgstore::{AgentView, LastTurn, StoreError};
-use headspace::server::world::{BoxFuture, Clock, FileStat, Files, Panes, Store, Waited};
-use headspace::tmux::Sent;
-use headspace_core::activity::current_task;
+use headspace::server::store::{BoxFuture, Store, StoreError, Waited};
+use headspace::server::world::{Clock, FileStat, Files, Panes};
 use headspace_core::model::{Snapshot, TurnRow};
+use headspace_core::send_check::Sent;
 use headspace_core::store::MemStore;
+use headspace_core::view::AgentView;
 use headspace_core::{Timestamp, Write};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -283,7 +283,7 @@ impl Panes for SimWorld {
 }
 
 fn unavailable() -> StoreError {
-    StoreError("database unavailable (simulated outage)".into())
+    StoreError::Unavailable("simulated outage".into())
 }
 
 impl State {
@@ -319,46 +319,6 @@ impl State {
             .iter()
             .any(|(a, b)| (*a..*b).contains(&t))
     }
-
-    fn view(&self, agent_id: u64) -> Option<AgentView> {
-        let agent = self.store.agents().find(|a| a.id == agent_id)?.clone();
-        let tasks: Vec<_> = self
-            .store
-            .tasks()
-            .filter(|t| t.agent_id == agent_id)
-            .collect();
-        let task = current_task(tasks.iter().copied()).cloned();
-        let mut turns: Vec<&TurnRow> = self
-            .store
-            .turns()
-            .filter(|t| t.agent_id == agent_id)
-            .collect();
-        turns.sort_by_key(|t| (t.timestamp, t.id));
-        let command = task.as_ref().and_then(|task| {
-            turns
-                .iter()
-                .find(|t| t.task_id == task.id && t.actor == headspace_core::Actor::User)
-                .map(|t| t.text.clone())
-        });
-        let last_turn = turns.last().map(|t| LastTurn {
-            actor: match t.actor {
-                headspace_core::Actor::User => "user",
-                headspace_core::Actor::Agent => "agent",
-            }
-            .to_string(),
-            intent: t.intent.as_str().to_string(),
-            text: t.text.clone(),
-            timestamp: t.timestamp,
-        });
-        Some(AgentView {
-            agent,
-            task,
-            turn_count: turns.len() as i64,
-            command,
-            last_turn,
-            question: None,
-        })
-    }
 }
 
 impl Store for SimWorld {
@@ -382,7 +342,7 @@ impl Store for SimWorld {
             let p = s.faults.store_fail;
             s.rng.chance(p)
         } {
-            Err(StoreError("simulated commit failure".into()))
+            Err(StoreError::Database("simulated commit failure".into()))
         } else {
             for w in writes {
                 s.store.apply(w);
@@ -424,13 +384,16 @@ impl Store for SimWorld {
 
     fn agents(&self) -> BoxFuture<'_, Result<Vec<AgentView>, StoreError>> {
         let s = self.lock();
-        let ids: Vec<u64> = s.store.agents().map(|a| a.id).collect();
-        let r = ids.into_iter().filter_map(|id| s.view(id)).collect();
+        let r = s
+            .store
+            .agents()
+            .filter_map(|a| s.store.agent_view(a.id))
+            .collect();
         Box::pin(async move { Ok(r) })
     }
 
     fn agent(&self, agent_id: u64) -> BoxFuture<'_, Result<Option<AgentView>, StoreError>> {
-        let r = self.lock().view(agent_id);
+        let r = self.lock().store.agent_view(agent_id);
         Box::pin(async move { Ok(r) })
     }
 
@@ -446,19 +409,7 @@ impl Store for SimWorld {
     }
 
     fn resolve<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
-        let s = self.lock();
-        let by_id = reference.parse::<u64>().ok();
-        let r = s
-            .store
-            .agents()
-            .filter(|a| {
-                Some(a.id) == by_id
-                    || a.session_id == reference
-                    || a.sessions.iter().any(|x| x == reference)
-                    || a.tmux_pane.as_deref() == Some(reference)
-            })
-            .max_by_key(|a| (Some(a.id) == by_id, a.last_seen_at))
-            .map(|a| a.id);
+        let r = self.lock().store.resolve(reference);
         Box::pin(async move { Ok(r) })
     }
 

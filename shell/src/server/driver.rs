@@ -6,7 +6,8 @@
 use crate::server::metrics::Metrics;
 use crate::server::record::Recorder;
 use crate::server::sse::Hub;
-use crate::server::world::{Clock, FileStat, Files, Store, World};
+use crate::server::store::Store;
+use crate::server::world::{Clock, FileStat, Files, World};
 use headspace_core::io::{RequestId, Write};
 use headspace_core::{Command, Core, Input, Reply, Timestamp};
 use std::collections::HashMap;

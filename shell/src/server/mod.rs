@@ -10,6 +10,7 @@ pub mod peer;
 pub mod pgstore;
 pub mod record;
 pub mod sse;
+pub mod store;
 pub mod watchdog;
 pub mod watcher;
 pub mod world;

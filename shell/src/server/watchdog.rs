@@ -3,7 +3,8 @@
 //! degrades to transcript-only.
 
 use crate::server::driver::Msg;
-use crate::server::world::{Panes, Store};
+use crate::server::store::Store;
+use crate::server::world::Panes;
 use headspace_core::Input;
 use std::sync::Arc;
 use std::time::Duration;

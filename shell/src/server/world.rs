@@ -1,20 +1,16 @@
 //! The shell's adapters to the outside world, each behind a small trait so the simulation
-//! (`headspace-sim`) can run the real server with simulated ones: the clock, the store, the
-//! transcript files and the tmux panes. Production uses [`SystemClock`], [`PgStore`](crate::server::pgstore::PgStore),
-//! [`DiskFiles`] and [`TmuxPanes`].
+//! (`headspace-sim`) can run the real server with simulated ones: the clock, the store (its
+//! trait in [`store`](crate::server::store)), the transcript files and the tmux panes. Production
+//! uses [`SystemClock`], [`PgStore`](crate::server::pgstore::PgStore), [`DiskFiles`] and
+//! [`TmuxPanes`].
 
-use crate::server::pgstore::{AgentView, StoreError};
-use headspace_core::model::{Snapshot, TurnRow};
-use headspace_core::{Reply, Timestamp, Write};
+use crate::server::store::{BoxFuture, Store};
+use headspace_core::send_check::Sent;
+use headspace_core::Timestamp;
 use std::collections::HashSet;
-use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use tracing::warn;
-
-/// A boxed future, as the object-safe traits below return them.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The wall clock, in epoch milliseconds.
 pub trait Clock: Send + Sync {
@@ -32,50 +28,6 @@ impl Clock for SystemClock {
             .unwrap_or_default();
         Timestamp(d.as_millis() as i64)
     }
-}
-
-/// How a reconcile that ran under the lock ended.
-#[derive(Debug)]
-pub enum Waited {
-    /// The core answered.
-    Reply(Reply),
-    /// The core's loop is gone.
-    CoreStopped,
-    /// The budget ran out; the reconcile goes on behind.
-    StillRunning,
-}
-
-/// The durable store: applies the core's writes and answers the API's reads.
-pub trait Store: Send + Sync {
-    /// Checks the store answers.
-    fn ping(&self) -> BoxFuture<'_, Result<(), StoreError>>;
-    /// Commits a batch of writes in one transaction (idempotent; all or nothing).
-    fn apply<'a>(&'a self, writes: &'a [Write]) -> BoxFuture<'a, Result<(), StoreError>>;
-    /// Everything the core needs to rebuild itself.
-    fn snapshot(&self) -> BoxFuture<'_, Result<Snapshot, StoreError>>;
-    /// Some agents' rows, tasks and turns (no offsets), for `Input::AgentsLoaded`.
-    fn load_agents<'a>(&'a self, ids: &'a [u64]) -> BoxFuture<'a, Result<Snapshot, StoreError>>;
-    /// All agents with what their cards show.
-    fn agents(&self) -> BoxFuture<'_, Result<Vec<AgentView>, StoreError>>;
-    /// One agent by id.
-    fn agent(&self, agent_id: u64) -> BoxFuture<'_, Result<Option<AgentView>, StoreError>>;
-    /// The panes of agents still running.
-    fn panes(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>>;
-    /// An agent by id, session id (current or past) or pane.
-    fn resolve<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<Option<u64>, StoreError>>;
-    /// Runs `f` holding the agent's store-wide reconcile lock; `None` when another holds it.
-    fn with_reconcile_lock<'a>(
-        &'a self,
-        agent_id: u64,
-        f: BoxFuture<'a, Waited>,
-    ) -> BoxFuture<'a, Result<Option<Waited>, StoreError>>;
-    /// An agent's turns ordered by (timestamp, id), after the turn `after` in that order.
-    fn turns(
-        &self,
-        agent_id: u64,
-        after: Option<u64>,
-        limit: i64,
-    ) -> BoxFuture<'_, Result<Vec<TurnRow>, StoreError>>;
 }
 
 /// What [`Files::stat`] tells of a transcript.
@@ -348,11 +300,7 @@ pub trait Panes: Send + Sync {
     /// The last `lines` lines of a pane, or `None` when it cannot be captured.
     fn capture<'a>(&'a self, pane: &'a str, lines: u32) -> BoxFuture<'a, Option<String>>;
     /// Types `text` into a pane and presses Enter, verified.
-    fn send<'a>(
-        &'a self,
-        pane: &'a str,
-        text: &'a str,
-    ) -> BoxFuture<'a, Result<crate::tmux::Sent, String>>;
+    fn send<'a>(&'a self, pane: &'a str, text: &'a str) -> BoxFuture<'a, Result<Sent, String>>;
     /// Presses Escape in a pane, to stop the agent's turn. By default there is no way to.
     fn interrupt<'a>(&'a self, pane: &'a str) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move { Err(format!("cannot press keys in pane {pane} here")) })
@@ -364,7 +312,7 @@ pub trait Panes: Send + Sync {
         pane: &'a str,
         n: usize,
         label: &'a str,
-    ) -> BoxFuture<'a, Result<crate::tmux::Sent, String>> {
+    ) -> BoxFuture<'a, Result<Sent, String>> {
         let _ = label;
         Box::pin(async move { self.send(pane, &n.to_string()).await })
     }
@@ -381,11 +329,7 @@ impl Panes for TmuxPanes {
         Box::pin(crate::tmux::capture(self.socket.as_deref(), pane, lines))
     }
 
-    fn send<'a>(
-        &'a self,
-        pane: &'a str,
-        text: &'a str,
-    ) -> BoxFuture<'a, Result<crate::tmux::Sent, String>> {
+    fn send<'a>(&'a self, pane: &'a str, text: &'a str) -> BoxFuture<'a, Result<Sent, String>> {
         Box::pin(crate::tmux::send(self.socket.as_deref(), pane, text))
     }
 
@@ -394,7 +338,7 @@ impl Panes for TmuxPanes {
         pane: &'a str,
         n: usize,
         label: &'a str,
-    ) -> BoxFuture<'a, Result<crate::tmux::Sent, String>> {
+    ) -> BoxFuture<'a, Result<Sent, String>> {
         Box::pin(crate::tmux::choose(self.socket.as_deref(), pane, n, label))
     }
 

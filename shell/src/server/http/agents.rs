@@ -4,51 +4,14 @@
 use super::body::{error, json_response, Body};
 use super::{query_param, App};
 use crate::server::driver::Msg;
-use crate::server::pgstore::AgentView;
-use crate::server::world::Waited;
-use headspace_core::activity::{agent_activity, agent_state};
-use headspace_core::question::{open_question, preview, OpenQuestion};
+use crate::server::store::Waited;
+use headspace_core::view::AgentView;
+use headspace_core::wait::{WaitDebounce, WaitVerdict};
 use headspace_core::{Input, Reply};
 use hyper::{Response, StatusCode};
 use serde_json::{json, Value};
 use std::time::Duration;
 use tokio::sync::oneshot;
-
-/// The JSON of an agent as the API shows it.
-pub fn agent_json(v: &AgentView) -> Value {
-    let (a, task) = (&v.agent, v.task.as_ref());
-    json!({
-        "id": a.id,
-        "session_id": a.session_id,
-        "sessions": a.sessions,
-        "project": a.project,
-        "cwd": a.cwd,
-        "transcript_path": a.transcript_path,
-        "tmux_pane": a.tmux_pane,
-        "state": agent_state(task).as_str(),
-        "activity": agent_activity(a, task).as_str(),
-        "task_id": task.map(|t| t.id),
-        "state_since": task.map(|t| t.state_since),
-        "command": v.command.as_deref().map(|c| preview(c).0),
-        "last_turn": v.last_turn.as_ref().map(|l| {
-            let (text, truncated) = preview(&l.text);
-            json!({"actor": l.actor, "intent": l.intent, "text": text, "truncated": truncated, "timestamp": l.timestamp})
-        }),
-        "question": open_question_of(v).map(|q| q.to_json()),
-        "last_seen_at": a.last_seen_at,
-        "turn_count": v.turn_count,
-    })
-}
-
-/// The question the agent waits on (the core decides which one counts).
-pub(super) fn open_question_of(v: &AgentView) -> Option<OpenQuestion> {
-    open_question(
-        v.agent.permission.as_ref(),
-        v.question
-            .as_ref()
-            .map(|(text, q)| (text.as_str(), q.as_ref())),
-    )
-}
 
 pub(super) async fn resolve(app: &App, reference: &str) -> Result<u64, Response<Body>> {
     match app.store.resolve(reference).await {
@@ -162,8 +125,8 @@ pub(super) async fn reconcile(app: &App, reference: &str) -> Response<Body> {
     }
 }
 
-/// Long-polls until the agent is idle (finished its turn, waiting for input, or ended): two
-/// consecutive idle readings a quarter second apart, so a transient never counts.
+/// Long-polls until the agent is idle (finished its turn, waiting for input, or ended), as
+/// the core's [`WaitDebounce`] decides: this loop only reads, sleeps and answers.
 pub(super) async fn wait(app: &App, reference: &str, query: Option<&str>) -> Response<Body> {
     let id = match resolve(app, reference).await {
         Ok(id) => id,
@@ -181,33 +144,27 @@ pub(super) async fn wait(app: &App, reference: &str, query: Option<&str>) -> Res
     };
     // tokio's clock, so the simulation's virtual time drives it too.
     let started = tokio::time::Instant::now();
-    let deadline = started + Duration::from_secs_f64(timeout);
-    let mut idle_readings = 0;
+    let mut debounce = WaitDebounce::new(Duration::from_secs_f64(timeout));
     loop {
         let activity = match app.store.agent(id).await {
-            Ok(Some(v)) => agent_activity(&v.agent, v.task.as_ref()),
+            Ok(Some(v)) => v.activity(),
             Ok(None) => return error(StatusCode::NOT_FOUND, format!("no agent {reference}")),
             Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
         };
-        idle_readings = if activity == headspace_core::Activity::Running {
-            0
-        } else {
-            idle_readings + 1
+        let elapsed = started.elapsed();
+        let waited_ms = elapsed.as_millis() as u64;
+        let status = match debounce.reading(activity, elapsed) {
+            WaitVerdict::Idle => "idle",
+            WaitVerdict::TimedOut => "timeout",
+            WaitVerdict::ReadAgainAfter(pause) => {
+                tokio::time::sleep(pause).await;
+                continue;
+            }
         };
-        let waited_ms = started.elapsed().as_millis() as u64;
-        if idle_readings >= 2 {
-            return json_response(
-                StatusCode::OK,
-                &json!({"status": "idle", "activity": activity.as_str(), "waited_ms": waited_ms}),
-            );
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return json_response(
-                StatusCode::OK,
-                &json!({"status": "timeout", "activity": activity.as_str(), "waited_ms": waited_ms}),
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        return json_response(
+            StatusCode::OK,
+            &json!({"status": status, "activity": activity.as_str(), "waited_ms": waited_ms}),
+        );
     }
 }
 
@@ -218,7 +175,7 @@ pub(super) async fn answer(app: &App, reference: &str, n: usize) -> Response<Bod
         Ok(v) => v,
         Err(r) => return r,
     };
-    let Some(question) = open_question_of(&view) else {
+    let Some(question) = view.open_question() else {
         return error(
             StatusCode::CONFLICT,
             format!("agent {reference} is not waiting on a question"),

@@ -5,9 +5,11 @@ use crate::server::connections::Connections;
 use crate::server::driver::{Health, Msg};
 use crate::server::metrics::Metrics;
 use crate::server::sse::Hub;
-use crate::server::world::{Panes, Store};
+use crate::server::store::Store;
+use crate::server::world::Panes;
 use headspace_core::access::{percent_decode, route_path, AccessPolicy, Peer, RequestFacts};
 use headspace_core::hook::Hook;
+use headspace_core::view::AgentView;
 use headspace_core::Input;
 use hyper::body::Incoming;
 use hyper::header::HeaderValue;
@@ -27,7 +29,6 @@ mod body;
 mod login;
 mod orchestration;
 
-pub use agents::agent_json;
 use agents::*;
 use assets::*;
 use body::*;
@@ -163,7 +164,7 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
                 Ok(rows) => {
                     let mut r = json_response(
                         StatusCode::OK,
-                        &Value::Array(rows.iter().map(agent_json).collect()),
+                        &Value::Array(rows.iter().map(AgentView::card).collect()),
                     );
                     r.headers_mut()
                         .insert("x-last-event-id", HeaderValue::from(last_event));
@@ -173,10 +174,7 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
             }
         }
         (&Method::GET, ["api", "agents", id]) => {
-            with_agent(&app, id, |row| {
-                json_response(StatusCode::OK, &agent_json(row))
-            })
-            .await
+            with_agent(&app, id, |row| json_response(StatusCode::OK, &row.card())).await
         }
         (&Method::GET, ["api", "agents", id, "turns"]) => turns(&app, id, req.uri().query()).await,
         (&Method::POST, ["api", "agents", id, "reconcile"]) => reconcile(&app, id).await,

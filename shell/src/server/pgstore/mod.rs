@@ -1,9 +1,10 @@
 //! The PostgreSQL store: applies the core's writes (batched, in order, idempotent), loads the
 //! snapshot that restores the core, and answers the API's reads.
 
-use crate::server::world::{BoxFuture, Waited};
+use crate::server::store::{BoxFuture, Store, StoreError, Waited};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use headspace_core::model::*;
+use headspace_core::view::AgentView;
 use headspace_core::Write;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -13,50 +14,15 @@ use tracing::{error, warn};
 
 mod reads;
 
-/// An agent as the API shows it: its row, its current task, and what its card needs.
-#[derive(Clone, Debug)]
-pub struct AgentView {
-    /// The agent.
-    pub agent: AgentRow,
-    /// Its current task.
-    pub task: Option<TaskRow>,
-    /// All its turns.
-    pub turn_count: i64,
-    /// The current task's command (its first user turn).
-    pub command: Option<String>,
-    /// Its latest turn.
-    pub last_turn: Option<LastTurn>,
-    /// The open question (text and structure) while it awaits input.
-    pub question: Option<(String, Option<serde_json::Value>)>,
-}
-
-/// An agent's latest turn, as its card shows it.
-#[derive(Clone, Debug)]
-pub struct LastTurn {
-    /// `user` or `agent`.
-    pub actor: String,
-    /// Its intent.
-    pub intent: String,
-    /// Its text.
-    pub text: String,
-    /// Its time.
-    pub timestamp: headspace_core::Timestamp,
-}
-
-/// A store error, with the server's own message.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct StoreError(pub String);
-
 impl From<tokio_postgres::Error> for StoreError {
     fn from(e: tokio_postgres::Error) -> Self {
-        StoreError(crate::server::migrate::describe(&e))
+        StoreError::Database(crate::server::migrate::describe(&e))
     }
 }
 
 impl From<deadpool_postgres::PoolError> for StoreError {
     fn from(e: deadpool_postgres::PoolError) -> Self {
-        StoreError(format!("database unavailable: {e}"))
+        StoreError::Unavailable(e.to_string())
     }
 }
 
@@ -103,8 +69,12 @@ fn name<T: Serialize>(v: &T) -> String {
 }
 
 fn parse<T: DeserializeOwned>(s: &str) -> Result<T, StoreError> {
-    serde_json::from_value(serde_json::Value::String(s.to_string()))
-        .map_err(|e| StoreError(format!("bad stored value {s:?}: {e}")))
+    serde_json::from_value(serde_json::Value::String(s.to_string())).map_err(|e| {
+        StoreError::BadValue {
+            value: s.to_string(),
+            reason: e.to_string(),
+        }
+    })
 }
 
 fn id(v: u64) -> i64 {
@@ -116,7 +86,7 @@ impl PgStore {
     pub fn new(url: &str, size: usize) -> Result<PgStore, StoreError> {
         let cfg: tokio_postgres::Config = url
             .parse()
-            .map_err(|e: tokio_postgres::Error| StoreError(format!("bad database url: {e}")))?;
+            .map_err(|e: tokio_postgres::Error| StoreError::BadUrl(e.to_string()))?;
         let mgr = Manager::from_config(
             cfg,
             NoTls,
@@ -127,7 +97,7 @@ impl PgStore {
         let pool = Pool::builder(mgr)
             .max_size(size)
             .build()
-            .map_err(|e| StoreError(e.to_string()))?;
+            .map_err(|e| StoreError::Pool(e.to_string()))?;
         Ok(PgStore { pool })
     }
 
@@ -384,7 +354,7 @@ impl PgStore {
     }
 }
 
-impl crate::server::world::Store for PgStore {
+impl Store for PgStore {
     fn ping(&self) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(PgStore::ping(self))
     }

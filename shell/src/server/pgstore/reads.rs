@@ -1,8 +1,10 @@
 //! Reading the store: the snapshot that restores the core, agents loaded back, the agent
 //! cards and turns the API shows, and the row decoders they share.
 
-use super::{id, ms, parse, AgentView, LastTurn, PgStore, StoreError};
+use super::{id, ms, parse, PgStore};
+use crate::server::store::StoreError;
 use headspace_core::model::*;
+use headspace_core::view::{resolve_reference, AgentView, LastTurn, CLIPPED_CHARS};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
@@ -71,8 +73,8 @@ impl PgStore {
             ms("t.hook_turn_end_at"),
             ms("t.state_since"),
             ms("l.\"timestamp\""),
-            // A card shows previews; one more character than shown tells the text goes on.
-            p = headspace_core::question::PREVIEW_CHARS + 1,
+            // What `AgentView::from_rows` finds, clipped alike (see `view::clip`).
+            p = CLIPPED_CHARS,
         );
         let rows = c.query(&sql, params).await?;
         let mut out = Vec::new();
@@ -81,12 +83,15 @@ impl PgStore {
                 Some(_) => Some(task_at(&r, 12)?),
                 None => None,
             };
-            let last_turn = r.get::<_, Option<String>>(22).map(|actor| LastTurn {
-                actor,
-                intent: r.get(23),
-                text: r.get(24),
-                timestamp: headspace_core::Timestamp(r.get(25)),
-            });
+            let last_turn = match r.get::<_, Option<&str>>(22) {
+                Some(actor) => Some(LastTurn {
+                    actor: parse(actor)?,
+                    intent: parse(r.get::<_, &str>(23))?,
+                    text: r.get(24),
+                    timestamp: headspace_core::Timestamp(r.get(25)),
+                }),
+                None => None,
+            };
             out.push(AgentView {
                 agent: agent_row(&r),
                 task,
@@ -106,17 +111,26 @@ impl PgStore {
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
-    /// Finds an agent by id, Claude session id (current or past) or tmux pane.
+    /// Finds an agent by id, Claude session id (current or past) or tmux pane: the query
+    /// finds the agents the reference names, the core's rule picks one.
     pub async fn resolve(&self, reference: &str) -> Result<Option<u64>, StoreError> {
         let c = self.pool.get().await?;
         let by_id = reference.parse::<i64>().ok();
-        let row = c
-            .query_opt(
-                "SELECT id FROM agents WHERE id = $1 OR session_id = $2 OR $2 = ANY(sessions) OR tmux_pane = $2 ORDER BY (id = $1) DESC, last_seen_at DESC LIMIT 1",
+        let named: Vec<AgentRow> = c
+            .query(
+                &format!(
+                    "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission
+                     FROM agents WHERE id = $1 OR session_id = $2 OR $2 = ANY(sessions) OR tmux_pane = $2",
+                    ms("last_seen_at"),
+                    ms("sent_at"),
+                ),
                 &[&by_id.unwrap_or(-1), &reference],
             )
-            .await?;
-        Ok(row.map(|r| r.get::<_, i64>(0) as u64))
+            .await?
+            .iter()
+            .map(agent_row)
+            .collect();
+        Ok(resolve_reference(&named, reference))
     }
 
     /// Runs `f` holding the cluster-wide reconcile lock of an agent, so two replicas never

@@ -1,0 +1,83 @@
+//! The store boundary: what the server asks of a durable store ([`Store`]) and how a store
+//! fails ([`StoreError`]). PostgreSQL ([`PgStore`](crate::server::pgstore::PgStore)) implements it in
+//! production, the simulator's world in memory; both answer with the core's
+//! [`AgentView`], whose card the core computes.
+
+use headspace_core::model::{Snapshot, TurnRow};
+use headspace_core::view::AgentView;
+use headspace_core::{Reply, Write};
+use std::future::Future;
+use std::pin::Pin;
+
+/// A boxed future, as the object-safe adapter traits return them.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Why a store could not answer. Its text is what the API shows in a 503.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database failed or refused a statement: its own message (and SQLSTATE).
+    #[error("{0}")]
+    Database(String),
+    /// No connection to the database could be had.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// A stored value the server cannot read back (a state or intent it does not know).
+    #[error("bad stored value {value:?}: {reason}")]
+    BadValue {
+        /// The value as stored.
+        value: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// The database URL does not parse.
+    #[error("bad database url: {0}")]
+    BadUrl(String),
+    /// The connection pool could not be built.
+    #[error("{0}")]
+    Pool(String),
+}
+
+/// How a reconcile that ran under the lock ended.
+#[derive(Debug)]
+pub enum Waited {
+    /// The core answered.
+    Reply(Reply),
+    /// The core's loop is gone.
+    CoreStopped,
+    /// The budget ran out; the reconcile goes on behind.
+    StillRunning,
+}
+
+/// The durable store: applies the core's writes and answers the API's reads.
+pub trait Store: Send + Sync {
+    /// Checks the store answers.
+    fn ping(&self) -> BoxFuture<'_, Result<(), StoreError>>;
+    /// Commits a batch of writes in one transaction (idempotent; all or nothing).
+    fn apply<'a>(&'a self, writes: &'a [Write]) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Everything the core needs to rebuild itself.
+    fn snapshot(&self) -> BoxFuture<'_, Result<Snapshot, StoreError>>;
+    /// Some agents' rows, tasks and turns (no offsets), for `Input::AgentsLoaded`.
+    fn load_agents<'a>(&'a self, ids: &'a [u64]) -> BoxFuture<'a, Result<Snapshot, StoreError>>;
+    /// All agents with what their cards show (the facts [`AgentView::from_rows`] defines).
+    fn agents(&self) -> BoxFuture<'_, Result<Vec<AgentView>, StoreError>>;
+    /// One agent by id.
+    fn agent(&self, agent_id: u64) -> BoxFuture<'_, Result<Option<AgentView>, StoreError>>;
+    /// The panes of agents still running.
+    fn panes(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>>;
+    /// An agent by id, session id (current or past) or pane, chosen by
+    /// [`resolve_reference`](headspace_core::view::resolve_reference).
+    fn resolve<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<Option<u64>, StoreError>>;
+    /// Runs `f` holding the agent's store-wide reconcile lock; `None` when another holds it.
+    fn with_reconcile_lock<'a>(
+        &'a self,
+        agent_id: u64,
+        f: BoxFuture<'a, Waited>,
+    ) -> BoxFuture<'a, Result<Option<Waited>, StoreError>>;
+    /// An agent's turns ordered by (timestamp, id), after the turn `after` in that order.
+    fn turns(
+        &self,
+        agent_id: u64,
+        after: Option<u64>,
+        limit: i64,
+    ) -> BoxFuture<'_, Result<Vec<TurnRow>, StoreError>>;
+}
