@@ -123,3 +123,19 @@ mod generated {
         }
     }
 }
+
+/// Seeds the swarm once failed on, kept as named regressions. 6951: a prompt typed while the
+/// pane had shown the idle prompt for a long time (its Stop lost) landed in the task the pane
+/// had just ended, and the agent was shown idle while it worked on it (A1).
+#[test]
+fn the_seeds_that_once_failed_pass() {
+    for seed in [6951] {
+        let plan = (find("random").unwrap().plan)(&mut Rng::new(seed));
+        let o = run(&plan, seed, None);
+        assert!(
+            o.violations.is_empty(),
+            "seed {seed}: {:#?}\nreproduce: headspace-sim run random --seed {seed}",
+            o.violations
+        );
+    }
+}

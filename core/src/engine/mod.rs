@@ -115,6 +115,10 @@ struct AgentState {
     last_turn_at: Timestamp,
     /// Consecutive captures that showed the idle prompt.
     pane_idle_readings: u32,
+    /// When the current run of idle captures began: the latest the agent can have gone idle,
+    /// so the stamp of a turn end the pane infers (a line written after it shows the turn
+    /// went on).
+    pane_idle_since: Option<Timestamp>,
     /// When a hook or a transcript entry last said something about this agent.
     last_signal_at: Timestamp,
     /// The text of the pending `send`, when known (lost on restart: the stamp decides then).
@@ -299,6 +303,7 @@ impl AgentState {
             pane_change_at: None,
             last_turn_at: Timestamp(i64::MIN),
             pane_idle_readings: 0,
+            pane_idle_since: None,
             last_signal_at: Timestamp(i64::MIN),
             sent_text: None,
             back_at: Timestamp(i64::MIN),

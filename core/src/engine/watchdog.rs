@@ -52,17 +52,25 @@ impl Core {
             self.publish(agent_id, "card_refresh", json!({"agent_id": agent_id}));
         }
         let agent = self.agent_mut(agent_id);
-        agent.pane_idle_readings = if reading.state == crate::pane::PaneState::Idle {
+        let idle = reading.state == crate::pane::PaneState::Idle;
+        agent.pane_idle_readings = if idle {
             agent.pane_idle_readings + 1
         } else {
             0
         };
+        agent.pane_idle_since = if idle {
+            agent.pane_idle_since.or(Some(now))
+        } else {
+            None
+        };
+        let idle_since = agent.pane_idle_since.unwrap_or(now);
         let (idle_readings, trusted, sent) = (
             agent.pane_idle_readings,
             now < agent.last_signal_at.add_millis(trust),
             agent.row.sent_at.is_some(),
         );
         let shown = agent.latest.map(|t| agent.tasks[&t].state);
+        let latest_started = agent.latest.map(|t| agent.tasks[&t].started_at);
         if permission != agent.row.waiting_permission {
             self.set_flags(agent_id, None, Some(permission));
         }
@@ -73,7 +81,12 @@ impl Core {
                 shown.map_or("-", TaskState::as_str),
                 crate::pane::tail(text, 4)
             );
-            self.hook_turn_end(agent_id, None, now);
+            // Stamped when the screen first showed the idle prompt (not now, which may be
+            // long after): a prompt typed since, whose line arrives later, then reopens the
+            // turn instead of landing in a task shown complete (seed 6951). Never before the
+            // running task began, so it is that task the end closes.
+            let stamp = latest_started.map_or(idle_since, |s| idle_since.max(s));
+            self.hook_turn_end(agent_id, None, stamp);
         } else if reading.state == crate::pane::PaneState::Busy && !running && !sent {
             debug!(
                 "[ACTIVITY] pane {pane} shows agent {agent_id} busy while it is {}; waiting for its prompt. Last lines: {}",
@@ -93,6 +106,7 @@ impl Core {
         agent.row.sent_at = Some(now);
         agent.sent_text = text.map(crate::matching::text_hash);
         agent.pane_idle_readings = 0;
+        agent.pane_idle_since = None;
         #[cfg(feature = "planted-bugs")]
         if text.is_some_and(|t| t.trim() == "/clear") {
             agent.fence_armed_at = Some(now);
