@@ -9,8 +9,8 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use headspace_core::matching::hash128;
-use headspace_core::synth::{SessionWriter, CLAUDE_DIR};
 use headspace_core::{Command, Config, Core, Input, Timestamp};
+use headspace_testkit::synth::{SessionWriter, CLAUDE_DIR};
 use serde_json::json;
 use std::time::Instant;
 

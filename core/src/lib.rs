@@ -103,7 +103,6 @@ pub mod question;
 pub mod replay;
 pub mod state;
 pub mod store;
-pub mod synth;
 pub mod time;
 pub mod trace;
 pub mod truncated;

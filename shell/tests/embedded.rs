@@ -5,8 +5,8 @@
 //! (`initdb --auth=trust`, socket in `pg/`) is secured on its next start, its data kept.
 
 mod common;
-use headspace_core::synth::SessionWriter;
 use headspace_core::Timestamp;
+use headspace_testkit::synth::SessionWriter;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};

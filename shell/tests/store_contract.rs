@@ -7,8 +7,8 @@ use common::*;
 use headspace::pgstore::PgStore;
 use headspace_core::model::Snapshot;
 use headspace_core::store::MemStore;
-use headspace_core::synth::{SessionWriter, CLAUDE_DIR};
 use headspace_core::{Command, Config, Core, Input, Timestamp, Write};
+use headspace_testkit::synth::{SessionWriter, CLAUDE_DIR};
 use serde_json::json;
 
 /// A conversation with hooks before and after their lines, a question, a late Stop, a

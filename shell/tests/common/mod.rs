@@ -244,7 +244,7 @@ pub fn append(path: &Path, text: &str) {
 
 /// A hook body for a synthetic session whose transcript lives under `claude_dir`.
 pub fn hook(
-    s: &headspace_core::synth::SessionWriter,
+    s: &headspace_testkit::synth::SessionWriter,
     claude_dir: &Path,
     pane: &str,
     event: &str,
