@@ -47,6 +47,7 @@ sim:
 
 ## Three stand-in agents and the server in tmux session headspace-demo.
 demo: deps build
+	$(CARGO) build --release -p headspace-testkit --features stand-in --bin headspace-agent
 	scripts/demo.sh start
 
 demo-stop:

@@ -1,5 +1,6 @@
 //! `make bench` (core part): reads a generated ~100 MB transcript through the core and,
-//! in the same run, parses the same lines with plain `serde_json`, printing both side by side.
+//! in the same run, parses the same lines with plain `serde_json`, printing both side by side,
+//! then hashes the run's turn texts and pane screens with the old FNV-1a and with SHA-256.
 //!
 //! The transcript is generated in 1 MiB chunks on the fly (same seed for both passes), so the
 //! process's memory shows what the core itself keeps. Usage:
@@ -7,8 +8,9 @@
 // A benchmark times and measures itself; the core never does (core/clippy.toml).
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-use headspace_core::synth::{SessionWriter, CLAUDE_DIR};
+use headspace_core::matching::hash128;
 use headspace_core::{Command, Config, Core, Input, Timestamp};
+use headspace_testkit::synth::{SessionWriter, CLAUDE_DIR};
 use serde_json::json;
 use std::time::Instant;
 
@@ -19,6 +21,8 @@ struct Generator {
     produced: usize,
     n: u64,
     lines: u64,
+    /// The turn texts of the last chunk, when asked for (the hashing pass).
+    texts: Option<Vec<String>>,
 }
 
 impl Generator {
@@ -30,6 +34,7 @@ impl Generator {
             produced: 0,
             n: 0,
             lines: 0,
+            texts: None,
         }
     }
 
@@ -41,16 +46,17 @@ impl Generator {
         while buf.len() < (1 << 20) {
             self.n += 1;
             let n = self.n;
-            let mut lines = vec![self.s.prompt(
-                &format!("Task {n}: refactor module {} and run the tests", n % 97),
-                None,
-            )];
+            let prompt = format!("Task {n}: refactor module {} and run the tests", n % 97);
+            let mut lines = vec![self.s.prompt(&prompt, None)];
+            self.keep_text(prompt);
             for step in 0..3 {
                 lines.push(self.s.thinking(&"Considering the options. ".repeat(8)));
-                lines.push(self.s.agent_text(&format!(
+                let text = format!(
                     "Step {step} of task {n}: reading the sources, {}.",
                     "and checking the call sites ".repeat(6)
-                )));
+                );
+                lines.push(self.s.agent_text(&text));
+                self.keep_text(text);
                 let output = format!(
                     "{}\n",
                     "src/lib.rs:42: fn handle(&mut self, input: Input) -> Result<(), Error> {"
@@ -62,10 +68,9 @@ impl Generator {
                     &output,
                 ));
             }
-            lines.push(
-                self.s
-                    .agent_text(&format!("Done. Task {n} is complete and all tests pass.")),
-            );
+            let done = format!("Done. Task {n} is complete and all tests pass.");
+            lines.push(self.s.agent_text(&done));
+            self.keep_text(done);
             lines.push(self.s.turn_duration());
             for l in lines {
                 buf.extend_from_slice(l.json.as_bytes());
@@ -76,6 +81,61 @@ impl Generator {
         self.produced += buf.len();
         Some(buf)
     }
+
+    fn keep_text(&mut self, text: String) {
+        if let Some(texts) = &mut self.texts {
+            texts.push(text);
+        }
+    }
+}
+
+/// The FNV-1a 128-bit hash the core used before SHA-256: kept here only as the baseline.
+fn fnv1a_128(bytes: &[u8]) -> u128 {
+    const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
+    const PRIME: u128 = 0x0000000001000000000000000000013B;
+    bytes
+        .iter()
+        .fold(OFFSET, |h, &b| (h ^ u128::from(b)).wrapping_mul(PRIME))
+}
+
+/// What hashing costs: the turn texts of the same transcript and one pane screen per
+/// chunk, hashed with the old FNV-1a and with the SHA-256 the core uses now.
+struct HashCost {
+    texts: u64,
+    bytes: u64,
+    fnv: std::time::Duration,
+    sha: std::time::Duration,
+}
+
+fn hash_cost(total: usize) -> HashCost {
+    let mut g = Generator::new(total);
+    g.texts = Some(Vec::new());
+    // A full 200×50 pane screen, as the watchdog hashes on every capture.
+    let screen =
+        "src/lib.rs:42: fn handle(&mut self, input: Input) -> Result<(), Error> {\n".repeat(50);
+    let mut cost = HashCost {
+        texts: 0,
+        bytes: 0,
+        fnv: Default::default(),
+        sha: Default::default(),
+    };
+    while g.next_chunk().is_some() {
+        let mut texts = g.texts.replace(Vec::new()).unwrap_or_default();
+        texts.push(screen.clone());
+        cost.texts += texts.len() as u64;
+        cost.bytes += texts.iter().map(|t| t.len() as u64).sum::<u64>();
+        let t = Instant::now();
+        for text in &texts {
+            std::hint::black_box(fnv1a_128(std::hint::black_box(text.as_bytes())));
+        }
+        cost.fnv += t.elapsed();
+        let t = Instant::now();
+        for text in &texts {
+            std::hint::black_box(hash128(std::hint::black_box(text.as_bytes())));
+        }
+        cost.sha += t.elapsed();
+    }
+    cost
 }
 
 fn rss_kib() -> u64 {
@@ -181,4 +241,27 @@ fn main() {
         rss_end,
         core.index_len()
     );
+
+    let hashing = hash_cost(total);
+    let hash_mb = hashing.bytes as f64 / (1 << 20) as f64;
+    println!(
+        "text hashing: {} texts and pane screens, {hash_mb:.1} MB (what the core hashes for this transcript)",
+        hashing.texts
+    );
+    println!(
+        "{:<28} {:>14} {:>10} {:>14}",
+        "", "ns/text", "MB/s", "of core time"
+    );
+    for (name, d) in [
+        ("FNV-1a 128 (old baseline)", hashing.fnv),
+        ("SHA-256, 128 bits (now)", hashing.sha),
+    ] {
+        println!(
+            "{:<28} {:>14.0} {:>10.1} {:>13.2}%",
+            name,
+            secs(d) * 1e9 / hashing.texts.max(1) as f64,
+            hash_mb / secs(d),
+            100.0 * secs(d) / secs(core_total)
+        );
+    }
 }

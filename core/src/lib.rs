@@ -116,7 +116,6 @@ pub mod replay;
 pub mod send_check;
 pub mod state;
 pub mod store;
-pub mod synth;
 pub mod time;
 pub mod trace;
 pub mod truncated;

@@ -13,6 +13,7 @@
 use crate::intent::{Actor, Intent};
 use crate::model::{TaskId, TurnId, TurnRow};
 use crate::time::Timestamp;
+use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 /// The kinds of turn a hook can announce.
@@ -287,47 +288,45 @@ fn strip_context_blocks(mut text: &str) -> &str {
     }
 }
 
-/// The 128-bit hash of a text's normal form.
+/// The 128-bit hash of a text's normal form (words joined by one space).
 pub fn text_hash(text: &str) -> u128 {
-    let mut h = Fnv128::new();
+    let mut h = Sha256::new();
     let mut first = true;
     for word in strip_context_blocks(text).split_whitespace() {
         if !first {
-            h.write(b" ");
+            h.update(b" ");
         }
         first = false;
-        h.write(word.as_bytes());
+        h.update(word.as_bytes());
     }
-    h.finish()
+    truncate(h)
 }
 
-/// FNV-1a, 128-bit: stable across builds and platforms, which restart determinism needs.
+/// SHA-256 truncated to its first 128 bits (big-endian).
+///
+/// Stable across builds and platforms, which restart determinism needs, and collision
+/// resistant: a text an agent can be steered to print cannot be made to share a key with
+/// another turn's text (the FNV-1a hash used before could be, and two turns would merge).
+/// 128 bits keep a birthday collision out of reach and fit the 32 hex digits of `hook_key`.
+///
+/// What is stored: only `turns.hook_key`, as 32 lowercase hex digits of this hash of the hook
+/// body (same format as the FNV-1a key it replaces, so no migration). Text keys, pane hashes,
+/// question and entry ids are kept in memory only and recomputed from the stored rows on
+/// restore, so every existing row still matches. A `hook_key` written before the change is
+/// read back as before; it only recognised a byte-identical second delivery of the very hook
+/// that made the row, so the one thing an upgrade can miss is such a duplicate straddling the
+/// restart, which then adds a second provisional turn, as any hook the server has not seen would.
 pub fn hash128(bytes: &[u8]) -> u128 {
-    let mut h = Fnv128::new();
-    h.write(bytes);
-    h.finish()
+    let mut h = Sha256::new();
+    h.update(bytes);
+    truncate(h)
 }
 
-struct Fnv128(u128);
-
-impl Fnv128 {
-    const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
-    const PRIME: u128 = 0x0000000001000000000000000000013B;
-
-    fn new() -> Self {
-        Fnv128(Self::OFFSET)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= u128::from(b);
-            self.0 = self.0.wrapping_mul(Self::PRIME);
-        }
-    }
-
-    fn finish(&self) -> u128 {
-        self.0
-    }
+fn truncate(h: Sha256) -> u128 {
+    let digest = h.finalize();
+    let mut first = [0u8; 16];
+    first.copy_from_slice(&digest[..16]);
+    u128::from_be_bytes(first)
 }
 
 #[cfg(test)]
@@ -410,5 +409,27 @@ mod tests {
         let mut idx = MatchIndex::default();
         idx.add_unhooked(slot(1, Key::new(Kind::AgentText, "yes", None)));
         assert_eq!(idx.match_hook(&Key::new(Kind::Prompt, "yes", None)), None);
+    }
+
+    #[test]
+    fn keys_are_truncated_sha256() {
+        // SHA-256("abc") = ba7816bf 8f01cfea 414140de 5dae2223 b00361a3 96177a9c b410ff61 f20015ad
+        // (FIPS 180-2, appendix B.1): the key is its first 128 bits, not an FNV-1a value.
+        let abc = 0xba7816bf_8f01cfea_414140de_5dae2223_u128;
+        assert_eq!(hash128(b"abc"), abc);
+        // A text's key is the hash of its normal form: the words joined by one space.
+        assert_eq!(text_hash("  abc \n"), abc);
+        assert_eq!(
+            text_hash("<system-reminder>x</system-reminder> a  b"),
+            hash128(b"a b")
+        );
+        assert_eq!(
+            Key::new(Kind::AgentText, "abc", Some("abc")),
+            Key {
+                kind: Kind::AgentText,
+                text: abc,
+                id: Some(abc)
+            }
+        );
     }
 }

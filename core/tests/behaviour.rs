@@ -4,9 +4,9 @@
 use headspace_core::io::Reply;
 use headspace_core::model::{TimestampSource, TurnRow, TurnSource};
 use headspace_core::replay::Replayer;
-use headspace_core::synth::{Line, SessionWriter, CLAUDE_DIR};
 use headspace_core::trace::Step;
 use headspace_core::{Actor, Intent, TaskState, Timestamp};
+use headspace_testkit::synth::{Line, SessionWriter, CLAUDE_DIR};
 use serde_json::json;
 
 struct World {
@@ -1302,7 +1302,7 @@ fn a_custom_command_is_a_turn_its_hook_announces_and_its_transcript_line_claims(
         "timestamp": w.now.to_string(), "sessionId": w.s.session_id, "isSidechain": false,
         "message": {"role": "user", "content": "<command-message>flow.design</command-message>\n<command-name>/flow.design</command-name>\n<command-args>the login page</command-args>"}
     });
-    w.append(&headspace_core::synth::Line {
+    w.append(&headspace_testkit::synth::Line {
         json: line.to_string(),
         uuid: "00000001-0000-4000-8000-0000000000c1".into(),
         is_turn: true,

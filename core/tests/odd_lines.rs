@@ -4,8 +4,8 @@
 
 use headspace_core::io::Write;
 use headspace_core::model::TurnRow;
-use headspace_core::synth::{SessionWriter, CLAUDE_DIR};
 use headspace_core::{Command, Config, Core, Input, Timestamp};
+use headspace_testkit::synth::{SessionWriter, CLAUDE_DIR};
 use serde_json::json;
 
 struct Rig {

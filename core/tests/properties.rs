@@ -8,16 +8,16 @@
 //! - the final turns and states do not depend on where restarts happened.
 
 use headspace_core::replay::Replayer;
-use headspace_core::synth::{Line, SessionWriter, CLAUDE_DIR};
 use headspace_core::trace::Step;
 use headspace_core::Timestamp;
+use headspace_testkit::synth::{Line, SessionWriter, CLAUDE_DIR};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Small vocabularies so identical texts (two "yes") happen often.
-const PROMPTS: &[&str] = headspace_core::synth::SHORT_PROMPTS;
+const PROMPTS: &[&str] = headspace_testkit::synth::SHORT_PROMPTS;
 const TEXTS: &[&str] = &[
     "Looking at it.",
     "Done.",

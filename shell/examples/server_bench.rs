@@ -9,8 +9,8 @@
 //!
 //! Needs DATABASE_URL (run through scripts/with-test-postgres.sh, as `make bench` does).
 
-use headspace_core::synth::SessionWriter;
 use headspace_core::Timestamp;
+use headspace_testkit::synth::SessionWriter;
 use serde_json::json;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};

@@ -36,7 +36,7 @@ fn wait_send_and_clear_give_the_right_answers_with_late_hooks() {
     let script = script.display().to_string();
     let cmd = format!(
         "{} --claude-dir {} --script {script} --think-ms 700 --delay-hooks-ms 1200",
-        env!("CARGO_BIN_EXE_headspace-agent"),
+        headspace_testkit::stand_in::stand_in_agent(),
         claude.display()
     );
     let ok = Command::new("tmux")

@@ -36,7 +36,7 @@ fn answering_picks_the_option_in_the_pane_and_the_agent_goes_on() {
     .unwrap();
     let cmd = format!(
         "{} --claude-dir {} --script {} --session ans-1 --think-ms 200 --stay",
-        env!("CARGO_BIN_EXE_headspace-agent"),
+        headspace_testkit::stand_in::stand_in_agent(),
         claude.display(),
         script.display()
     );

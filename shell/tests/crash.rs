@@ -4,8 +4,8 @@
 
 mod common;
 use common::*;
-use headspace_core::synth::SessionWriter;
 use headspace_core::Timestamp;
+use headspace_testkit::synth::SessionWriter;
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -5,8 +5,8 @@
 //! (`initdb --auth=trust`, socket in `pg/`) is secured on its next start, its data kept.
 
 mod common;
-use headspace_core::synth::SessionWriter;
 use headspace_core::Timestamp;
+use headspace_testkit::synth::SessionWriter;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -14,13 +14,37 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// A server process that is killed if the test fails half way.
-struct Guard(Child);
+/// A server process that is killed if the test fails half way. Dropped, it fails the test on
+/// an ERROR line of the server's log that the test did not declare in `expected_errors`
+/// (none of these tests provokes one: a refused start is reported, not logged as an ERROR).
+struct Guard(Child, ServerLog);
+
+/// What the server wrote to stderr, and substrings of the ERROR lines expected in it.
+struct ServerLog {
+    text: Arc<Mutex<String>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    expected_errors: Vec<String>,
+}
 
 impl Drop for Guard {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+        if let Some(reader) = self.1.reader.take() {
+            let _ = reader.join();
+        }
+        if std::thread::panicking() {
+            return;
+        }
+        let unexpected = headspace_testkit::error_logs::unexpected_error_lines(
+            &self.1.text.lock().unwrap(),
+            &self.1.expected_errors,
+        );
+        assert!(
+            unexpected.is_empty(),
+            "the server logged ERROR lines the test did not expect:\n{}",
+            unexpected.join("\n")
+        );
     }
 }
 
@@ -61,7 +85,7 @@ fn start_as(
     let (tx, rx) = std::sync::mpsc::channel();
     let sink = log.clone();
     let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
+    let reader = std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             if let Some(rest) = line.split("listening on http://").nth(1) {
                 let _ = tx.send(rest.split('/').next().unwrap_or("").to_string());
@@ -70,7 +94,12 @@ fn start_as(
         }
     });
     let addr = rx.recv_timeout(Duration::from_secs(60)).ok();
-    (Guard(child), log, addr)
+    let server_log = ServerLog {
+        text: log.clone(),
+        reader: Some(reader),
+        expected_errors: Vec::new(),
+    };
+    (Guard(child, server_log), log, addr)
 }
 
 fn stop(mut guard: Guard) {

@@ -1497,7 +1497,7 @@ fn the_server_finds_a_projects_orchestration_and_drives_it_like_the_cli() {
     let claude = common::temp_dir("orchestrate_http");
     let server = common::Server::start(&db, &claude, &[]);
     // An agent working in the project: that is how the server knows the folder.
-    let mut s = headspace_core::synth::SessionWriter::new(1, Timestamp(t0()));
+    let mut s = headspace_testkit::synth::SessionWriter::new(1, Timestamp(t0()));
     s.cwd = dir.path().display().to_string();
     let (status, _) = server.post(
         "/hook/SessionStart",

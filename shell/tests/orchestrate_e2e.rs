@@ -435,7 +435,7 @@ impl Live {
         repo.checkout(tag);
         let cmd = format!(
             "{} --claude-dir {} --skills --think-ms 100 {}",
-            env!("CARGO_BIN_EXE_headspace-agent"),
+            headspace_testkit::stand_in::stand_in_agent(),
             claude.display(),
             agent_flags.join(" ")
         );

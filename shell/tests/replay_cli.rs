@@ -1,7 +1,7 @@
 //! `headspace replay TRACE` from outside: the real binary, a trace file, JSON on stdout.
 
-use headspace_core::synth::{SessionWriter, CLAUDE_DIR};
 use headspace_core::Timestamp;
+use headspace_testkit::synth::{SessionWriter, CLAUDE_DIR};
 use serde_json::{json, Value};
 use std::process::Command;
 

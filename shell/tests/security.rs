@@ -5,8 +5,8 @@
 
 mod common;
 use common::*;
-use headspace_core::synth::SessionWriter;
 use headspace_core::Timestamp;
+use headspace_testkit::synth::SessionWriter;
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::TcpStream;

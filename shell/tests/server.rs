@@ -3,8 +3,8 @@
 
 mod common;
 use common::*;
-use headspace_core::synth::SessionWriter;
 use headspace_core::Timestamp;
+use headspace_testkit::synth::SessionWriter;
 use serde_json::json;
 use std::time::Duration;
 
@@ -153,6 +153,15 @@ fn hostile_input_gets_the_right_status_and_breaks_nothing() {
             200,
         ),
         (
+            "/hooks/claude",
+            serde_json::to_vec(&json!({
+                "session_id": "x",
+                "hook_event_name": "evil\"} 1\nheadspace_store_healthy 0\n\\",
+            }))
+            .unwrap(),
+            200,
+        ),
+        (
             "/hook/UserPromptSubmit",
             br#"{"session_id": "evil", "prompt": "x", "transcript_path": "/etc/passwd"}"#.to_vec(),
             200,
@@ -179,6 +188,22 @@ fn hostile_input_gets_the_right_status_and_breaks_nothing() {
             );
         }
     }
+    // A hostile event name is counted under its escaped name (in the server's casing) and
+    // injects no metrics line.
+    let metrics = server.get("/metrics").1;
+    assert!(
+        metrics
+            .contains(r#"headspace_hooks_total{event="Evil\"} 1\nheadspaceStoreHealthy 0\n\\"} 1"#),
+        "{metrics}"
+    );
+    assert_eq!(
+        metrics
+            .lines()
+            .filter(|l| l.starts_with("headspace_store_healthy "))
+            .collect::<Vec<_>>(),
+        ["headspace_store_healthy 1"],
+        "{metrics}"
+    );
     assert!(wait_for(Duration::from_secs(5), || server
         .log()
         .contains("transcript_path outside the claude dir refused")

@@ -32,7 +32,7 @@ fn every_scripted_turn_arrives_exactly_once_even_with_hooks_cut() {
     install_hooks(&server, &settings);
 
     let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/../demo");
-    let agent = env!("CARGO_BIN_EXE_headspace-agent");
+    let agent = headspace_testkit::stand_in::stand_in_agent();
     let tmux = Tmux(format!("headspace-e2e-{}", std::process::id()));
     let runs = [
         ("full", format!("{demo}/asks.json"), ""),

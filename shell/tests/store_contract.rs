@@ -7,8 +7,8 @@ use common::*;
 use headspace::server::pgstore::PgStore;
 use headspace_core::model::Snapshot;
 use headspace_core::store::MemStore;
-use headspace_core::synth::{SessionWriter, CLAUDE_DIR};
 use headspace_core::{Command, Config, Core, Input, Timestamp, Write};
+use headspace_testkit::synth::{SessionWriter, CLAUDE_DIR};
 use serde_json::json;
 
 /// A conversation with hooks before and after their lines, a question, a late Stop, a
@@ -189,6 +189,7 @@ fn normalise(mut s: Snapshot) -> Snapshot {
 
 #[test]
 fn postgres_and_memory_stores_agree_under_retries_and_any_batching() {
+    let _errors = headspace_testkit::error_logs::fail_on_error_logs();
     let writes = writes();
     assert!(writes.iter().any(|w| matches!(w, Write::Claim { .. })));
     assert!(writes
@@ -243,6 +244,8 @@ fn postgres_and_memory_stores_agree_under_retries_and_any_batching() {
 
 #[test]
 fn a_write_the_database_refuses_is_dropped_and_the_rest_of_its_batch_kept() {
+    let errors = headspace_testkit::error_logs::fail_on_error_logs();
+    errors.expect_error("write dropped, the database refuses it");
     let Some(db) = fresh_db("contract_poison") else {
         return;
     };

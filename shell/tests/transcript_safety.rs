@@ -6,8 +6,8 @@
 
 mod common;
 use common::*;
-use headspace_core::synth::SessionWriter;
 use headspace_core::Timestamp;
+use headspace_testkit::synth::SessionWriter;
 use std::path::Path;
 use std::time::Duration;
 

@@ -93,7 +93,7 @@ pub struct Plan {
 
 /// Short texts repeat on purpose (two "yes" are two turns); long ones share 200-character
 /// prefixes on purpose (a prefix hash would merge them).
-const PROMPTS: &[&str] = headspace_core::synth::SHORT_PROMPTS;
+const PROMPTS: &[&str] = headspace_testkit::synth::SHORT_PROMPTS;
 /// Final texts: no question among them (the session would be left waiting, not idle).
 const TEXTS: &[&str] = &[
     "Looking at it.",

@@ -11,7 +11,7 @@ use headspace::server::record::Recorder;
 use headspace::server::{accept_loop, start, Listen, Settings};
 use headspace_core::access::{AccessPolicy, Peer};
 use headspace_core::planted::Bug;
-use headspace_core::synth::CLAUDE_DIR;
+use headspace_testkit::synth::CLAUDE_DIR;
 use std::time::{Duration, Instant};
 
 /// Simulated time per turmoil step.

@@ -1,4 +1,12 @@
 //! Prometheus counters of the server.
+//!
+//! The exposition is written here rather than by `prometheus-client` (tried for issue 15):
+//! that crate (0.24) writes label values and help text unescaped (its issue #151, open), so it
+//! would not have fixed the one bug this file had, an `Other(name)` hook event carrying
+//! quotes, backslashes or line feeds into a label value; and it writes OpenMetrics (family
+//! names without `_total`, a closing `# EOF`), which would change the text scrapers and our
+//! tests read today, for two more crates to compile. Eleven fixed families do not need it:
+//! what they need is the escaping below, which the tests hold to the text format.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -51,7 +59,7 @@ impl Metrics {
         for (e, n) in self.hooks.lock().expect("metrics").iter() {
             sample(
                 &mut s,
-                &format!("headspace_hooks_total{{event=\"{e}\"}}"),
+                &format!("headspace_hooks_total{{event=\"{}\"}}", label_value(e)),
                 n,
             );
         }
@@ -121,6 +129,20 @@ impl Metrics {
     }
 }
 
+/// A label value as the text format writes it: `\\`, `\"` and `\n` escaped, nothing else.
+fn label_value(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// A metric family's `# HELP` (when given) and `# TYPE` lines.
 fn family(s: &mut String, name: &str, kind: &str, help: Option<&str>) {
     if let Some(h) = help {
@@ -167,5 +189,85 @@ mod tests {
              # TYPE headspace_connections_evicted_total counter\nheadspace_connections_evicted_total 0\n\
              # TYPE headspace_connections_open gauge\nheadspace_connections_open 0\n"
         );
+    }
+
+    /// Whether `text` is valid Prometheus text exposition, as far as our families use it:
+    /// comments, and samples `name{label="value",…} number` with only `\\`, `\"` and `\n`
+    /// escaped inside values.
+    fn valid_exposition(text: &str) -> Result<(), String> {
+        for line in text.lines() {
+            if line.starts_with("# HELP ") || line.starts_with("# TYPE ") {
+                continue;
+            }
+            let bad = || Err(format!("not a sample line: {line:?}"));
+            let name_end = line
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+                .unwrap_or(line.len());
+            if name_end == 0 {
+                return bad();
+            }
+            let mut rest = line[name_end..].chars().peekable();
+            if rest.peek() == Some(&'{') {
+                rest.next();
+                loop {
+                    let label: String = rest.by_ref().take_while(|c| *c != '=').collect();
+                    if label.is_empty()
+                        || !label.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    {
+                        return bad();
+                    }
+                    if rest.next() != Some('"') {
+                        return bad();
+                    }
+                    loop {
+                        match rest.next() {
+                            Some('\\') => match rest.next() {
+                                Some('\\' | '"' | 'n') => {}
+                                _ => return bad(),
+                            },
+                            Some('"') => break,
+                            Some('\n') | None => return bad(),
+                            Some(_) => {}
+                        }
+                    }
+                    match rest.next() {
+                        Some(',') => continue,
+                        Some('}') => break,
+                        _ => return bad(),
+                    }
+                }
+            }
+            let value: String = rest.collect();
+            match value.strip_prefix(' ').map(str::parse::<f64>) {
+                Some(Ok(_)) => {}
+                _ => return bad(),
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn a_hostile_event_name_is_escaped() {
+        // An event name is whatever the hook's route or body said (`Other(name)`).
+        let m = Metrics::default();
+        m.hook("Stop");
+        m.hook("evil\"} 1\nheadspace_store_healthy 0\n\\");
+        let text = m.render(0, true);
+        valid_exposition(&text).unwrap();
+        assert!(text.contains(
+            "headspace_hooks_total{event=\"evil\\\"} 1\\nheadspace_store_healthy 0\\n\\\\\"} 1\n"
+        ));
+        // The injected sample did not become a line of its own.
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.starts_with("headspace_store_healthy "))
+                .collect::<Vec<_>>(),
+            ["headspace_store_healthy 1"]
+        );
+        assert_eq!(label_value("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+        // The checker itself rejects what the old code wrote.
+        assert!(valid_exposition("headspace_hooks_total{event=\"a\"b\"} 1\n").is_err());
+        assert!(valid_exposition("headspace_hooks_total{event=\"a\nb\"} 1\n").is_err());
+        assert!(valid_exposition("headspace_hooks_total{event=\"a\\\"} 1\n").is_err());
     }
 }

@@ -77,6 +77,11 @@ pub struct Server {
     pub child: Child,
     pub addr: String,
     pub log: Arc<Mutex<String>>,
+    /// The thread that copies the server's stderr into `log` (joined at the end, so the
+    /// error check below reads the whole log).
+    reader: Option<std::thread::JoinHandle<()>>,
+    /// Substrings of the ERROR lines this test provokes on purpose.
+    expected_errors: Mutex<Vec<String>>,
 }
 
 impl Server {
@@ -109,7 +114,7 @@ impl Server {
         let log = Arc::new(Mutex::new(String::new()));
         let (tx, rx) = std::sync::mpsc::channel();
         let sink = log.clone();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if let Some(rest) = line.split("listening on http://").nth(1) {
                     let _ = tx.send(rest.split('/').next().unwrap_or("").to_string());
@@ -122,7 +127,22 @@ impl Server {
         let addr = rx
             .recv_timeout(Duration::from_secs(30))
             .unwrap_or_else(|_| panic!("server did not start:\n{}", log.lock().unwrap()));
-        Server { child, addr, log }
+        Server {
+            child,
+            addr,
+            log,
+            reader: Some(reader),
+            expected_errors: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Declares that the server may log an ERROR line containing `substring`: any other
+    /// ERROR line fails the test when the server is dropped.
+    pub fn expect_error(&self, substring: &str) {
+        self.expected_errors
+            .lock()
+            .unwrap()
+            .push(substring.to_string());
     }
 
     /// SIGKILL: no cleanup at all.
@@ -168,9 +188,25 @@ impl Server {
 }
 
 impl Drop for Server {
+    /// Stops the server and fails the test on an ERROR line it did not expect.
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        if std::thread::panicking() {
+            return;
+        }
+        let unexpected = headspace_testkit::error_logs::unexpected_error_lines(
+            &self.log(),
+            &self.expected_errors.lock().unwrap(),
+        );
+        assert!(
+            unexpected.is_empty(),
+            "the server logged ERROR lines the test did not expect (declare them with expect_error):\n{}",
+            unexpected.join("\n")
+        );
     }
 }
 
@@ -208,7 +244,7 @@ pub fn append(path: &Path, text: &str) {
 
 /// A hook body for a synthetic session whose transcript lives under `claude_dir`.
 pub fn hook(
-    s: &headspace_core::synth::SessionWriter,
+    s: &headspace_testkit::synth::SessionWriter,
     claude_dir: &Path,
     pane: &str,
     event: &str,

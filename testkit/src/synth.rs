@@ -3,7 +3,7 @@
 //! AskUserQuestion answers with `toolUseResult.answers`). Pure and deterministic, for tests,
 //! benchmarks and the simulation.
 
-use crate::time::Timestamp;
+use headspace_core::Timestamp;
 use serde_json::{json, Value};
 
 /// One transcript line and the uuid that keys it.
@@ -159,8 +159,8 @@ impl SessionWriter {
     /// (`/flow.design args`) as Claude Code writes one (its `<command-name>` line, a turn),
     /// anything else as a plain prompt.
     pub fn typed(&mut self, text: &str, prompt_id: Option<&str>) -> Line {
-        let Some(name) =
-            crate::entry::slash_command(text).filter(|n| !crate::entry::is_local_command(n))
+        let Some(name) = headspace_core::entry::slash_command(text)
+            .filter(|n| !headspace_core::entry::is_local_command(n))
         else {
             return self.prompt(text, prompt_id);
         };

@@ -10,8 +10,8 @@
 mod skills;
 
 use clap::Parser;
-use headspace_core::synth::SessionWriter;
 use headspace_core::Timestamp;
+use headspace_testkit::synth::SessionWriter;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::io::{BufRead, Write};
