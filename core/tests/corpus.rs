@@ -212,28 +212,56 @@ const fn counts(prompt: usize, agent_text: usize, question: usize, answer: usize
 /// the fixtures tells what each file holds): (Claude Code version, file, turns).
 const FIXTURE_TURNS: &[(&str, &str, Counts)] = &[
     // The prompt after its IDE block; the text after thinking + Write.
-    ("2.0.74", "v2.0.74_queue_operation.jsonl", counts(1, 1, 0, 0)),
+    (
+        "2.0.74",
+        "v2.0.74_queue_operation.jsonl",
+        counts(1, 1, 0, 0),
+    ),
     // Two prompts (the /exit lines, the caveat, the synthetic "No response requested." and the
     // compact summary are not turns); five texts: three before the boundary, two after.
     ("2.0.76", "v2.0.76_compaction.jsonl", counts(2, 5, 0, 0)),
     // One prompt; one message over three lines (thinking / text / Task): one text.
-    ("2.1.4", "v2.1.4_summary_split_message.jsonl", counts(1, 1, 0, 0)),
-    // Three typed prompts and the custom command /pr; /mcp is machinery. Four texts.
-    ("2.1.12", "v2.1.12_commands_mcp_todo.jsonl", counts(4, 4, 0, 0)),
+    (
+        "2.1.4",
+        "v2.1.4_summary_split_message.jsonl",
+        counts(1, 1, 0, 0),
+    ),
+    // Three typed prompts and the custom command /open-pr; /mcp is machinery. Four texts.
+    (
+        "2.1.12",
+        "v2.1.12_commands_mcp_todo.jsonl",
+        counts(4, 4, 0, 0),
+    ),
     // Three prompts; three texts; the api_error retries and the interrupt are not turns.
-    ("2.1.17", "v2.1.17_api_error_retries.jsonl", counts(3, 3, 0, 0)),
+    (
+        "2.1.17",
+        "v2.1.17_api_error_retries.jsonl",
+        counts(3, 3, 0, 0),
+    ),
     // One prompt (/ide and the skill's meta prompt are not); two texts of the main agent,
     // none of the sub-agent's (they are inside `agent_progress` lines).
     ("2.1.19", "v2.1.19_task_subagent.jsonl", counts(1, 2, 0, 0)),
-    // Three typed prompts ("fix the failing test" twice, then "fix the test, the code is
-    // right") plus Claude Code's "Operation stopped by hook: …" notice, which the parser
+    // Three typed prompts ("fix the failing test" twice, then "change the test instead; the
+    // code is correct") plus Claude Code's "Operation stopped by hook: …" notice, which the parser
     // takes for a prompt today (the real 2.1.29 file's figure of 4 counts the same kind of
     // line; see the fixtures' README). Four texts.
-    ("2.1.29", "v2.1.29_interrupted_rejected.jsonl", counts(4, 4, 0, 0)),
+    (
+        "2.1.29",
+        "v2.1.29_interrupted_rejected.jsonl",
+        counts(4, 4, 0, 0),
+    ),
     // One prompt, three texts, the question and its answer.
-    ("2.1.33", "v2.1.33_ask_user_question.jsonl", counts(1, 3, 1, 1)),
+    (
+        "2.1.33",
+        "v2.1.33_ask_user_question.jsonl",
+        counts(1, 3, 1, 1),
+    ),
     // Two prompts (with promptId); four texts; attachment and bookkeeping lines are not turns.
-    ("2.1.220", "v2.1.220_newest_format.jsonl", counts(2, 4, 0, 0)),
+    (
+        "2.1.220",
+        "v2.1.220_newest_format.jsonl",
+        counts(2, 4, 0, 0),
+    ),
 ];
 
 /// The turns of each real transcript. Counted by hand for the two small files: 2.0.74 has one
@@ -242,18 +270,46 @@ const FIXTURE_TURNS: &[(&str, &str, Counts)] = &[
 /// a throwaway script (not kept). 2.1.12: four typed prompts and the custom command `/pr`
 /// (line 141), which the model worked on; `/mcp` is Claude Code's own and stays machinery.
 const REAL_TURNS: &[(&str, &str, Counts)] = &[
-    ("2.0.74", "entire_2.0.74_small_queue_op.jsonl", counts(1, 1, 0, 0)),
-    ("2.0.76", "entire_2.0.76_compaction.jsonl", counts(2, 9, 0, 0)),
-    ("2.1.4", "entire_2.1.4_small_task_summary.jsonl", counts(1, 1, 0, 0)),
-    ("2.1.12", "entire_2.1.12_slashcmd_localcmd.jsonl", counts(5, 9, 0, 0)),
-    ("2.1.17", "entire_2.1.17_api_error.jsonl", counts(8, 11, 0, 0)),
+    (
+        "2.0.74",
+        "entire_2.0.74_small_queue_op.jsonl",
+        counts(1, 1, 0, 0),
+    ),
+    (
+        "2.0.76",
+        "entire_2.0.76_compaction.jsonl",
+        counts(2, 9, 0, 0),
+    ),
+    (
+        "2.1.4",
+        "entire_2.1.4_small_task_summary.jsonl",
+        counts(1, 1, 0, 0),
+    ),
+    (
+        "2.1.12",
+        "entire_2.1.12_slashcmd_localcmd.jsonl",
+        counts(5, 9, 0, 0),
+    ),
+    (
+        "2.1.17",
+        "entire_2.1.17_api_error.jsonl",
+        counts(8, 11, 0, 0),
+    ),
     (
         "2.1.19",
         "entire_2.1.19_task_subagent_progress.jsonl",
         counts(1, 2, 0, 0),
     ),
-    ("2.1.29", "entire_2.1.29_interrupted.jsonl", counts(4, 5, 0, 0)),
-    ("2.1.33", "entire_2.1.33_askuserquestion.jsonl", counts(1, 9, 1, 1)),
+    (
+        "2.1.29",
+        "entire_2.1.29_interrupted.jsonl",
+        counts(4, 5, 0, 0),
+    ),
+    (
+        "2.1.33",
+        "entire_2.1.33_askuserquestion.jsonl",
+        counts(1, 9, 1, 1),
+    ),
     (
         "2.1.220",
         "esdeveniments_2.1.220_cli_attachments.jsonl",
@@ -372,8 +428,10 @@ fn slash_command_counts() {
     // The custom command is the turn the user typed, as its prompt hook will name it.
     let turns = replay_file(&checked[0], usize::MAX);
     assert!(
-        turns.iter().any(|t| t.actor == Actor::User && t.text == "/pr"),
-        "the custom command /pr is a prompt"
+        turns
+            .iter()
+            .any(|t| t.actor == Actor::User && t.text == "/open-pr"),
+        "the custom command /open-pr is a prompt"
     );
     assert!(
         !turns.iter().any(|t| t.text.contains("/mcp")),
@@ -412,10 +470,7 @@ fn ask_user_question_counts() {
                 "docs/generated/",
             )
         } else {
-            (
-                "Which folder should the request flow diagram go in?",
-                "docs/diagrams/",
-            )
+            ("Where should the request flow chart live?", "docs/flows/")
         };
         let turns = replay_file(&path, usize::MAX);
         let q = turns.iter().find(|t| t.question.is_some()).unwrap();
@@ -430,7 +485,10 @@ fn ask_user_question_counts() {
             .find(|t| t.actor == Actor::User && t.tool_use_id.is_some())
             .unwrap();
         assert_eq!(a.text, answer);
-        assert_eq!(a.tool_use_id, q.tool_use_id, "the answer names its question");
+        assert_eq!(
+            a.tool_use_id, q.tool_use_id,
+            "the answer names its question"
+        );
     }
 }
 
