@@ -2,10 +2,10 @@
 //! session that asks an AskUserQuestion, applied to the simulator's world, give a card with
 //! the question and its options (the simulator once never set it).
 
-use headspace_core::synth::{SessionWriter, CLAUDE_DIR};
 use headspace_core::{Command, Config, Core, Input, Timestamp};
 use headspace_sim::rng::Rng;
 use headspace_sim::world::{AdapterFaults, SimWorld};
+use headspace_testkit::synth::{SessionWriter, CLAUDE_DIR};
 use serde_json::json;
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
