@@ -129,7 +129,8 @@ mod generated {
 /// had just ended, and the agent was shown idle while it worked on it (A1).
 #[test]
 fn the_seeds_that_once_failed_pass() {
-    for seed in [6951] {
+    const ONCE_FAILED: &[u64] = &[6951];
+    for &seed in ONCE_FAILED {
         let plan = (find("random").unwrap().plan)(&mut Rng::new(seed));
         let o = run(&plan, seed, None);
         assert!(
