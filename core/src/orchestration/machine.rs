@@ -22,7 +22,7 @@ use super::workflow::WorkflowView;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 
-/// The files of an iteration under the lock, and how they were when read.
+/// The two files of an iteration, read under the lock and changed by its decision.
 #[derive(Clone, Debug)]
 pub(super) struct Work {
     state: OrchestrationState,
@@ -40,62 +40,79 @@ enum Act {
 /// Where the machine is: what it waits for.
 #[allow(clippy::large_enum_variant)] // one per machine, replaced whole at each input
 pub(super) enum Stage {
+    /// Not started: waits for `Begin` (or a user command).
     Idle,
+    /// Waits for the files read without the lock, to look the linked workflow up early.
     Peeking,
+    /// Waits for that early lookup.
     EarlyLookUp {
         workflow: String,
     },
+    /// Waits for the files read under the lock (stretch 1).
     Reading {
         early: Option<(String, Option<WorkflowView>)>,
     },
+    /// Waits for the lookup of a workflow the files link now, the early one being another.
     LookingUp {
         work: Work,
         workflow: String,
     },
+    /// Waits for `tasks.md`, to initialise implement's batches.
     ReadingTasks {
         work: Work,
         before: Work,
         decision: Decision,
     },
+    /// Waits for the spawn's outcome (stretch 2).
     Spawning {
         request: SpawnRequest,
     },
+    /// Waits for the run read under the lock, to record the spawn (stretch 3).
     RecordingSpawn {
         request: SpawnRequest,
         result: Result<String, String>,
     },
+    /// Waits for the helper's diagnosis of a stale workflow.
     AskedStale {
         workflow: String,
         stale_minutes: i64,
     },
+    /// Waits for the helper's diagnosis of a failed step.
     AskedFailed {
         decision: Decision,
         heals: u32,
         max: u32,
     },
+    /// Waits for the files read under the lock, to carry a recovery plan out (stretch 3).
     CarryingOut {
         plan: RecoveryPlan,
         workflow: Option<String>,
         diagnosed: Diagnosed,
     },
+    /// Waits for a re-read of an unreadable state (a writer may be mid-write).
     Settling {
         error: String,
         reads_left: u32,
     },
+    /// Waits for the run, to see whether a broken state is worth recovering.
     CheckingRun {
         error: String,
     },
+    /// Waits for the helper's rebuilt state.
     AskedCorrupt {
         error: String,
     },
+    /// Waits for both files under the lock, to rebuild the state.
     Rereading {
         error: String,
         answer: Option<Value>,
     },
+    /// Waits for the git branch, the heuristic's last source of a phase.
     ReadingBranch {
         error: String,
         exec: OrchestrationExecution,
     },
+    /// Waits for a last read of the state before a rebuilt one is written over it.
     Confirming {
         error: String,
         exec: OrchestrationExecution,

@@ -20,7 +20,7 @@
 //! | [`tasks`] | [`parse_batches`]: implement's batches from `tasks.md` |
 //! | [`lenient`] | unknown names kept as `Unknown(..)`, `null` kept as `null` |
 //! | [`iteration`] | the rules around the matrix: [`evaluate`] (with the spawn guard), [`next_after`], [`is_repeat`], [`escalate`], [`log`] |
-//! | [`spawn_request`] | [`spawn_request()`](spawn_request::spawn_request), [`prompt_for`], [`record_spawn`]: what a spawning decision starts, and how its outcome is recorded |
+//! | [`spawn_request`](mod@spawn_request) | [`spawn_request()`](spawn_request::spawn_request), [`prompt_for`], [`record_spawn`]: what a spawning decision starts, and how its outcome is recorded |
 //! | [`carry_out`](mod@carry_out) | a recovery plan carried out: [`carry_out()`](carry_out::carry_out), [`Diagnosed`], the helper's contexts |
 //! | [`rebuild`] | [`heuristic_state`]: a lost state rebuilt from the run or the branch name |
 //! | [`user`] | [`user_command`] (pause, resume, cancel, merge, confirm-gate), [`new_execution`], [`fresh_state`], [`status_json`] |

@@ -1,5 +1,5 @@
 //! The runner: a loop that reads, feeds the orchestration machine
-//! ([`Orchestrator`](headspace_core::orchestration::Orchestrator)), and carries out its
+//! ([`Orchestrator`]), and carries out its
 //! effects — every decision is the machine's; this file reads, writes, spawns and waits.
 //!
 //! One [`iterate`] is one machine: fed [`Input::Begin`], then drained as the core's drain
