@@ -158,6 +158,31 @@ fn confirm_gate_needs_a_gate_and_puts_a_waiting_run_back_to_running() {
     assert_eq!(e.status, ExecutionStatus::Running);
 }
 
+#[test]
+fn a_new_run_is_linked_from_the_state_and_starts_on_the_states_step() {
+    let mut s = state("analyze", "in_progress");
+    headspace_core::orchestration::link_run(&mut s, "run-7", now());
+    assert_eq!(
+        s.orchestration.extra["dashboard"],
+        json!({"active": {"id": "run-7", "startedAt": Timestamp(now()).to_string(), "status": "running"}})
+    );
+    let opts = headspace_core::orchestration::RunOptions {
+        auto_merge: true,
+        budget: Some(9.0),
+        settings: Some(("headspace".into(), json!({"agent": "%1"}))),
+        ..Default::default()
+    };
+    let e = headspace_core::orchestration::new_execution("run-7", Some(&s), &opts, now());
+    assert_eq!(
+        e.current_phase.as_ref().map(|p| p.as_str().to_string()),
+        Some("analyze".into())
+    );
+    assert!(e.config.auto_merge);
+    assert_eq!(e.config.budget.max_total, 9.0);
+    assert_eq!(e.config.extra["headspace"], json!({"agent": "%1"}));
+    assert_eq!(e.extra[PHASE_KEY]["number"], "0010");
+}
+
 /// All of a machine's effects until it waits for an input.
 fn drain(m: &mut Orchestrator) -> Vec<Effect> {
     std::iter::from_fn(|| m.poll_effect()).collect()

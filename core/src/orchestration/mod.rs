@@ -23,7 +23,7 @@
 //! | [`spawn_request`](mod@spawn_request) | [`spawn_request()`](spawn_request::spawn_request), [`prompt_for`], [`record_spawn`]: what a spawning decision starts, and how its outcome is recorded |
 //! | [`carry_out`](mod@carry_out) | a recovery plan carried out: [`carry_out()`](carry_out::carry_out), [`Diagnosed`], the helper's contexts |
 //! | [`rebuild`] | [`heuristic_state`]: a lost state rebuilt from the run or the branch name |
-//! | [`user`] | [`user_command`] (pause, resume, cancel, merge, confirm-gate), [`new_execution`], [`fresh_state`], [`status_json`] |
+//! | [`user`] | [`user_command`] (pause, resume, cancel, merge, confirm-gate), [`new_execution`], [`fresh_state`], [`link_run`], [`status_json`] |
 //! | [`progress`] | a step's workflow seen through its agent's activity ([`follow_agent`]) or its headless process |
 //! | [`machine`] / [`machine_io`] / [`corrupt_state`] | the [`Orchestrator`] machine, its [`Input`]s and [`Effect`]s |
 //!
@@ -133,8 +133,8 @@ pub use state::{
 };
 pub use tasks::parse_batches;
 pub use user::{
-    fresh_state, new_execution, status_json, user_command, RunOptions, UserCommand, UserOutcome,
-    DEFAULT_PHASE,
+    fresh_state, link_run, new_execution, status_json, user_command, RunOptions, UserCommand,
+    UserOutcome, DEFAULT_PHASE,
 };
 pub use validate::{validate, Violation};
 pub use workflow::{WorkflowStatus, WorkflowView};

@@ -163,6 +163,15 @@ pub fn fresh_state(number: &str) -> OrchestrationState {
     .unwrap_or_default()
 }
 
+/// Links run `id`, started at `now_ms`, from the project state, as specflow's dashboard
+/// does (`orchestration.dashboard.active`).
+pub fn link_run(state: &mut OrchestrationState, id: &str, now_ms: i64) {
+    state.orchestration.extra.insert(
+        "dashboard".into(),
+        json!({"active": {"id": id, "startedAt": Timestamp(now_ms).to_string(), "status": "running"}}),
+    );
+}
+
 /// The options a new run is started with.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunOptions {

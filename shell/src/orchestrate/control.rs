@@ -8,8 +8,8 @@ use super::files::FileError;
 use super::live::{Settings, SETTINGS_KEY};
 use super::runner::{look_up, machine, Deps};
 use headspace_core::orchestration::{
-    evaluate, status_json, Decision, Effect, Input, OrchestrationExecution, OrchestrationState,
-    RunOptions, UserCommand,
+    evaluate, link_run, status_json, Decision, Effect, Input, OrchestrationExecution,
+    OrchestrationState, RunOptions, UserCommand,
 };
 pub use headspace_core::orchestration::{fresh_state, DEFAULT_PHASE};
 use headspace_core::Timestamp;
@@ -111,11 +111,7 @@ pub fn start(
     let id = new_id();
     let state = match deps.read_state() {
         Ok(mut s) => {
-            // Links the run from the state, as specflow's dashboard does.
-            s.orchestration.extra.insert(
-                "dashboard".into(),
-                json!({"active": {"id": id, "startedAt": Timestamp(now).to_string(), "status": "running"}}),
-            );
+            link_run(&mut s, &id, now);
             deps.write_state(&s)?;
             Some(s)
         }
