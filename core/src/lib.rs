@@ -94,6 +94,16 @@
 //!   uuid.
 //! - **Restart-safe.** Everything decisions depend on is in the store; [`Input::Restore`]
 //!   rebuilds it exactly, so where a crash happens does not change the result.
+//!
+//! ## The second machine: orchestration
+//!
+//! [`orchestration::Orchestrator`] has the same shape for the specflow runner: the shell
+//! feeds [`orchestration::Input`]s (files read, a workflow looked up — its agent's activity
+//! mapped by the core —, a spawn's outcome, the helper's answer, a user command) and carries
+//! out the `#[must_use]` [`orchestration::Effect`]s in order (lock, read, write, spawn a step
+//! with its prompt, kill, ask the helper, log the decision, schedule the wake-up). An effect
+//! that asks for an answer ends its drain; the answer is fed back and the drain goes on. The
+//! full table and drain rule are in [`orchestration`]'s documentation.
 
 #![warn(missing_docs)]
 

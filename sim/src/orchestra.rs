@@ -5,7 +5,9 @@
 //! hooks are lost or late and the server crashes.
 //!
 //! The runner's files are real files in a temporary folder; its workflows, clock and calls to
-//! the server are the simulation's ([`SimDeps`]). What the agent really worked on is recorded
+//! the server are the simulation's ([`SimDeps`]). Each iteration drives the core's
+//! orchestration machine directly ([`iteration`]): inputs fed, effects drained and carried
+//! out by the runner's own executor, but for the spawn, which the simulation types itself. What the agent really worked on is recorded
 //! in [`Truth`], and the run is held to two invariants:
 //! - O1 once: no `/flow.*` step or batch is worked on twice;
 //! - O2 over: the run completes (it is never left running forever).
@@ -13,12 +15,14 @@
 use crate::session::{pane_segment, post, sleep_ms};
 use crate::world::{sim_now, SimWorld};
 use headspace::orchestrate::control::{self, StartOptions};
+use headspace::orchestrate::files::FileError;
 use headspace::orchestrate::files::ProjectFiles;
 use headspace::orchestrate::live::Settings;
-use headspace::orchestrate::runner::{iterate, Deps, HelperCase, Next, SpawnRequest};
-use headspace::orchestrate::steps::prompt_for;
+use headspace::orchestrate::runner::{self, Deps, HelperCase, Next, Outcome, SpawnRequest};
 use headspace_core::activity::Activity;
-use headspace_core::orchestration::{WorkflowStatus, WorkflowView};
+use headspace_core::orchestration::{
+    follow_agent, prompt_for, Effect, Input, Progress, WorkflowStatus, WorkflowView,
+};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -158,25 +162,24 @@ impl Deps for SimDeps {
             if down {
                 return None; // the server cannot be asked: the runner backs off
             }
-            match shown {
-                Some(Activity::Running) => {
-                    w.status = WorkflowStatus::Running;
-                    w.idle_readings = 0;
-                    w.last_activity_ms = now;
-                }
-                Some(Activity::Waiting) => {
-                    w.status = WorkflowStatus::WaitingForInput;
-                    w.idle_readings = 0;
-                    w.last_activity_ms = now;
-                }
-                Some(Activity::Idle) => {
-                    w.idle_readings += 1;
-                    if w.idle_readings >= 2 {
-                        w.status = WorkflowStatus::Completed;
-                    }
-                }
-                Some(Activity::Ended) => w.status = WorkflowStatus::Failed,
-                None => return None,
+            let activity = shown?;
+            // Two idle readings end a step, as `headspace wait` settles it: a transient
+            // idle between two tool calls never does.
+            if activity == Activity::Idle {
+                w.idle_readings += 1;
+            } else {
+                w.idle_readings = 0;
+            }
+            if activity != Activity::Idle || w.idle_readings >= 2 {
+                let mut p = Progress {
+                    status: w.status.clone(),
+                    last_activity_ms: w.last_activity_ms,
+                    cost_usd: 0.0,
+                    error: None,
+                };
+                follow_agent(&mut p, activity, Some(now), &self.pane, now);
+                w.status = p.status;
+                w.last_activity_ms = p.last_activity_ms;
             }
         }
         Some(WorkflowView {
@@ -188,10 +191,31 @@ impl Deps for SimDeps {
     }
 
     fn spawn(&self, req: &SpawnRequest) -> Result<String, String> {
+        self.start(prompt_for(req))
+    }
+
+    fn kill(&self, id: &str) {
+        if let Some(w) = self.workflows.lock().expect("workflows").get_mut(id) {
+            w.status = WorkflowStatus::Cancelled;
+        }
+    }
+
+    fn helper(&self, _case: HelperCase, _context: &Value) -> Option<Value> {
+        None // no helper model: the fallbacks run
+    }
+
+    fn now_ms(&self) -> i64 {
+        sim_now().millis()
+    }
+}
+
+impl SimDeps {
+    /// A workflow for `prompt`, queued for the driver to type after the iteration; fails
+    /// while the server is down.
+    fn start(&self, prompt: String) -> Result<String, String> {
         if self.world.lock().server_down {
             return Err("the server does not answer".into());
         }
-        let prompt = prompt_for(req);
         let mut all = self.workflows.lock().expect("workflows");
         let id = format!("wf-{}", all.len() + 1);
         all.insert(
@@ -209,20 +233,26 @@ impl Deps for SimDeps {
             .push_back((id.clone(), prompt));
         Ok(id)
     }
+}
 
-    fn kill(&self, id: &str) {
-        if let Some(w) = self.workflows.lock().expect("workflows").get_mut(id) {
-            w.status = WorkflowStatus::Cancelled;
+/// One runner iteration of run `id` on the orchestration machine: [`Input::Begin`] fed,
+/// then each effect carried out in order (by the runner's executor, but for the spawn, whose
+/// prompt is queued here) and each answer fed back, as the core's drain rule says.
+pub fn iteration(deps: &SimDeps, id: &str) -> Result<Next, FileError> {
+    let mut machine = runner::machine(deps);
+    let (mut lock, mut outcome) = (None, Outcome::default());
+    let mut input = Some(Input::Begin);
+    while let Some(now) = input.take() {
+        machine.handle(sim_now().millis(), now);
+        while let Some(effect) = machine.poll_effect() {
+            let answer = match effect {
+                Effect::Spawn { prompt, .. } => Some(Input::Spawned(deps.start(prompt))),
+                other => runner::execute(deps, id, other, &mut lock, &mut outcome)?,
+            };
+            input = answer.or(input);
         }
     }
-
-    fn helper(&self, _case: HelperCase, _context: &Value) -> Option<Value> {
-        None // no helper model: the fallbacks run
-    }
-
-    fn now_ms(&self) -> i64 {
-        sim_now().millis()
-    }
+    Ok(outcome.next.unwrap_or(Next::Poll))
 }
 
 /// The outcome when the server never showed the agent, so no run could start.
@@ -282,8 +312,8 @@ pub async fn run_orchestration(world: SimWorld, pane: String, start_ms: u64) {
     // Bounded: a run that never ends is O2's business, not a hung simulation.
     let deadline = sim_now().millis() + GIVE_UP_MS;
     while sim_now().millis() < deadline {
-        let it = match iterate(&deps, &id) {
-            Ok(it) => it,
+        let next = match iteration(&deps, &id) {
+            Ok(next) => next,
             Err(e) => {
                 world.lock().orchestra.status = Some(format!("file error: {e}"));
                 break;
@@ -303,7 +333,7 @@ pub async fn run_orchestration(world: SimWorld, pane: String, start_ms: u64) {
             }
             deps.typed(&wf, ok);
         }
-        match it.next {
+        match next {
             Next::Stop => break,
             Next::Again => sleep_ms(10).await,
             Next::Poll => sleep_ms(1_000).await,

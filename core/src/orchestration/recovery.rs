@@ -9,6 +9,28 @@
 use super::state::{OrchestrationState, Step};
 use serde_json::Value;
 
+/// The helper model's three cases, and no other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HelperCase {
+    /// The state file is missing or unreadable: rebuild it.
+    CorruptState,
+    /// A running workflow has been silent for more than 10 minutes: diagnose it.
+    StaleWorkflow,
+    /// The step (or a batch, beyond its heals) failed: diagnose it.
+    FailedStep,
+}
+
+impl HelperCase {
+    /// The seed's task name for the case.
+    pub fn task(self) -> &'static str {
+        match self {
+            HelperCase::CorruptState => "recover_state",
+            HelperCase::StaleWorkflow => "diagnose_stale_workflow",
+            HelperCase::FailedStep => "diagnose_failed_step",
+        }
+    }
+}
+
 /// A recovered state is used only above this confidence (G3.4).
 pub const MIN_CONFIDENCE: f64 = 0.7;
 

@@ -6,13 +6,14 @@
 
 use super::files::FileError;
 use super::live::{Settings, SETTINGS_KEY};
-use super::runner::{evaluate, log, look_up, Deps, PHASE_KEY, SPAWN_FAILURES_KEY};
+use super::runner::{look_up, machine, Deps};
 use headspace_core::orchestration::{
-    apply, apply_to_state, Action, Decision, ExecutionPhase, ExecutionStatus,
-    OrchestrationExecution, OrchestrationState, Step, StepStatus, UserGateStatus,
+    evaluate, link_run, status_json, Decision, Effect, Input, OrchestrationExecution,
+    OrchestrationState, RunOptions, UserCommand,
 };
+pub use headspace_core::orchestration::{fresh_state, DEFAULT_PHASE};
 use headspace_core::Timestamp;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::path::PathBuf;
 
 /// Why a command could not be carried out.
@@ -46,21 +47,6 @@ pub struct StartOptions {
     pub settings: Settings,
 }
 
-/// The phase number used for a project without a state file when none is given.
-pub const DEFAULT_PHASE: &str = "0001";
-
-/// The state of a clean slate: phase `number`, design not started.
-pub fn fresh_state(number: &str) -> OrchestrationState {
-    serde_json::from_value(json!({
-        "schema_version": "3.0",
-        "orchestration": {
-            "phase": {"number": number, "name": null, "status": "in_progress"},
-            "step": {"current": "design", "index": 0, "status": "not_started"}
-        }
-    }))
-    .unwrap_or_default()
-}
-
 /// A new running run `id` for `state` (on its step) with `opts`.
 pub fn new_execution(
     id: &str,
@@ -68,34 +54,17 @@ pub fn new_execution(
     opts: &StartOptions,
     now_ms: i64,
 ) -> OrchestrationExecution {
-    let mut e = OrchestrationExecution::new(id, Timestamp(now_ms));
-    e.config.auto_merge = opts.auto_merge;
-    e.config.pause_between_batches = opts.pause_between_batches;
-    if let Some(b) = opts.budget {
-        e.config.budget.max_total = b;
-    }
-    if let Some(m) = opts.max_heal_attempts {
-        e.config.max_heal_attempts = m;
-    }
-    e.config.extra.insert("batchSizeFallback".into(), json!(15));
-    if let Ok(v) = serde_json::to_value(opts.settings.clone().without_commands()) {
-        e.config.extra.insert(SETTINGS_KEY.into(), v);
-    }
-    if let Some(s) = state {
-        if let Some(step) = s
-            .orchestration
-            .step
-            .current
-            .as_ref()
-            .filter(|s| s.is_known())
-        {
-            e.current_phase = Some(ExecutionPhase::from(step));
-        }
-        if let Ok(v) = serde_json::to_value(&s.orchestration.phase) {
-            e.extra.insert(PHASE_KEY.into(), v);
-        }
-    }
-    e
+    let settings = serde_json::to_value(opts.settings.clone().without_commands())
+        .ok()
+        .map(|v| (SETTINGS_KEY.to_string(), v));
+    let run = RunOptions {
+        auto_merge: opts.auto_merge,
+        budget: opts.budget,
+        pause_between_batches: opts.pause_between_batches,
+        max_heal_attempts: opts.max_heal_attempts,
+        settings,
+    };
+    headspace_core::orchestration::new_execution(id, state, &run, now_ms)
 }
 
 /// A new run id (a random UUID, as specflow's).
@@ -142,11 +111,7 @@ pub fn start(
     let id = new_id();
     let state = match deps.read_state() {
         Ok(mut s) => {
-            // Links the run from the state, as specflow's dashboard does.
-            s.orchestration.extra.insert(
-                "dashboard".into(),
-                json!({"active": {"id": id, "startedAt": Timestamp(now).to_string(), "status": "running"}}),
-            );
+            link_run(&mut s, &id, now);
             deps.write_state(&s)?;
             Some(s)
         }
@@ -163,152 +128,64 @@ pub fn start(
     Ok((exec, true))
 }
 
-/// Runs `f` on the active run (and the state) under the lock and writes what changed.
-fn change(
-    deps: &dyn Deps,
-    f: impl FnOnce(
-        &mut OrchestrationState,
-        &mut OrchestrationExecution,
-        i64,
-    ) -> Result<(), ControlError>,
-) -> Result<OrchestrationExecution, ControlError> {
-    let _guard = deps.lock()?;
-    let mut exec = deps
+/// Carries out user `command` on the active run: under the lock, the files are read and fed
+/// to the orchestration machine, whose effects are carried out (the writes, then, once the
+/// lock is released, stopping a cancelled run's workflow).
+fn change(deps: &dyn Deps, command: UserCommand) -> Result<OrchestrationExecution, ControlError> {
+    let mut lock = Some(deps.lock()?);
+    let execution = deps
         .files()
         .find_execution(false)?
         .ok_or_else(|| ControlError::NoOrchestration(deps.files().dir().to_path_buf()))?;
-    let mut state = deps.read_state()?;
-    let before = state.clone();
-    let now = deps.now_ms();
-    f(&mut state, &mut exec, now)?;
-    // The user looked at the run: the 4-hour gate counts from here.
-    exec.extra.insert(
-        headspace_core::orchestration::USER_ACTED_KEY.into(),
-        json!(Timestamp(now).to_string()),
+    let state = deps.read_state()?;
+    let mut machine = machine(deps);
+    machine.handle(
+        deps.now_ms(),
+        Input::User {
+            command,
+            state,
+            execution,
+        },
     );
-    if state != before {
-        deps.write_state(&state)?;
+    while let Some(effect) = machine.poll_effect() {
+        match effect {
+            Effect::WriteState(s) => deps.write_state(&s)?,
+            Effect::WriteExecution(e) => deps.write_execution(&e)?,
+            Effect::Unlock => lock = None,
+            Effect::Kill(wf) => deps.kill(&wf),
+            Effect::UserAnswer(answer) => return answer.map_err(ControlError::Refused),
+            _ => {}
+        }
     }
-    deps.write_execution(&exec)?;
-    Ok(exec)
-}
-
-fn by_user() -> Option<Map<String, Value>> {
-    let mut m = Map::new();
-    m.insert("by".into(), json!("user"));
-    Some(m)
-}
-
-fn refuse(exec: &OrchestrationExecution, what: &str) -> ControlError {
-    ControlError::Refused(format!(
-        "cannot {what}: orchestration {} is {}",
-        exec.id, exec.status
-    ))
+    drop(lock);
+    Err(ControlError::Refused("the command gave no answer".into()))
 }
 
 /// Pauses a running (or waiting) run.
 pub fn pause(deps: &dyn Deps) -> Result<OrchestrationExecution, ControlError> {
-    change(deps, |_, e, now| {
-        if matches!(
-            e.status,
-            ExecutionStatus::Paused | ExecutionStatus::NeedsAttention
-        ) {
-            return Err(refuse(e, "pause"));
-        }
-        e.status = ExecutionStatus::Paused;
-        log(e, "pause", "Paused by the user", by_user(), now);
-        Ok(())
-    })
+    change(deps, UserCommand::Pause)
 }
 
 /// Resumes a paused run, or one that needs attention (the user has seen to it: its recovery
 /// context and spawn-failure count are cleared).
 pub fn resume(deps: &dyn Deps) -> Result<OrchestrationExecution, ControlError> {
-    change(deps, |_, e, now| {
-        if !matches!(
-            e.status,
-            ExecutionStatus::Paused | ExecutionStatus::NeedsAttention
-        ) {
-            return Err(refuse(e, "resume"));
-        }
-        e.status = ExecutionStatus::Running;
-        e.recovery_context = None;
-        e.extra.remove(SPAWN_FAILURES_KEY);
-        log(e, "resume", "Resumed by the user", by_user(), now);
-        Ok(())
-    })
+    change(deps, UserCommand::Resume)
 }
 
 /// Cancels the run and stops its current workflow.
 pub fn cancel(deps: &dyn Deps) -> Result<OrchestrationExecution, ControlError> {
-    let mut workflow = None;
-    let exec = change(deps, |s, e, now| {
-        workflow = s
-            .orchestration
-            .step
-            .current
-            .as_ref()
-            .and_then(|step| headspace_core::orchestration::linked_workflow_id(e, step))
-            .map(str::to_string);
-        e.status = ExecutionStatus::Cancelled;
-        log(e, "cancel", "Cancelled by the user", by_user(), now);
-        Ok(())
-    })?;
-    if let Some(wf) = workflow {
-        deps.kill(&wf);
-    }
-    Ok(exec)
+    change(deps, UserCommand::Cancel)
 }
 
 /// Merges a run waiting for the user's merge: moves it to the merge step; the runner then
 /// spawns `/flow.merge`.
 pub fn merge(deps: &dyn Deps) -> Result<OrchestrationExecution, ControlError> {
-    change(deps, |s, e, now| {
-        let verify_done = s.orchestration.step.current == Some(Step::Verify)
-            && s.orchestration.step.status.get() == Some(&StepStatus::Complete);
-        let may_merge =
-            e.status == ExecutionStatus::WaitingMerge || (verify_done && !e.status.is_finished());
-        if !may_merge {
-            return Err(refuse(e, "merge (verify is not complete)"));
-        }
-        if s.orchestration.phase.gate_blocks() {
-            return Err(ControlError::Refused(
-                "cannot merge: the phase's USER_GATE is not confirmed (run `orchestrate confirm-gate` first)".into(),
-            ));
-        }
-        let mut d = Decision::new(Action::Transition, "Merge requested by the user");
-        d.next_index = Step::Merge.index();
-        d.next_step = Some(Step::Merge);
-        apply(e, &d, now);
-        apply_to_state(s, &d);
-        if let Some(entry) = e.decision_log.last_mut() {
-            entry.extra.insert("by".into(), json!("user"));
-        }
-        Ok(())
-    })
+    change(deps, UserCommand::Merge)
 }
 
 /// Confirms the phase's USER_GATE, so that merging may go ahead.
 pub fn confirm_gate(deps: &dyn Deps) -> Result<OrchestrationExecution, ControlError> {
-    change(deps, |s, e, now| {
-        if s.orchestration.phase.has_user_gate != Some(true) {
-            return Err(ControlError::Refused(
-                "the current phase has no USER_GATE to confirm".into(),
-            ));
-        }
-        s.orchestration.phase.user_gate_status = Some(UserGateStatus::Confirmed);
-        if e.status == ExecutionStatus::WaitingUserGate {
-            e.status = ExecutionStatus::Running;
-        }
-        log(
-            e,
-            "confirm_gate",
-            "USER_GATE confirmed by the user",
-            by_user(),
-            now,
-        );
-        Ok(())
-    })
+    change(deps, UserCommand::ConfirmGate)
 }
 
 /// The decision the runner would take now, without acting or writing anything (not even
@@ -351,27 +228,11 @@ pub fn status(deps: &dyn Deps) -> Result<Value, ControlError> {
     )
     .ok()
     .map(|r| json!({"pid": r.pid, "startedAt": Timestamp(r.started_at).to_string(), "alive": super::files::pid_alive(r.pid)}));
-    let o = &state.orchestration;
-    let skip = exec.decision_log.len().saturating_sub(10);
-    Ok(json!({
-        "id": exec.id,
-        "status": exec.status,
-        "startedAt": exec.started_at,
-        "phase": {"number": o.phase.number.get(), "name": o.phase.extra.get("name")},
-        "step": {"current": o.step.current, "index": o.step.index, "status": o.step.status.get(), "error": o.step.error},
-        "batches": {
-            "total": exec.batches.total,
-            "current": exec.batches.current,
-            "items": exec.batches.items.iter().map(|b| json!({
-                "index": b.index, "section": b.section, "status": b.status, "healAttempts": b.heal_attempts
-            })).collect::<Vec<_>>(),
-        },
-        "costUsd": exec.total_cost_usd,
-        "budgetUsd": exec.config.budget.max_total,
-        "workflow": view,
-        "runner": runner,
-        "recoveryContext": exec.recovery_context,
-        "stateError": state_error,
-        "decisions": &exec.decision_log[skip..],
-    }))
+    Ok(status_json(
+        &exec,
+        &state,
+        state_error,
+        view.as_ref(),
+        runner,
+    ))
 }

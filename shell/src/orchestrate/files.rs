@@ -369,3 +369,33 @@ pub fn backup(path: &Path) -> Result<Option<PathBuf>, FileError> {
     write_atomic(&bak, &bytes).map_err(|e| FileError::io(&bak, e))?;
     Ok(Some(bak))
 }
+
+/// The phase's `tasks.md`: `specs/{phase}-*/tasks.md` (specflow's layout), else the only or
+/// newest `specs/*/tasks.md`, else `tasks.md` at the top.
+pub fn find_tasks(project: &std::path::Path, phase: Option<&str>) -> Option<PathBuf> {
+    let specs = project.join("specs");
+    let mut candidates: Vec<PathBuf> = std::fs::read_dir(&specs)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.path().join("tasks.md"))
+                .filter(|p| p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    candidates.sort();
+    if let Some(n) = phase.filter(|n| !n.is_empty()) {
+        if let Some(p) = candidates.iter().find(|p| {
+            p.parent()
+                .and_then(|d| d.file_name())
+                .and_then(|n| n.to_str())
+                .is_some_and(|d| d.starts_with(n))
+        }) {
+            return Some(p.clone());
+        }
+    }
+    candidates
+        .iter()
+        .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
+        .cloned()
+        .or_else(|| Some(project.join("tasks.md")).filter(|p| p.is_file()))
+}

@@ -4,7 +4,9 @@
 //! | module | concept |
 //! |---|---|
 //! | [`files`] | the state files: locked, atomic, backed up before any recovery |
-//! | [`runner`] | the loop, its [`Deps`](runner::Deps), the spawn intent, the helper's three cases, wake-ups |
+//! | [`runner`] | the loop: reads, feeds the core's orchestration machine, carries out its effects |
+//! | [`deps`] | [`Deps`](deps::Deps): everything the runner needs from the world |
+//! | [`wake`] | wake-ups for the loop |
 //! | [`steps`] | how a step's workflow runs: typed into an agent's pane, or a headless process |
 //! | [`helper`] | the helper model as a command |
 //! | [`live`] | the real dependencies |
@@ -17,9 +19,11 @@
 
 pub mod command;
 pub mod control;
+pub mod deps;
 pub mod files;
 pub mod helper;
 pub mod launch;
 pub mod live;
 pub mod runner;
 pub mod steps;
+pub mod wake;

@@ -8,9 +8,12 @@
 //! runner (or `orchestrate status`) still finds it; a finished workflow's record keeps its
 //! final status, since the agent goes on to other work.
 
-use super::runner::SpawnRequest;
 use crate::client::{encode_segment, request};
-use headspace_core::orchestration::{WorkflowStatus, WorkflowView};
+pub use headspace_core::orchestration::prompt_for;
+use headspace_core::orchestration::{
+    activity_named, follow_agent, headless_exit, headless_running, Progress, SpawnRequest,
+    WorkflowStatus, WorkflowView,
+};
 use headspace_core::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -92,6 +95,22 @@ impl WorkflowRecord {
     fn is_final(&self) -> bool {
         self.status.is_final()
     }
+
+    fn progress(&self) -> Progress {
+        Progress {
+            status: self.status.clone(),
+            last_activity_ms: self.last_activity_ms,
+            cost_usd: self.cost_usd,
+            error: self.error.clone(),
+        }
+    }
+
+    fn set_progress(&mut self, p: Progress) {
+        self.status = p.status;
+        self.last_activity_ms = p.last_activity_ms;
+        self.cost_usd = p.cost_usd;
+        self.error = p.error;
+    }
 }
 
 /// The workflows of one project.
@@ -101,19 +120,6 @@ pub struct Steps {
     project: PathBuf,
     records: PathBuf,
     read_only: bool,
-}
-
-/// What is typed or passed for a request: `/flow.design`, or `/flow.implement <the batch>`.
-pub fn prompt_for(req: &SpawnRequest) -> String {
-    match req
-        .context
-        .as_deref()
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-    {
-        Some(c) => format!("/{} {c}", req.skill),
-        None => format!("/{}", req.skill),
-    }
 }
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -269,64 +275,36 @@ impl Steps {
                     None,
                 )
                 .ok()?;
-                match w["activity"].as_str()? {
-                    "running" => {
-                        r.status = WorkflowStatus::Running;
-                        let a = call(addr, token, "GET", &format!("/api/agents/{seg}"), None).ok();
-                        if let Some(t) = a
-                            .as_ref()
-                            .and_then(|a| Timestamp::from_json(&a["last_seen_at"]))
-                        {
-                            r.last_activity_ms = r.last_activity_ms.max(t.millis());
-                        }
-                    }
-                    "waiting" => {
-                        r.status = WorkflowStatus::WaitingForInput;
-                        r.last_activity_ms = now_ms;
-                    }
-                    "idle" => {
-                        r.status = WorkflowStatus::Completed;
-                        r.last_activity_ms = now_ms;
-                    }
-                    "ended" => {
-                        r.status = WorkflowStatus::Failed;
-                        r.error = Some(format!("agent {agent} ended"));
-                    }
-                    _ => return None,
-                }
+                let activity = activity_named(w["activity"].as_str()?)?;
+                // When it last did something, for a running step: the agent's last sighting.
+                let last_seen = (activity == headspace_core::Activity::Running)
+                    .then(|| call(addr, token, "GET", &format!("/api/agents/{seg}"), None).ok())
+                    .flatten()
+                    .and_then(|a| Timestamp::from_json(&a["last_seen_at"]))
+                    .map(Timestamp::millis);
+                let mut p = r.progress();
+                follow_agent(&mut p, activity, last_seen, &agent, now_ms);
+                r.set_progress(p);
             }
             StepRunner::Headless { claude_dir, .. } => {
                 let (out, err, exit) = self.outputs(id);
+                let mut p = r.progress();
                 if let Ok(code) = std::fs::read_to_string(&exit) {
-                    let result: Value = std::fs::read_to_string(&out)
-                        .ok()
-                        .and_then(|s| serde_json::from_str(s.trim()).ok())
-                        .unwrap_or_default();
-                    r.cost_usd = result["total_cost_usd"].as_f64().unwrap_or(r.cost_usd);
-                    let ok = code.trim() == "0" && result["is_error"] != true;
-                    r.status = if ok {
-                        WorkflowStatus::Completed
-                    } else {
-                        WorkflowStatus::Failed
-                    };
-                    if !ok {
-                        let tail = std::fs::read_to_string(&err).unwrap_or_default();
-                        r.error = Some(format!(
-                            "exit {}: {}",
-                            code.trim(),
-                            result["result"].as_str().unwrap_or(tail.trim())
-                        ));
-                    }
-                    r.last_activity_ms = now_ms;
-                } else if r.pid.is_some_and(super::files::pid_alive) {
-                    r.last_activity_ms = r
-                        .last_activity_ms
-                        .max(newest_transcript_ms(claude_dir, &self.project).unwrap_or(0))
-                        .max(mtime_ms(&err).unwrap_or(0));
+                    let output = std::fs::read_to_string(&out).unwrap_or_default();
+                    let stderr = std::fs::read_to_string(&err).unwrap_or_default();
+                    headless_exit(&mut p, &code, &output, &stderr, now_ms);
                 } else {
-                    r.status = WorkflowStatus::Failed;
-                    r.error = Some("the process ended without an exit code".into());
+                    let alive = r.pid.is_some_and(super::files::pid_alive);
+                    let newest = if alive {
+                        newest_transcript_ms(claude_dir, &self.project)
+                            .unwrap_or(0)
+                            .max(mtime_ms(&err).unwrap_or(0))
+                    } else {
+                        0
+                    };
+                    headless_running(&mut p, alive, newest);
                 }
+                r.set_progress(p);
             }
         }
         if r != before {

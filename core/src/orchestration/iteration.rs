@@ -1,0 +1,199 @@
+//! The rules of one runner iteration around the decision matrix: which workflow the step is
+//! linked to and how its silence counts, the spawn guard, whether a decision is worth
+//! writing again, and what the loop does next.
+
+use super::apply::apply;
+use super::decide::{decide_checked, linked_workflow_id};
+use super::decision::{Action, Decision};
+use super::observe::observe_workflow;
+use super::spawn::{spawn_check, SpawnCheck, SpawnIntent};
+use super::state::{DecisionLogEntry, OrchestrationExecution, OrchestrationState, Step};
+use super::workflow::WorkflowView;
+use crate::time::Timestamp;
+use serde_json::{Map, Value};
+
+/// The execution key holding the spawn intent (`{"skill", "timestamp"}`) while a spawn is
+/// under way. It lives in the execution file so that the check and the record are one
+/// locked read-modify-write, across processes.
+pub const SPAWN_INTENT_KEY: &str = "spawnIntent";
+/// The execution key mapping a workflow id to when the helper judged it alive although
+/// silent: its silence counts from then.
+pub const STALE_ACK_KEY: &str = "staleAcknowledged";
+/// The execution key listing tasks recorded as blocked (`[{"task", "reason"}]`).
+pub const BLOCKED_TASKS_KEY: &str = "blockedTasks";
+/// The execution key counting consecutive failed spawns.
+pub const SPAWN_FAILURES_KEY: &str = "spawnFailures";
+/// The execution key holding the phase the run was started for (`{"number", "name", …}`),
+/// which lets the heuristic rebuild a lost state file.
+pub const PHASE_KEY: &str = "phase";
+/// After this many spawns in a row fail, the run needs attention instead of retrying. With
+/// the backoff between them (2 s, doubling) that is about two minutes: a server restart is
+/// waited out (found by the orchestration simulation, which crashes the server).
+pub const MAX_SPAWN_FAILURES: u64 = 7;
+
+/// What the loop does after an iteration: the wake-up it schedules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Wait for an event or the poll interval.
+    Poll,
+    /// Wait this many ms (lookup backoff), or less on an event.
+    Backoff(u64),
+    /// Go on at once: the files moved on and there is more to do.
+    Again,
+    /// The run is over.
+    Stop,
+}
+
+/// One iteration's outcome.
+#[derive(Clone, Debug)]
+pub struct Iteration {
+    /// The decision taken.
+    pub decision: Decision,
+    /// Whether it was appended to the decision log (a repeat of the last entry, with nothing
+    /// else changed, is not).
+    pub logged: bool,
+    /// What the loop does next.
+    pub next: Next,
+}
+
+/// The workflow the run's current step is linked to.
+pub fn linked<'a>(
+    state: &OrchestrationState,
+    execution: &'a OrchestrationExecution,
+) -> Option<&'a str> {
+    linked_workflow_id(execution, state.orchestration.step.current.as_ref()?)
+}
+
+/// `view` of workflow `id` with the helper's "it is alive" as activity, when that came
+/// later than the workflow's own last activity.
+pub fn acknowledged(
+    mut view: WorkflowView,
+    execution: &OrchestrationExecution,
+    id: &str,
+) -> WorkflowView {
+    if let Some(ack) = execution
+        .extra
+        .get(STALE_ACK_KEY)
+        .and_then(|m| m.get(id))
+        .and_then(Value::as_i64)
+    {
+        view.last_activity_ms = view.last_activity_ms.max(ack);
+    }
+    view
+}
+
+/// Whether carrying out `decision` starts a workflow.
+pub fn spawns(decision: &Decision) -> bool {
+    match decision.action {
+        Action::Spawn | Action::SpawnBatch | Action::HealBatch => true,
+        // Entering implement spawns nothing yet: its batches come first.
+        Action::Transition => decision
+            .next_step
+            .as_ref()
+            .is_some_and(|s| *s != Step::Implement && s.is_known()),
+        _ => false,
+    }
+}
+
+/// The decision for the files as they are: the linked workflow folded in, validation, the
+/// decision matrix, and the spawn guard (an intent younger than 30 s or an active workflow
+/// turns a spawn into a wait). The runner and `orchestrate decide` both use it.
+pub fn evaluate(
+    state: &mut OrchestrationState,
+    execution: &mut OrchestrationExecution,
+    workflow: Option<&WorkflowView>,
+    now_ms: i64,
+) -> Decision {
+    if let Some(wf) = workflow {
+        observe_workflow(state, execution, wf);
+    }
+    let decision = decide_checked(state, execution, workflow, now_ms);
+    if !spawns(&decision) {
+        return decision;
+    }
+    let intent = execution
+        .extra
+        .get(SPAWN_INTENT_KEY)
+        .and_then(|v| serde_json::from_value::<SpawnIntent>(v.clone()).ok());
+    let active = workflow.is_some_and(WorkflowView::is_active);
+    match spawn_check(intent.as_ref(), active, now_ms) {
+        SpawnCheck::Spawn => decision,
+        SpawnCheck::IntentInFlight => Decision::new(
+            Action::Wait,
+            format!(
+                "Spawn of {} already in progress",
+                intent.map(|i| i.skill).unwrap_or_default()
+            ),
+        ),
+        SpawnCheck::WorkflowActive => Decision::new(Action::Wait, "Workflow already active"),
+    }
+}
+
+/// What the loop does after `decision` when it carried out nothing slow (no spawn, no
+/// helper): stop once the run is over, back off after a failed lookup, go on at once after
+/// bookkeeping steps, else poll.
+pub fn next_after(decision: &Decision, execution: &OrchestrationExecution) -> Next {
+    if execution.status.is_finished() {
+        return Next::Stop;
+    }
+    match decision.action {
+        Action::Stop | Action::Complete | Action::Fail => Next::Stop,
+        Action::WaitWithBackoff => Next::Backoff(decision.backoff_ms.unwrap_or(1_000)),
+        Action::Transition
+        | Action::AdvanceBatch
+        | Action::InitializeBatches
+        | Action::ForceStepComplete => Next::Again,
+        _ => Next::Poll,
+    }
+}
+
+/// Whether `after` is `before` plus a log entry equal to the previous one, and nothing else:
+/// such a decision (a wait repeated at every poll) is not written again, which keeps the log
+/// to the decisions that differ and an idle run from rewriting its file at every poll.
+pub fn is_repeat(before: &OrchestrationExecution, after: &OrchestrationExecution) -> bool {
+    let (Some(new), Some(prev)) = (after.decision_log.last(), before.decision_log.last()) else {
+        return false;
+    };
+    if (new.decision.as_str(), new.reason.as_str(), &new.data)
+        != (prev.decision.as_str(), prev.reason.as_str(), &prev.data)
+    {
+        return false;
+    }
+    let mut a = after.clone();
+    a.decision_log.pop();
+    a.updated_at.clone_from(&before.updated_at);
+    a == *before
+}
+
+/// Sets `needs_attention` with a recovery context, through the decision bookkeeping (so it
+/// is logged like any decision).
+pub fn escalate(
+    execution: &mut OrchestrationExecution,
+    issue: &str,
+    workflow: Option<&str>,
+    now_ms: i64,
+) {
+    let mut d = Decision::new(Action::NeedsAttention, issue);
+    d.workflow_id = workflow.map(str::to_string);
+    apply(execution, &d, now_ms);
+}
+
+/// Appends an entry that is not a matrix decision (a spawn, a recovery, a user command) to
+/// the decision log, in the same shape.
+pub fn log(
+    execution: &mut OrchestrationExecution,
+    name: &str,
+    reason: impl Into<String>,
+    data: Option<Map<String, Value>>,
+    now_ms: i64,
+) {
+    let at = Timestamp(now_ms).to_string();
+    execution.decision_log.push(DecisionLogEntry {
+        timestamp: at.clone(),
+        decision: name.into(),
+        reason: reason.into(),
+        data,
+        extra: Map::new(),
+    });
+    execution.updated_at = Some(at);
+}
