@@ -5,8 +5,8 @@
 mod common;
 
 use headspace::orchestrate::control::{self, StartOptions};
-use headspace::orchestrate::files::{self, ProjectFiles, RunnerRecord};
 use headspace::orchestrate::live::Settings;
+use headspace::orchestrate::project_files::{self, ProjectFiles, RunnerRecord};
 use headspace::orchestrate::runner::{
     iterate, run, Deps, HelperCase, Next, SpawnRequest, Wake, PHASE_KEY,
 };
@@ -153,11 +153,11 @@ impl Deps for Fake {
         &self.files
     }
 
-    fn write_state(&self, s: &OrchestrationState) -> Result<(), files::FileError> {
+    fn write_state(&self, s: &OrchestrationState) -> Result<(), project_files::FileError> {
         let path = self.files.state_path();
         if let Ok(old) = std::fs::read(&path) {
             if serde_json::from_slice::<OrchestrationState>(&old).is_err() {
-                let bak = std::fs::read(files::with_suffix(&path, ".bak")).ok();
+                let bak = std::fs::read(project_files::with_suffix(&path, ".bak")).ok();
                 if bak.as_deref() != Some(&old[..]) {
                     self.unsafe_writes
                         .lock()
@@ -227,7 +227,7 @@ impl Deps for Fake {
 fn project(tag: &str, step: &str, status: &str, opts: StartOptions) -> (TempDir, String) {
     let dir = TempDir::new(tag);
     write(
-        &dir.path().join(files::STATE_FILE),
+        &dir.path().join(project_files::STATE_FILE),
         &state_json(step, status).to_string(),
     );
     write(&dir.path().join("specs/0010-core/tasks.md"), TASKS_MD);
@@ -727,7 +727,7 @@ fn a_corrupt_state_is_backed_up_before_it_is_rebuilt_from_the_run() {
         *fake.helper_calls.lock().unwrap(),
         [HelperCase::CorruptState]
     );
-    let bak = files::with_suffix(&fake.files.state_path(), ".bak");
+    let bak = project_files::with_suffix(&fake.files.state_path(), ".bak");
     assert_eq!(std::fs::read_to_string(bak).unwrap(), GARBAGE);
     assert!(
         fake.unsafe_writes.lock().unwrap().is_empty(),
@@ -759,7 +759,7 @@ fn a_corrupt_state_with_no_way_back_is_kept_and_needs_attention() {
         std::fs::read_to_string(fake.files.state_path()).unwrap(),
         GARBAGE
     );
-    let bak = files::with_suffix(&fake.files.state_path(), ".bak");
+    let bak = project_files::with_suffix(&fake.files.state_path(), ".bak");
     assert_eq!(std::fs::read_to_string(bak).unwrap(), GARBAGE);
     let exec = fake.exec(&id);
     assert_eq!(exec.status, ExecutionStatus::NeedsAttention);
@@ -804,7 +804,7 @@ fn writing_over_a_corrupt_file_backs_it_up_first_and_keeps_older_backups() {
     f.write_state(&serde_json::from_value(state_json("design", "complete")).unwrap())
         .unwrap();
     assert_eq!(
-        std::fs::read_to_string(files::with_suffix(&path, ".bak")).unwrap(),
+        std::fs::read_to_string(project_files::with_suffix(&path, ".bak")).unwrap(),
         "first garbage"
     );
     assert_eq!(
@@ -816,17 +816,17 @@ fn writing_over_a_corrupt_file_backs_it_up_first_and_keeps_older_backups() {
     f.write_state(&serde_json::from_value(state_json("analyze", "complete")).unwrap())
         .unwrap();
     assert_eq!(
-        std::fs::read_to_string(files::with_suffix(&path, ".bak")).unwrap(),
+        std::fs::read_to_string(project_files::with_suffix(&path, ".bak")).unwrap(),
         "second garbage"
     );
     assert_eq!(
-        std::fs::read_to_string(files::with_suffix(&path, ".bak.1")).unwrap(),
+        std::fs::read_to_string(project_files::with_suffix(&path, ".bak.1")).unwrap(),
         "first garbage"
     );
     // A valid file is simply replaced, with no temporary file left behind.
     f.write_state(&serde_json::from_value(state_json("verify", "complete")).unwrap())
         .unwrap();
-    assert!(!files::with_suffix(&path, ".bak.2").exists());
+    assert!(!project_files::with_suffix(&path, ".bak.2").exists());
     let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -1049,7 +1049,7 @@ fn wait_final(steps: &Steps, id: &str) -> WorkflowView {
 fn a_headless_step_runs_the_command_and_reports_its_cost() {
     let dir = TempDir::new("headless");
     let ok = fake_claude(dir.path(), 0, false);
-    let records = dir.path().join(files::WORKFLOWS_DIR);
+    let records = dir.path().join(project_files::WORKFLOWS_DIR);
     let runner = |cmd: &Path| StepRunner::Headless {
         command: vec![cmd.to_string_lossy().into_owned(), "-p".into()],
         claude_dir: dir.path().join("claude"),
@@ -1152,7 +1152,7 @@ fn an_agent_step_is_typed_into_the_pane_and_ends_when_the_agent_is_idle() {
             clear_first: true,
         },
         dir.path(),
-        &dir.path().join(files::WORKFLOWS_DIR),
+        &dir.path().join(project_files::WORKFLOWS_DIR),
         false,
     );
     let req = design_request();
@@ -1259,7 +1259,7 @@ fn decide_on_a_clean_slate_spawns_design() {
 fn decide_after_design_transitions_to_analyze() {
     let dir = TempDir::new("cli-design");
     write(
-        &dir.path().join(files::STATE_FILE),
+        &dir.path().join(project_files::STATE_FILE),
         &state_json("design", "complete").to_string(),
     );
     // Without a run: judged against the run `start` would create.
@@ -1306,7 +1306,7 @@ fn decide_after_design_transitions_to_analyze() {
 #[test]
 fn decide_names_a_corrupt_or_missing_file_and_fails() {
     let dir = TempDir::new("cli-corrupt");
-    write(&dir.path().join(files::STATE_FILE), GARBAGE);
+    write(&dir.path().join(project_files::STATE_FILE), GARBAGE);
     let o = headspace(&[
         "orchestrate",
         "decide",
@@ -1424,7 +1424,7 @@ echo '{"type":"result","is_error":false,"total_cost_usd":0.25,"result":"ok"}'
 fn start_runs_a_headless_orchestration_to_completion_through_the_binary() {
     let dir = TempDir::new("cli-start");
     write(
-        &dir.path().join(files::STATE_FILE),
+        &dir.path().join(project_files::STATE_FILE),
         &state_json("design", "not_started").to_string(),
     );
     write(&dir.path().join("specs/0010-core/tasks.md"), TASKS_MD);
@@ -1703,7 +1703,7 @@ fn commands_are_never_taken_from_a_projects_files() {
 fn cancelling_a_headless_step_stops_its_process_and_nothing_else() {
     use std::os::unix::process::CommandExt;
     let dir = TempDir::new("headless-kill");
-    let records = dir.path().join(files::WORKFLOWS_DIR);
+    let records = dir.path().join(project_files::WORKFLOWS_DIR);
     let sleeper = dir.path().join("sleeper.sh");
     write(&sleeper, "#!/bin/sh\nexec sleep 30\n");
     std::fs::set_permissions(
@@ -1756,11 +1756,11 @@ fn cancelling_a_headless_step_stops_its_process_and_nothing_else() {
     )
     .unwrap();
     let pid2 = record["pid"].as_u64().unwrap() as u32;
-    assert!(files::pid_alive(pid2));
+    assert!(project_files::pid_alive(pid2));
     steps.kill(&id);
     let gone = (0..50).any(|_| {
         std::thread::sleep(Duration::from_millis(100));
-        !files::pid_alive(pid2)
+        !project_files::pid_alive(pid2)
     });
     assert!(gone, "the step's process group was stopped");
     // The first step, whose record was forged above, is still ours to clean up.

@@ -15,9 +15,9 @@
 use crate::session::{pane_segment, post, sleep_ms};
 use crate::world::{sim_now, SimWorld};
 use headspace::orchestrate::control::{self, StartOptions};
-use headspace::orchestrate::files::FileError;
-use headspace::orchestrate::files::ProjectFiles;
 use headspace::orchestrate::live::Settings;
+use headspace::orchestrate::project_files::FileError;
+use headspace::orchestrate::project_files::ProjectFiles;
 use headspace::orchestrate::runner::{self, Deps, HelperCase, Next, Outcome, SpawnRequest};
 use headspace_core::activity::Activity;
 use headspace_core::orchestration::{
@@ -85,7 +85,10 @@ pub fn apply_skill(project: &Path, prompt: &str) {
     };
     if state["orchestration"]["step"]["current"] == step {
         state["orchestration"]["step"]["status"] = json!("complete");
-        let _ = headspace::orchestrate::files::write_atomic(&path, state.to_string().as_bytes());
+        let _ = headspace::orchestrate::project_files::write_atomic(
+            &path,
+            state.to_string().as_bytes(),
+        );
     }
 }
 

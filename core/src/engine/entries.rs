@@ -1,34 +1,17 @@
 //! Transcript entries becoming turns: claims of hook-made turns, the task an entry belongs
 //! to, and the transcript-order fold of task state.
 
-use super::uuid_key;
-use super::Core;
-use crate::entry::Entry;
-use crate::entry::Signal;
+use super::{uuid_key, Core};
+use crate::entry::{Entry, Signal};
 use crate::intent;
-use crate::intent::Actor;
-use crate::intent::Intent;
-use crate::io::Command;
-use crate::io::Write;
-use crate::matching::hash128;
-use crate::matching::Key;
-use crate::matching::Kind;
-use crate::matching::Slot;
-use crate::model::AgentId;
-use crate::model::TaskId;
-use crate::model::TimestampSource;
-use crate::model::TurnId;
-use crate::model::TurnRow;
-use crate::model::TurnSource;
-use crate::state::on_turn_end;
-use crate::state::preserved_warning;
-use crate::state::transition;
-use crate::state::Outcome;
-use crate::state::TaskState;
+use crate::intent::{Actor, Intent};
+use crate::io::{Command, Write};
+use crate::matching::{hash128, Key, Kind, Slot};
+use crate::model::{AgentId, TaskId, TimestampSource, TurnId, TurnRow, TurnSource};
+use crate::state::{on_turn_end, preserved_warning, transition, Outcome, TaskState};
 use crate::time::Timestamp;
 use serde_json::json;
-use tracing::info;
-use tracing::warn;
+use tracing::{info, warn};
 
 impl Core {
     pub(super) fn process_entry(&mut self, path: &str, agent_id: AgentId, e: Entry) {

@@ -9,22 +9,14 @@
 //! [`Input::AgentsLoaded`] brings them back: inputs are still handled in order, each as if
 //! the agent had never left.
 
-use super::relative_transcript_path;
-use super::session_of_path;
-use super::AgentState;
-use super::Core;
+use super::{relative_transcript_path, session_of_path, AgentState, Core};
 use crate::hook::Hook;
-use crate::io::Command;
-use crate::io::Input;
+use crate::io::{Command, Input};
 use crate::matching::hash128;
-use crate::model::AgentId;
-use crate::model::AgentRow;
-use crate::model::Snapshot;
+use crate::model::{AgentId, AgentRow, Snapshot};
 use crate::time::Timestamp;
 use std::collections::BTreeSet;
-use tracing::debug;
-use tracing::info;
-use tracing::warn;
+use tracing::{debug, info, warn};
 
 /// What the core keeps of an agent it evicted.
 #[derive(Debug)]

@@ -1,5 +1,6 @@
 //! The engine: inputs in, commands out. See the crate docs for the calling contract.
 
+mod agents;
 mod entries;
 mod evict;
 mod hooks;

@@ -1,15 +1,9 @@
 //! Reconcile requests, transcript reads and files.
 
-use super::Core;
-use super::FileState;
-use super::Reconcile;
+use super::{Core, FileState, Reconcile};
 use crate::framing::LineFramer;
-use crate::io::Command;
-use crate::io::ReadId;
-use crate::io::Reply;
-use crate::io::RequestId;
-use crate::model::AgentId;
-use crate::model::TaskId;
+use crate::io::{Command, ReadId, Reply, RequestId};
+use crate::model::{AgentId, TaskId};
 use std::collections::BTreeSet;
 use tracing::info;
 

@@ -1,19 +1,9 @@
 //! Rebuilding the core from the store after a restart.
 
-use super::uuid_key;
-use super::AgentState;
-use super::Core;
+use super::{uuid_key, AgentState, Core};
 use crate::io::Command;
-use crate::matching::hash128;
-use crate::matching::Key;
-use crate::matching::Slot;
-use crate::model::AgentId;
-use crate::model::AgentRow;
-use crate::model::Snapshot;
-use crate::model::TaskId;
-use crate::model::TaskRow;
-use crate::model::TurnRow;
-use crate::model::TurnSource;
+use crate::matching::{hash128, Key, Slot};
+use crate::model::{AgentId, AgentRow, Snapshot, TaskId, TaskRow, TurnRow, TurnSource};
 use std::collections::BTreeSet;
 use tracing::info;
 

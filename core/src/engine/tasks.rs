@@ -1,19 +1,11 @@
 //! Tasks: opening, re-timing, and the state shown (transcript plus unconfirmed hook news).
 
-use super::Core;
-use super::Preview;
+use super::{Core, Preview};
 use crate::activity::agent_activity;
 use crate::intent::Actor;
-use crate::io::Command;
-use crate::io::Write;
-use crate::model::AgentId;
-use crate::model::TaskId;
-use crate::model::TaskRow;
-use crate::model::TurnId;
-use crate::state::on_turn_end;
-use crate::state::transition;
-use crate::state::Outcome;
-use crate::state::TaskState;
+use crate::io::{Command, Write};
+use crate::model::{AgentId, TaskId, TaskRow, TurnId};
+use crate::state::{on_turn_end, transition, Outcome, TaskState};
 use crate::time::Timestamp;
 use serde_json::json;
 use std::collections::BTreeSet;

@@ -1,23 +1,14 @@
 //! Transcripts: reading files into lines (whole or truncated), offsets, session activity.
 //! What a line's entry becomes is in `entries.rs`.
 
-use super::project_of_dir;
-use super::session_of_path;
-use super::Core;
-use super::SESSION_ACTIVITY_EVERY_MS;
+use super::{project_of_dir, session_of_path, Core, SESSION_ACTIVITY_EVERY_MS};
 use crate::entry;
 use crate::entry::Entry;
-use crate::framing::Line;
-use crate::framing::Push;
-use crate::io::Command;
-use crate::io::ReadId;
-use crate::io::Write;
-use crate::model::AgentId;
-use crate::model::OffsetRow;
+use crate::framing::{Line, Push};
+use crate::io::{Command, ReadId, Write};
+use crate::model::{AgentId, OffsetRow};
 use serde_json::json;
-use tracing::debug;
-use tracing::info;
-use tracing::warn;
+use tracing::{debug, info, warn};
 
 impl Core {
     pub(super) fn on_transcript(

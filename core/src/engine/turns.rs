@@ -1,13 +1,8 @@
 //! Persisting turns and publishing events.
 
-use super::turn_json;
-use super::Core;
-use crate::io::Command;
-use crate::io::Event;
-use crate::io::Write;
-use crate::model::AgentId;
-use crate::model::TurnId;
-use crate::model::TurnRow;
+use super::{turn_json, Core};
+use crate::io::{Command, Event, Write};
+use crate::model::{AgentId, TurnId, TurnRow};
 use tracing::warn;
 
 impl Core {

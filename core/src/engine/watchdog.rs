@@ -7,9 +7,7 @@ use crate::model::AgentId;
 use crate::state::TaskState;
 use crate::time::Timestamp;
 use serde_json::json;
-use tracing::debug;
-use tracing::info;
-use tracing::warn;
+use tracing::{debug, info, warn};
 
 impl Core {
     /// A pane capture: new output starts the gap clock unless a turn follows it in time.

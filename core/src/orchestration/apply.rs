@@ -5,7 +5,7 @@
 //! stale workflow, ask the Claude helper). Each function is a plain edit of the value given.
 
 use super::decision::{Action, Decision};
-use super::state::{
+use super::specflow_files::{
     ExecutionPhase, ExecutionStatus, OrchestrationExecution, OrchestrationState, RecoveryContext,
     StepStatus,
 };
@@ -157,7 +157,7 @@ fn resume_if_waiting(execution: &mut OrchestrationExecution) {
 }
 
 /// The decision log entry: the decision's fields other than action and reason go in `data`.
-fn log_entry(decision: &Decision, now: &str) -> super::state::DecisionLogEntry {
+fn log_entry(decision: &Decision, now: &str) -> super::specflow_files::DecisionLogEntry {
     let mut data = match serde_json::to_value(decision) {
         Ok(Value::Object(m)) => m,
         // A Decision always serialises to an object; an empty `data` is the safe fallback.
@@ -165,7 +165,7 @@ fn log_entry(decision: &Decision, now: &str) -> super::state::DecisionLogEntry {
     };
     data.remove("action");
     data.remove("reason");
-    super::state::DecisionLogEntry {
+    super::specflow_files::DecisionLogEntry {
         timestamp: now.to_string(),
         decision: decision.action.as_str().to_string(),
         reason: decision.reason.clone(),

@@ -6,7 +6,7 @@ use super::decide::linked_workflow_id;
 use super::decision::Decision;
 use super::iteration::{escalate, log, Next, BLOCKED_TASKS_KEY, STALE_ACK_KEY};
 use super::recovery::{Recovery, RecoveryPlan};
-use super::state::{
+use super::specflow_files::{
     BatchStatus, ExecutionPhase, OrchestrationExecution, OrchestrationState, Step, StepStatus,
 };
 use super::workflow::WorkflowView;

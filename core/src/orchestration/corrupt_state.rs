@@ -7,7 +7,7 @@ use super::machine::{Orchestrator, Stage, SETTLE_PAUSE_MS};
 use super::machine_io::{Effect, Input, Read, StateRead};
 use super::rebuild::{heuristic_state, started_phase};
 use super::recovery::{recovered_state, HelperCase};
-use super::state::{ExecutionStatus, OrchestrationExecution, OrchestrationState};
+use super::specflow_files::{ExecutionStatus, OrchestrationExecution, OrchestrationState};
 use serde_json::json;
 
 impl Orchestrator {

@@ -7,7 +7,7 @@
 //! (G1.18), and the `match`es below name every variant so the compiler keeps it that way.
 
 use super::decision::{Action, Decision};
-use super::state::{
+use super::specflow_files::{
     next_step, BatchStatus, ExecutionStatus, OrchestrationExecution, OrchestrationState, Step,
     StepState, StepStatus,
 };
@@ -240,7 +240,7 @@ fn not_started(current: &Step, execution: &OrchestrationExecution) -> Decision {
 /// G1.8–G1.12: the step is complete; what follows it.
 fn complete(
     current: &Step,
-    phase: &super::state::Phase,
+    phase: &super::specflow_files::Phase,
     execution: &OrchestrationExecution,
 ) -> Decision {
     // G1.11: nothing after merge.

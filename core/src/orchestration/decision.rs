@@ -1,6 +1,6 @@
 //! A decision: one action for the runner, why, and what it needs to carry it out.
 
-use super::state::Step;
+use super::specflow_files::Step;
 use serde::{Deserialize, Serialize};
 
 /// What the runner does next. Serialised as the seed's snake_case names (`recover_stale`, …).

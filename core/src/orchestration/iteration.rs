@@ -7,7 +7,7 @@ use super::decide::{decide_checked, linked_workflow_id};
 use super::decision::{Action, Decision};
 use super::observe::observe_workflow;
 use super::spawn::{spawn_check, SpawnCheck, SpawnIntent};
-use super::state::{DecisionLogEntry, OrchestrationExecution, OrchestrationState, Step};
+use super::specflow_files::{DecisionLogEntry, OrchestrationExecution, OrchestrationState, Step};
 use super::workflow::WorkflowView;
 use crate::time::Timestamp;
 use serde_json::{Map, Value};

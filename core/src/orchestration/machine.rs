@@ -15,8 +15,8 @@ use super::recovery::{
 };
 use super::spawn::SpawnIntent;
 use super::spawn_request::{prompt_for, record_spawn, spawn_request, SpawnRequest};
-use super::state::{Batches, OrchestrationExecution, OrchestrationState, StepStatus};
-use super::tasks::parse_batches;
+use super::specflow_files::{Batches, OrchestrationExecution, OrchestrationState, StepStatus};
+use super::tasks_md::parse_batches;
 use super::user::user_command;
 use super::workflow::WorkflowView;
 use serde_json::{json, Value};

@@ -5,7 +5,7 @@ use super::decision::Decision;
 use super::iteration::Next;
 use super::recovery::HelperCase;
 use super::spawn_request::SpawnRequest;
-use super::state::{OrchestrationExecution, OrchestrationState};
+use super::specflow_files::{OrchestrationExecution, OrchestrationState};
 use super::user::UserCommand;
 use super::workflow::WorkflowView;
 use serde_json::Value;

@@ -95,8 +95,8 @@ pub mod rebuild;
 pub mod recovery;
 pub mod spawn;
 pub mod spawn_request;
-pub mod state;
-pub mod tasks;
+pub mod specflow_files;
+pub mod tasks_md;
 pub mod user;
 pub mod validate;
 pub mod workflow;
@@ -125,13 +125,13 @@ pub use recovery::{
 };
 pub use spawn::{spawn_check, spawn_intent_is_stale, SpawnCheck, SpawnIntent, SPAWN_INTENT_TTL_MS};
 pub use spawn_request::{link, prompt_for, record_spawn, spawn_request, SpawnRequest};
-pub use state::{
+pub use specflow_files::{
     next_step, BatchItem, BatchStatus, Batches, Budget, DecisionLogEntry, ExecutionConfig,
     ExecutionPhase, ExecutionStatus, Executions, Orchestration, OrchestrationExecution,
     OrchestrationState, Phase, RecoveryContext, Step, StepState, StepStatus, UserGateStatus,
     STEP_INDEX_MAP, USER_ACTED_KEY,
 };
-pub use tasks::parse_batches;
+pub use tasks_md::parse_batches;
 pub use user::{
     fresh_state, link_run, new_execution, status_json, user_command, RunOptions, UserCommand,
     UserOutcome, DEFAULT_PHASE,

@@ -10,7 +10,9 @@
 //! take over instead of spawning the same step again and again.
 
 use super::decide::linked_workflow_id;
-use super::state::{BatchStatus, OrchestrationExecution, OrchestrationState, Step, StepStatus};
+use super::specflow_files::{
+    BatchStatus, OrchestrationExecution, OrchestrationState, Step, StepStatus,
+};
 use super::workflow::{WorkflowStatus, WorkflowView};
 use serde_json::{Map, Value};
 

@@ -2,7 +2,9 @@
 //! run's own step and the phase it was started for, or the phase the git branch names.
 
 use super::iteration::PHASE_KEY;
-use super::state::{ExecutionPhase, OrchestrationExecution, OrchestrationState, Step, StepStatus};
+use super::specflow_files::{
+    ExecutionPhase, OrchestrationExecution, OrchestrationState, Step, StepStatus,
+};
 use serde_json::{json, Value};
 
 /// The phase the run was started for, when it recorded one with a number.

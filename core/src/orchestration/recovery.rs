@@ -6,7 +6,7 @@
 //! failed step. Its failure is silent: no answer, or an answer that does not parse, simply
 //! takes the fallback.
 
-use super::state::{OrchestrationState, Step};
+use super::specflow_files::{OrchestrationState, Step};
 use serde_json::Value;
 
 /// The helper model's three cases, and no other.

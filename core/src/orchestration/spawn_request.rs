@@ -4,7 +4,7 @@
 
 use super::decision::{Action, Decision};
 use super::iteration::{escalate, log, MAX_SPAWN_FAILURES, SPAWN_FAILURES_KEY, SPAWN_INTENT_KEY};
-use super::state::{BatchStatus, OrchestrationExecution, OrchestrationState, Step};
+use super::specflow_files::{BatchStatus, OrchestrationExecution, OrchestrationState, Step};
 use serde_json::{json, Map, Value};
 
 /// A workflow to start.

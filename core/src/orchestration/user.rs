@@ -7,7 +7,7 @@
 use super::apply::{apply, apply_to_state};
 use super::decision::{Action, Decision};
 use super::iteration::{log, PHASE_KEY, SPAWN_FAILURES_KEY};
-use super::state::{
+use super::specflow_files::{
     ExecutionPhase, ExecutionStatus, OrchestrationExecution, OrchestrationState, Step, StepStatus,
     UserGateStatus, USER_ACTED_KEY,
 };

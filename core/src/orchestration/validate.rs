@@ -2,7 +2,7 @@
 //! together (G7.1–G7.7). The runner validates before deciding; on violations it asks for a
 //! fix and otherwise sets `needs_attention` with the violations as the issue.
 
-use super::state::{
+use super::specflow_files::{
     ExecutionPhase, ExecutionStatus, OrchestrationExecution, OrchestrationState, Step,
 };
 use thiserror::Error;

@@ -129,7 +129,7 @@ pub(crate) fn orchestrate(action: OrchestrateAction) -> ExitCode {
         eprintln!("headspace orchestrate {name}: {e}");
         ExitCode::from(code)
     };
-    let files = match headspace::orchestrate::files::ProjectFiles::open(&project.project) {
+    let files = match headspace::orchestrate::project_files::ProjectFiles::open(&project.project) {
         Ok(f) => f,
         Err(e) => return fail(&e, EXIT_FILES),
     };
@@ -262,7 +262,10 @@ fn print_status(v: &serde_json::Value) {
     }
 }
 
-fn orchestrate_start(a: StartArgs, files: headspace::orchestrate::files::ProjectFiles) -> ExitCode {
+fn orchestrate_start(
+    a: StartArgs,
+    files: headspace::orchestrate::project_files::ProjectFiles,
+) -> ExitCode {
     use headspace::orchestrate::{control, live, runner};
     let fail = |e: &dyn std::fmt::Display, code: u8| {
         eprintln!("headspace orchestrate start: {e}");

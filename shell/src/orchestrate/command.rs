@@ -3,8 +3,8 @@
 //! and answer with JSON.
 
 use super::control::{self, ControlError};
-use super::files::ProjectFiles;
 use super::live::{LiveDeps, Settings};
+use super::project_files::ProjectFiles;
 use serde_json::{json, Value};
 use std::path::Path;
 

@@ -4,8 +4,8 @@
 //! Every change is one locked read-modify-write of the files, logged in the decision log
 //! with `"by": "user"`; a runner running elsewhere picks it up at its next iteration.
 
-use super::files::FileError;
 use super::live::{Settings, SETTINGS_KEY};
+use super::project_files::FileError;
 use super::runner::{look_up, machine, Deps};
 use headspace_core::orchestration::{
     evaluate, link_run, status_json, Decision, Effect, Input, OrchestrationExecution,
@@ -222,12 +222,12 @@ pub fn status(deps: &dyn Deps) -> Result<Value, ControlError> {
         Err(e) => (OrchestrationState::default(), Some(e.to_string())),
     };
     let view = look_up(deps, &state, &exec);
-    let runner = super::files::read_json::<super::files::RunnerRecord>(
+    let runner = super::project_files::read_json::<super::project_files::RunnerRecord>(
         &files.runner_path(&exec.id),
         "runner record",
     )
     .ok()
-    .map(|r| json!({"pid": r.pid, "startedAt": Timestamp(r.started_at).to_string(), "alive": super::files::pid_alive(r.pid)}));
+    .map(|r| json!({"pid": r.pid, "startedAt": Timestamp(r.started_at).to_string(), "alive": super::project_files::pid_alive(r.pid)}));
     Ok(status_json(
         &exec,
         &state,

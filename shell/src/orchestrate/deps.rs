@@ -2,7 +2,7 @@
 //! in tests and in the simulation: the project's files and lock, workflows, the helper
 //! model, git and the clock.
 
-use super::files::{backup, find_tasks, FileError, ProjectFiles};
+use super::project_files::{backup, find_tasks, FileError, ProjectFiles};
 use headspace_core::orchestration::{
     HelperCase, OrchestrationExecution, OrchestrationState, SpawnRequest, WorkflowView,
 };

@@ -5,8 +5,8 @@
 //! (`config.headspace`), so `status`, `decide`, `cancel` and a restarted runner see them the
 //! same way. The server token is never written there.
 
-use super::files::ProjectFiles;
 use super::helper::HelperCommand;
+use super::project_files::ProjectFiles;
 use super::runner::{Deps, HelperCase, SpawnRequest};
 use super::steps::{StepRunner, Steps, DEFAULT_HEADLESS};
 use headspace_core::orchestration::{OrchestrationExecution, WorkflowView};

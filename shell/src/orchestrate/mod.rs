@@ -20,10 +20,10 @@
 pub mod command;
 pub mod control;
 pub mod deps;
-pub mod files;
 pub mod helper;
 pub mod launch;
 pub mod live;
+pub mod project_files;
 pub mod runner;
 pub mod steps;
 pub mod wake;

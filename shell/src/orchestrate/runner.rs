@@ -9,8 +9,8 @@
 //! between them, never under it.
 
 pub use super::deps::{Deps, Guard};
-pub use super::files::find_tasks;
-use super::files::{FileError, RunnerRecord};
+pub use super::project_files::find_tasks;
+use super::project_files::{FileError, RunnerRecord};
 pub use super::wake::{Waiter, Wake};
 use headspace_core::orchestration::{
     acknowledged, linked, Action, Decision, Effect, Input, Need, OrchestrationExecution,

@@ -141,14 +141,14 @@ impl Steps {
     }
 
     fn read(&self, id: &str) -> Option<WorkflowRecord> {
-        super::files::read_json(&self.record_path(id), "workflow record").ok()
+        super::project_files::read_json(&self.record_path(id), "workflow record").ok()
     }
 
     fn write(&self, r: &WorkflowRecord) {
         if self.read_only {
             return;
         }
-        if let Err(e) = super::files::write_json(&self.record_path(&r.id), r) {
+        if let Err(e) = super::project_files::write_json(&self.record_path(&r.id), r) {
             tracing::warn!("cannot record workflow {}: {e}", r.id);
         }
     }
@@ -211,7 +211,7 @@ impl Steps {
             StepRunner::Headless { command, .. } => {
                 let pid = self.spawn_headless(&id, command, &prompt)?;
                 record.pid = Some(pid);
-                record.pid_started = super::files::process_identity(pid).map(|(s, _)| s);
+                record.pid_started = super::project_files::process_identity(pid).map(|(s, _)| s);
             }
         }
         self.write(&record);
@@ -294,7 +294,7 @@ impl Steps {
                     let stderr = std::fs::read_to_string(&err).unwrap_or_default();
                     headless_exit(&mut p, &code, &output, &stderr, now_ms);
                 } else {
-                    let alive = r.pid.is_some_and(super::files::pid_alive);
+                    let alive = r.pid.is_some_and(super::project_files::pid_alive);
                     let newest = if alive {
                         newest_transcript_ms(claude_dir, &self.project)
                             .unwrap_or(0)
@@ -344,7 +344,7 @@ impl Steps {
                 // Only the group this runner started: never pid 0 or 1 (everything of the
                 // user's), never a process that merely got the same pid later.
                 let ours = r.pid.filter(|&pid| pid > 1).filter(|&pid| {
-                    super::files::process_identity(pid).is_some_and(|(started, group)| {
+                    super::project_files::process_identity(pid).is_some_and(|(started, group)| {
                         group == pid && r.pid_started == Some(started)
                     })
                 });
@@ -398,7 +398,7 @@ fn mtime_ms(p: &Path) -> Option<i64> {
 fn newest_transcript_ms(claude_dir: &Path, project: &Path) -> Option<i64> {
     let abs = std::fs::canonicalize(project).unwrap_or_else(|_| project.to_path_buf());
     let name = headspace_core::engine::claude_project_dir(&abs.to_string_lossy());
-    super::files::list(&claude_dir.join("projects").join(name), "", ".jsonl")
+    super::project_files::list(&claude_dir.join("projects").join(name), "", ".jsonl")
         .iter()
         .filter_map(|p| mtime_ms(p))
         .max()

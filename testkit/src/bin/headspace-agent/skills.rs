@@ -9,7 +9,7 @@
 //! state holds the orchestration lock and is written atomically, so the runner never reads
 //! half a file nor loses its own write.
 
-use headspace::orchestrate::files::{write_atomic, ProjectFiles};
+use headspace::orchestrate::project_files::{write_atomic, ProjectFiles};
 use headspace::orchestrate::runner::find_tasks;
 use headspace_core::orchestration::Step;
 use serde_json::{json, Value};

@@ -1,7 +1,7 @@
 //! Implement's batches from specflow's `tasks.md` (the seed's `parseBatchesFromProject`):
 //! one batch per `##` section holding open tasks, read purely from the file's text.
 
-use super::state::BatchItem;
+use super::specflow_files::BatchItem;
 
 /// The batches for the open (`- [ ]`) tasks of `tasks_md`, one per `##` section, in order.
 ///
