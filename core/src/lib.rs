@@ -48,8 +48,16 @@
 //!     // carry out each command in order: store writes, events, reads, replies
 //!     let _ = cmd;
 //! }
-//! // It wants a tick when this agent may leave memory (30 silent minutes from now).
-//! assert_eq!(core.poll_timeout(), Some(now.add_millis(30 * 60_000)));
+//! // While it works it stays in memory: no timer yet.
+//! assert_eq!(core.poll_timeout(), None);
+//! let done = now.add_millis(5_000);
+//! core.handle(done, Input::Hook {
+//!     event: Some("Stop".into()),
+//!     body: br#"{"session_id":"s1","tmux_pane":"%3"}"#.to_vec(),
+//! });
+//! while core.poll_command().is_some() {}
+//! // Its turn ended: it wants a tick when the agent may leave memory (30 quiet minutes).
+//! assert_eq!(core.poll_timeout(), Some(done.add_millis(30 * 60_000)));
 //! ```
 //!
 //! 1. Call [`Core::handle`] with the current time and one input.

@@ -1402,3 +1402,55 @@ fn the_next_timer_names_its_agent_and_reason() {
     while core.poll_command().is_some() {}
     assert_eq!(core.next_timer().map(|t| t.reason), None);
 }
+
+/// Seed 300693: an agent shown running is never evicted, however long it is quiet, because
+/// only its pane can still end a turn whose Stop was lost, and an unchanged screen never
+/// brings an evicted agent back.
+#[test]
+fn a_running_agent_stays_in_memory_until_its_pane_ends_the_turn() {
+    let mut config = headspace_core::Config::new(CLAUDE_DIR);
+    config.evict_after_ms = 20_000;
+    let mut w = World::new();
+    w.r = Replayer::with_config(config);
+    w.prompt_hook("a task whose Stop is lost");
+    w.pane(BUSY_SCREEN);
+    w.tick(120_000);
+    w.r.step(w.now, Step::Tick);
+    assert_eq!(w.r.core().memory_counts(), (1, 0), "kept while it runs");
+    w.pane(IDLE_SCREEN);
+    w.pane(IDLE_SCREEN);
+    assert_eq!(w.activity(), Activity::Idle, "the pane ended the turn");
+    // Its new screen is a gap first (read the transcript), then it may leave.
+    w.tick(6_000);
+    w.r.step(w.now, Step::Tick);
+    let timer = w.r.core().next_timer().expect("an eviction timer");
+    assert_eq!(timer.reason, headspace_core::TimerReason::Evict);
+    w.r.step(timer.at, Step::Tick);
+    assert_eq!(w.r.core().memory_counts(), (0, 1), "then it may leave");
+}
+
+/// Seed 6951: the pane's inferred turn end is stamped when the idle prompt first showed, so a
+/// prompt typed long after (its hook lost, a bare "yes" read as an answer) reopens the turn.
+#[test]
+fn a_prompt_typed_after_the_pane_went_idle_reopens_the_turn() {
+    let mut w = World::new();
+    w.prompt_hook("go on");
+    let p = w.s.prompt("go on", None);
+    w.append(&p);
+    let a = w.s.agent_text("Looking at it.");
+    w.append(&a);
+    w.pane(IDLE_SCREEN);
+    w.pane(IDLE_SCREEN);
+    w.tick(12_000);
+    w.pane(IDLE_SCREEN);
+    assert_eq!(w.activity(), Activity::Idle, "the pane ended the turn");
+    // Typed before the last capture, its line arriving after it.
+    w.s.clock = w.now.add_millis(-600);
+    let yes = w.s.prompt("yes", None);
+    w.append(&yes);
+    assert_eq!(
+        w.activity(),
+        Activity::Running,
+        "the prompt came after the screen went idle"
+    );
+}

@@ -14,6 +14,7 @@ use crate::hook::Hook;
 use crate::io::{Command, Input};
 use crate::matching::hash128;
 use crate::model::{AgentId, AgentRow, Snapshot};
+use crate::state::TaskState;
 use crate::time::Timestamp;
 use std::collections::BTreeSet;
 use tracing::{debug, info, warn};
@@ -216,7 +217,20 @@ impl Core {
     /// When an agent may be evicted: it ended, or said nothing for `Config::evict_after_ms`,
     /// and nothing about it is in flight.
     pub(super) fn evictable_at(&self, a: &AgentState) -> Option<Timestamp> {
-        let busy = a.reconciling.is_some() || a.pane_change_at.is_some() || a.row.sent_at.is_some();
+        // Shown running: only the pane can still end its turn (a lost Stop), by idle readings
+        // of a screen that no longer changes, and an unchanged screen never brings an evicted
+        // agent back; so it stays until its turn ends (seed 300693).
+        let running = !a.row.ended
+            && a.latest.is_some_and(|t| {
+                matches!(
+                    a.tasks[&t].state,
+                    TaskState::Commanded | TaskState::Processing
+                )
+            });
+        let busy = running
+            || a.reconciling.is_some()
+            || a.pane_change_at.is_some()
+            || a.row.sent_at.is_some();
         if busy || self.config.evict_after_ms <= 0 {
             return None;
         }
