@@ -183,8 +183,11 @@ struct RawBlock<'a> {
     content: Option<&'a RawValue>,
 }
 
+/// How Claude Code's notice begins when a UserPromptSubmit hook blocked the prompt.
+const BLOCKED_BY_HOOK: &str = "Operation stopped by hook:";
+
 /// Prefixes that mark a user line as machinery, not something the user typed.
-const NOT_A_PROMPT: [&str; 7] = [
+const NOT_A_PROMPT: [&str; 8] = [
     "<command-name>",
     "<command-message>",
     "<local-command-stdout>",
@@ -192,6 +195,7 @@ const NOT_A_PROMPT: [&str; 7] = [
     "<task-notification>",
     "<system-reminder>",
     "[Request interrupted by user",
+    BLOCKED_BY_HOOK,
 ];
 
 /// Claude Code's own commands, which run no turn of the model (`/clear`, `/model`, …). A
@@ -395,7 +399,9 @@ fn classify_user(raw: &RawLine<'_>, uuid: Option<String>, timestamp: Option<Time
     };
     let typed = custom_command(&text);
     let text = typed.as_deref().unwrap_or(text.trim());
-    if text.starts_with("[Request interrupted by user") {
+    // A prompt a UserPromptSubmit hook blocked: Claude Code writes this notice as a user line
+    // and the model never runs, so no Stop comes; like an interrupt, it ends the turn.
+    if text.starts_with("[Request interrupted by user") || text.starts_with(BLOCKED_BY_HOOK) {
         return signal(timestamp, Signal::Interrupt);
     }
     if text.is_empty() || NOT_A_PROMPT.iter().any(|p| text.starts_with(p)) {

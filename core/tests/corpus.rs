@@ -242,13 +242,12 @@ const FIXTURE_TURNS: &[(&str, &str, Counts)] = &[
     // none of the sub-agent's (they are inside `agent_progress` lines).
     ("2.1.19", "v2.1.19_task_subagent.jsonl", counts(1, 2, 0, 0)),
     // Three typed prompts ("fix the failing test" twice, then "change the test instead; the
-    // code is correct") plus Claude Code's "Operation stopped by hook: …" notice, which the parser
-    // takes for a prompt today (the real 2.1.29 file's figure of 4 counts the same kind of
-    // line; see the fixtures' README). Four texts.
+    // code is correct"); Claude Code's "Operation stopped by hook: …" notice is not one (it
+    // ends the blocked turn, like an interrupt). Four texts.
     (
         "2.1.29",
         "v2.1.29_interrupted_rejected.jsonl",
-        counts(4, 4, 0, 0),
+        counts(3, 4, 0, 0),
     ),
     // One prompt, three texts, the question and its answer.
     (
@@ -303,7 +302,7 @@ const REAL_TURNS: &[(&str, &str, Counts)] = &[
     (
         "2.1.29",
         "entire_2.1.29_interrupted.jsonl",
-        counts(4, 5, 0, 0),
+        counts(3, 5, 0, 0),
     ),
     (
         "2.1.33",

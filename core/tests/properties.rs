@@ -365,7 +365,9 @@ proptest! {
         let with = plan(&case, true);
         let (kept, _) = run(&with)?;
         let (evicting, evictions) = run_evicting(&with, false)?;
-        prop_assert!(evictions > 0, "the test evicted nothing");
+        // An agent still shown running is never evicted (its pane may yet end the turn), so
+        // a case whose only agent never finishes has nothing to evict: it proves nothing here.
+        prop_assume!(evictions > 0, "nothing could be evicted");
         prop_assert_eq!(&kept, &evicting, "eviction changed the result");
     }
 
