@@ -126,10 +126,12 @@ mod generated {
 
 /// Seeds the swarm once failed on, kept as named regressions. 6951: a prompt typed while the
 /// pane had shown the idle prompt for a long time (its Stop lost) landed in the task the pane
-/// had just ended, and the agent was shown idle while it worked on it (A1).
+/// had just ended, and the agent was shown idle while it worked on it (A1). 4534, 9349: the
+/// fix's first form stamped that end before news already seen, so a line kept the turn open
+/// for ever (L2).
 #[test]
 fn the_seeds_that_once_failed_pass() {
-    const ONCE_FAILED: &[u64] = &[6951];
+    const ONCE_FAILED: &[u64] = &[6951, 4534, 9349];
     for &seed in ONCE_FAILED {
         let plan = (find("random").unwrap().plan)(&mut Rng::new(seed));
         let o = run(&plan, seed, None);

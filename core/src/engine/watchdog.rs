@@ -61,7 +61,12 @@ impl Core {
         } else {
             None
         };
-        let idle_since = agent.pane_idle_since.unwrap_or(now);
+        // News that arrived during the idle run (a line, a hook) says the screen's idle
+        // prompt is older than it: the run counts from the latest of the two.
+        let idle_since = agent
+            .pane_idle_since
+            .unwrap_or(now)
+            .max(agent.last_signal_at);
         let (idle_readings, trusted, sent) = (
             agent.pane_idle_readings,
             now < agent.last_signal_at.add_millis(trust),
@@ -79,10 +84,12 @@ impl Core {
                 shown.map_or("-", TaskState::as_str),
                 crate::pane::tail(text, 4)
             );
-            // Stamped when the screen first showed the idle prompt (not now, which may be
-            // long after): a prompt typed since, whose line arrives later, then reopens the
-            // turn instead of landing in a task shown complete (seed 6951). Never before the
-            // running task began, so it is that task the end closes.
+            // Stamped when the screen first showed the idle prompt with no news since (not
+            // now, which may be long after): a prompt typed since, whose line arrives later,
+            // then reopens the turn instead of landing in a task shown complete (seed 6951).
+            // Never before the last news, or a line already seen would keep the turn open for
+            // ever (seed 4534); never before the running task began, so it is that task the
+            // end closes.
             let stamp = latest_started.map_or(idle_since, |s| idle_since.max(s));
             self.hook_turn_end(agent_id, None, stamp);
         } else if reading.state == crate::pane::PaneState::Busy && !running && !sent {
