@@ -42,7 +42,7 @@ bench: deps
 sim:
 	$(CARGO) build --release -p headspace-sim
 	target/release/headspace-sim catch --seeds 200
-	target/release/headspace-sim swarm --seeds $${SEEDS:-2000}
+	target/release/headspace-sim swarm --seeds $${SEEDS:-10000}
 	target/release/headspace-sim swarm --scenario orchestration --seeds $${ORCHESTRATION_SEEDS:-300}
 
 ## Three stand-in agents and the server in tmux session headspace-demo.
