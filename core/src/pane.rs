@@ -204,6 +204,74 @@ pub fn read_pane(text: &str) -> PaneReading {
     }
 }
 
+/// Footer hints Claude Code shows under its input box (or under a dialog): never output.
+const FOOTER_WORDS: [&str; 12] = [
+    "? for shortcuts",
+    "shift+tab to",
+    "auto-accept edits",
+    "accept edits on",
+    "plan mode on",
+    "bypass permissions on",
+    "Context left until auto-compact",
+    "Enter to select",
+    "Esc to cancel",
+    "to navigate",
+    "ctrl+t to",
+    "esc to interrupt",
+];
+
+fn is_footer(line: &str) -> bool {
+    FOOTER_WORDS.iter().any(|w| line.contains(w))
+}
+
+/// A tip Claude Code shows under its spinner ("⎿  Tip: …"): it changes as the spinner does.
+fn is_spinner_tip(line: &str) -> bool {
+    line.trim_start()
+        .strip_prefix('⎿')
+        .is_some_and(|rest| rest.trim_start().starts_with("Tip:"))
+}
+
+/// The top edge of the input box: the one `read_pane` finds, or else the last rule right
+/// above a `❯` line (a box holding several typed lines, which `read_pane` does not read).
+fn box_top(lines: &[&str]) -> Option<usize> {
+    if let Some((_, top, _)) = input_box(lines) {
+        return Some(top);
+    }
+    (0..lines.len().saturating_sub(1))
+        .rev()
+        .find(|&i| is_rule(lines[i]) && lines[i + 1].trim_start().starts_with('❯'))
+}
+
+/// A conversation line as compared: no indentation, no leading bullet (the tool bullet
+/// `⏺` blinks while a tool runs) and no selection marker (`❯`, `>` move with the cursor).
+fn comparable(line: &str) -> &str {
+    line.trim_matches(|c: char| c.is_whitespace() || c == '\u{a0}')
+        .trim_start_matches(['⏺', '●', '❯', '>'])
+        .trim_matches(|c: char| c.is_whitespace() || c == '\u{a0}')
+}
+
+/// The conversation a capture shows, normalised for comparison: what the watchdog compares
+/// between captures to decide that new output appeared (seed AC8.1: a gap is output with no
+/// matching turn). Left out, because they change with no output at all: the input box and
+/// everything under it (typed text, mode and status lines, "? for shortcuts"), spinner
+/// lines with their elapsed time and token counter, the tip under a spinner, footer hints
+/// at the bottom of a screen without a box, rules and blank lines, and leading bullets and
+/// selection markers. A screen Claude Code did not draw (a shell) is kept whole otherwise.
+pub fn conversation_text(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+    let end = box_top(&lines).unwrap_or(lines.len());
+    let mut kept: Vec<&str> = lines[..end]
+        .iter()
+        .filter(|l| !is_spinner(l) && !is_spinner_tip(l) && !is_rule(l))
+        .map(|l| comparable(l))
+        .filter(|l| !l.is_empty())
+        .collect();
+    while kept.last().is_some_and(|l| is_footer(l)) {
+        kept.pop();
+    }
+    kept.join("\n")
+}
+
 /// The last few non-empty lines of a capture, for DEBUG telemetry (sm#240).
 pub fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text
@@ -292,5 +360,104 @@ mod tests {
         );
         assert_eq!(read_pane("$ ls\nCargo.toml\n$ ").state, PaneState::Unknown);
         assert_eq!(read_pane("").state, PaneState::Unknown);
+    }
+
+    /// A capture from `core/tests/fixtures/panes/`, in a real screen's shape.
+    macro_rules! fixture {
+        ($name:literal) => {
+            include_str!(concat!("../tests/fixtures/panes/", $name)).to_string()
+        };
+    }
+
+    #[test]
+    fn conversation_leaves_out_the_spinner_its_counters_and_the_box() {
+        let screen = fixture!("working_spinner_newer.txt");
+        assert_eq!(
+            conversation_text(&screen),
+            "run the tests\nBash(cargo test)"
+        );
+        // A second later: another glyph, time and token count, and a tip under the spinner.
+        let later = screen
+            .replace(
+                "✢ Testing… (41s · ↑ 1.2k tokens",
+                "✶ Testing… (42s · ↓ 1.4k tokens",
+            )
+            .replace(
+                "ctrl+c to interrupt)\n",
+                "ctrl+c to interrupt)\n  ⎿  Tip: press esc\n",
+            );
+        assert_ne!(later, screen);
+        assert_eq!(conversation_text(&later), conversation_text(&screen));
+        // The spinner gone, the turn still running: no new output either.
+        let gone = screen.replace("✢ Testing… (41s · ↑ 1.2k tokens · ctrl+c to interrupt)", "");
+        assert_eq!(conversation_text(&gone), conversation_text(&screen));
+        // The older spinner shape, twice on screen.
+        let older = fixture!("working_spinner.txt");
+        assert_eq!(conversation_text(&older), "run the tests\nBash(cargo test)");
+    }
+
+    #[test]
+    fn conversation_leaves_out_typed_text_and_the_status_lines() {
+        let idle = fixture!("idle_prompt.txt");
+        let expected =
+            "add a retry option to the uploader\nAdded the option in src/retry.rs; the tests pass.";
+        assert_eq!(conversation_text(&idle), expected);
+        let typed = idle.replace("❯ \n", "❯ fix the retry cou\n");
+        assert_ne!(typed, idle);
+        assert_eq!(conversation_text(&typed), expected);
+        let nbsp = fixture!("idle_prompt_nbsp.txt");
+        assert_eq!(conversation_text(&nbsp), expected);
+        let mode = idle.replace("? for shortcuts", "⏵⏵ accept edits on (shift+tab to cycle)");
+        assert_eq!(conversation_text(&mode), expected);
+        // Typed text over several lines: the box is still left out.
+        let rule = "─".repeat(40);
+        let long = format!("⏺ Done.\n\n{rule}\n❯ first line of a long\n  prompt, second line\n{rule}\n  ? for shortcuts\n");
+        assert_eq!(conversation_text(&long), "Done.");
+        assert_eq!(
+            conversation_text(&fixture!("idle_typed_auto_accept.txt")),
+            "Done."
+        );
+        // The older rounded box with its placeholder.
+        let old = conversation_text(&fixture!("idle_old_box.txt"));
+        assert!(
+            old.ends_with("list the modules\nThere are three: upload, retry and queue."),
+            "{old}"
+        );
+        assert!(!old.contains("Try") && !old.contains("shortcuts"), "{old}");
+    }
+
+    #[test]
+    fn new_conversation_output_changes_the_conversation() {
+        let screen = fixture!("working_spinner_newer.txt");
+        let more = screen.replace(
+            "  ⎿  Running…\n",
+            "  ⎿  Running…\n\n⏺ 12 tests pass; fixing the last one.\n",
+        );
+        assert_ne!(conversation_text(&more), conversation_text(&screen));
+        assert!(conversation_text(&more).ends_with("12 tests pass; fixing the last one."));
+        // A blinking tool bullet is the same line.
+        let blink = screen.replace("⏺ Bash(cargo test)", "  Bash(cargo test)");
+        assert_eq!(conversation_text(&blink), conversation_text(&screen));
+    }
+
+    #[test]
+    fn screens_without_a_box_keep_their_text_but_not_their_footer() {
+        assert_eq!(
+            conversation_text("$ ls\nCargo.toml\n$ "),
+            "$ ls\nCargo.toml\n$"
+        );
+        let dialog = fixture!("ask_user_question.txt");
+        let text = conversation_text(&dialog);
+        assert!(
+            text.contains("Which folder should the request flow diagram go in?"),
+            "{text}"
+        );
+        assert!(!text.contains("Enter to select"), "{text}");
+        // Moving the selection is no output.
+        let moved = dialog
+            .replace("❯ 1. docs/diagrams/", "  1. docs/diagrams/")
+            .replace("  2. docs/design/", "❯ 2. docs/design/");
+        assert_eq!(conversation_text(&moved), text);
+        assert_eq!(conversation_text(""), "");
     }
 }

@@ -749,6 +749,11 @@ fn reconcile_reports_recovered_turns_and_refuses_a_second_at_once() {
 // ----- the pane watchdog (seed Task 8) -------------------------------------------------------
 
 fn watchdog_core() -> (headspace_core::Core, SessionWriter) {
+    watchdog_core_showing("❯ go\n✳ Working…")
+}
+
+/// A core whose agent in pane %4 works on "go", its pane first captured showing `screen`.
+fn watchdog_core_showing(screen: &str) -> (headspace_core::Core, SessionWriter) {
     use headspace_core::{Config, Core, Input};
     // Only the watchdog's timers here: agents never leave memory in these tests.
     let mut config = Config::new(CLAUDE_DIR);
@@ -771,7 +776,7 @@ fn watchdog_core() -> (headspace_core::Core, SessionWriter) {
         Timestamp(1_100),
         Input::Pane {
             pane: "%4".into(),
-            text: "❯ go\n✳ Working…".into(),
+            text: screen.into(),
         },
     );
     while core.poll_command().is_some() {}
@@ -858,6 +863,67 @@ fn ac_8_2_unchanged_or_unknown_panes_are_no_gap() {
     core.handle(Timestamp(60_000), Input::Tick);
     assert_eq!(gaps(&mut core).0, 0);
     assert_eq!(core.poll_timeout(), None);
+}
+
+/// Claude Code working on "go": a spinner whose glyph, elapsed time and token counter tick,
+/// text typed in the input box and a status line under it, at second `t`.
+fn ticking_screen(t: i64, extra_output: &str) -> String {
+    let glyph = ["✳", "✶", "✻", "✽", "✢", "·"][(t % 6) as usize];
+    let rule = "─".repeat(60);
+    let typed = &"next: write the docs"[..(t as usize % 20)];
+    let mode = if t % 10 < 5 {
+        "? for shortcuts"
+    } else {
+        "⏵⏵ accept edits on (shift+tab to cycle)"
+    };
+    let bullet = if t % 2 == 0 { "⏺" } else { " " };
+    format!(
+        "❯ go\n\n{bullet} Bash(cargo build)\n  ⎿  Running… ({t}s)\n{extra_output}\n{glyph} Simmering… ({t}s · ↓ {}.{}k tokens · esc to interrupt)\n  ⎿  Tip: press esc to interrupt\n\n{rule}\n❯ {typed}\n{rule}\n  {mode}\n",
+        t / 10,
+        t % 10
+    )
+}
+
+#[test]
+fn ac_8_1_a_ticking_spinner_typing_and_status_lines_are_no_gap() {
+    use headspace_core::Input;
+    let (mut core, _) = watchdog_core_showing(&ticking_screen(0, ""));
+    // A minute of captures, one a second, in which only the spinner, its counters, the
+    // typed text, the mode line and the blinking tool bullet change.
+    for t in 1..=60 {
+        core.handle(
+            Timestamp(1_000 + t * 1_000),
+            Input::Pane {
+                pane: "%4".into(),
+                text: ticking_screen(t, ""),
+            },
+        );
+        core.handle(Timestamp(1_500 + t * 1_000), Input::Tick);
+    }
+    assert_eq!(gaps(&mut core), (0, 0), "no GapDetected, no ReadTranscript");
+    assert_eq!(core.poll_timeout(), None, "no gap clock running");
+
+    // Real output under the same ticking spinner, and no turn: a gap after the threshold.
+    core.handle(
+        Timestamp(62_000),
+        Input::Pane {
+            pane: "%4".into(),
+            text: ticking_screen(61, "⏺ The build passes; now the tests."),
+        },
+    );
+    for t in 62..=65 {
+        core.handle(
+            Timestamp(1_000 + t * 1_000),
+            Input::Pane {
+                pane: "%4".into(),
+                text: ticking_screen(t, "⏺ The build passes; now the tests."),
+            },
+        );
+    }
+    core.handle(Timestamp(66_999), Input::Tick);
+    assert_eq!(gaps(&mut core), (0, 0));
+    core.handle(Timestamp(67_000), Input::Tick);
+    assert_eq!(gaps(&mut core), (1, 1));
 }
 
 #[test]

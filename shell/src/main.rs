@@ -100,8 +100,8 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
-    init_logging();
     let cli = Cli::parse();
+    init_logging(default_log_filter(matches!(cli.command, Cmd::Serve(_))));
     match cli.command {
         Cmd::Replay { trace } => replay(&trace),
         Cmd::Migrate { database_url } => {
@@ -161,12 +161,94 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs go to stderr; `RUST_LOG` chooses what (default: warnings and errors).
-fn init_logging() {
+/// The server's log filter when `RUST_LOG` is not set: Headspace's own INFO lines (the
+/// seed's recovery lines, `[RECONCILER] …` and `[TMUX_WATCHDOG] Gap detected …`, one per
+/// recovery, never one per hook or capture) and every dependency's warnings.
+const SERVER_LOG_FILTER: &str = "warn,headspace=info,headspace_core=info";
+
+/// The other commands' filter when `RUST_LOG` is not set: they report to the user
+/// themselves, and `replay` would otherwise print a recovery line per recovered turn.
+const CLIENT_LOG_FILTER: &str = "warn";
+
+/// The filter used when `RUST_LOG` is not set, for the server or for another command.
+fn default_log_filter(server: bool) -> &'static str {
+    if server {
+        SERVER_LOG_FILTER
+    } else {
+        CLIENT_LOG_FILTER
+    }
+}
+
+/// Logs go to stderr; `RUST_LOG` chooses what, else `default` (see `default_log_filter`).
+fn init_logging(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{default_log_filter, CLIENT_LOG_FILTER, SERVER_LOG_FILTER};
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    /// A log sink the test reads back.
+    #[derive(Clone, Default)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// What `filter` lets through of one line per (target, level) below.
+    fn logged_with(filter: &str) -> String {
+        let sink = Sink::default();
+        let writer = sink.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info!(target: "headspace_core::engine::watchdog", "[TMUX_WATCHDOG] Gap detected");
+            tracing::info!(target: "headspace_core::engine::entries", "[RECONCILER] Created turn");
+            tracing::info!(target: "headspace::server", "server info");
+            tracing::debug!(target: "headspace_core::engine::hooks", "[HOOK_RECEIVER] hook chain");
+            tracing::info!(target: "hyper::proto", "dependency info");
+            tracing::warn!(target: "tokio_postgres", "dependency warning");
+        });
+        let bytes = sink.0.lock().unwrap().clone();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn the_server_logs_headspace_info_and_dependency_warnings_by_default() {
+        assert_eq!(default_log_filter(true), SERVER_LOG_FILTER);
+        let log = logged_with(SERVER_LOG_FILTER);
+        assert!(log.contains("[TMUX_WATCHDOG] Gap detected"), "{log}");
+        assert!(log.contains("[RECONCILER] Created turn"), "{log}");
+        assert!(log.contains("server info"), "{log}");
+        assert!(log.contains("dependency warning"), "{log}");
+        assert!(!log.contains("dependency info"), "{log}");
+        assert!(!log.contains("hook chain"), "DEBUG stays hidden: {log}");
+    }
+
+    #[test]
+    fn other_commands_log_warnings_only_by_default() {
+        assert_eq!(default_log_filter(false), CLIENT_LOG_FILTER);
+        let log = logged_with(CLIENT_LOG_FILTER);
+        assert!(log.contains("dependency warning"), "{log}");
+        assert!(
+            !log.contains("Gap detected") && !log.contains("server info"),
+            "{log}"
+        );
+    }
 }

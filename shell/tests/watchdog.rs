@@ -90,3 +90,82 @@ fn new_pane_output_without_a_turn_is_a_gap_and_a_dead_pane_breaks_nothing() {
     );
     server.stop();
 }
+
+#[test]
+fn default_logging_shows_the_gap_and_the_recovery_at_info_and_hides_the_hook_chain() {
+    let Some(db) = fresh_db("watchdog_logs") else {
+        return;
+    };
+    let claude = temp_dir("watchdog-logs");
+    let tmux = Tmux(format!("headspace-test-logs-{}", std::process::id()));
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "w",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "sh",
+    ]);
+    let pane = tmux.run(&["display-message", "-p", "-t", "w", "#{pane_id}"]);
+    // No RUST_LOG: the log a user gets.
+    let server = Server::start_with_default_logging(
+        &db,
+        &claude,
+        &[
+            "--tmux-socket",
+            &tmux.0,
+            "--pane-poll-seconds",
+            "0.2",
+            "--gap-seconds",
+            "1",
+        ],
+    );
+    let mut s = SessionWriter::new(8, Timestamp::parse_rfc3339("2026-11-22T09:00:00Z").unwrap());
+    server.post(
+        "/hook/UserPromptSubmit",
+        &hook(
+            &s,
+            &claude,
+            &pane,
+            "UserPromptSubmit",
+            json!({"prompt": "watch me"}),
+        ),
+    );
+    std::thread::sleep(Duration::from_millis(800)); // the first capture is the baseline
+    tmux.run(&["send-keys", "-t", &pane, "echo watchdog-probe", "Enter"]);
+    let gap = wait_for(Duration::from_secs(10), || {
+        server
+            .log()
+            .contains("[TMUX_WATCHDOG] Gap detected for agent")
+            .then_some(())
+    });
+    assert!(
+        gap.is_some(),
+        "no gap at INFO by default:\n{}",
+        server.log()
+    );
+
+    // An agent reply whose Stop hook was lost: recovered from the transcript, said at INFO.
+    let reply = s.agent_text("Watched; nothing to report.");
+    append(&claude.join(s.path()), &format!("{}\n", reply.json));
+    let recovered = wait_for(Duration::from_secs(10), || {
+        server
+            .log()
+            .contains("[RECONCILER] Created turn")
+            .then_some(())
+    });
+    assert!(
+        recovered.is_some(),
+        "no recovery at INFO by default:\n{}",
+        server.log()
+    );
+    let log = server.log();
+    assert!(
+        !log.contains("hook arrived") && !log.contains(" DEBUG "),
+        "the per-hook chain is DEBUG, hidden by default:\n{log}"
+    );
+    server.stop();
+}

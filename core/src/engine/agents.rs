@@ -6,7 +6,7 @@ use crate::io::{Command, Write};
 use crate::model::{AgentId, AgentRow, TaskId};
 use crate::state::TaskState;
 use serde_json::json;
-use tracing::info;
+use tracing::{debug, info};
 
 impl Core {
     /// Finds or creates the agent a hook belongs to: its session's agent; else the agent of its
@@ -27,7 +27,10 @@ impl Core {
                     self.merge_agent(id, a);
                     a
                 }
-                _ => id,
+                _ => {
+                    debug!("[HOOK_RECEIVER] hook belongs to agent {id}, its session's");
+                    id
+                }
             }
         } else if let Some(pane_agent) = pane.and_then(|p| self.by_pane.get(p).copied()) {
             let continues = !self.agents[&pane_agent].row.ended
@@ -35,11 +38,18 @@ impl Core {
                     && matches!(hook.source.as_deref(), Some("clear" | "compact" | "resume")));
             match session {
                 Some(s) if continues => {
+                    debug!(
+                        "[HOOK_RECEIVER] new session {s} in pane {} continues agent {pane_agent}",
+                        pane.unwrap_or("-")
+                    );
                     self.attach_session(pane_agent, s);
                     pane_agent
                 }
                 Some(s) => self.create_agent(s),
-                None => pane_agent,
+                None => {
+                    debug!("[HOOK_RECEIVER] hook without a session belongs to agent {pane_agent}, its pane's");
+                    pane_agent
+                }
             }
         } else {
             self.create_agent(session?)
@@ -55,6 +65,7 @@ impl Core {
         }
         if let Some(p) = pane {
             if agent.row.tmux_pane.as_deref() != Some(p) {
+                debug!("[HOOK_RECEIVER] agent {id} is in pane {p}");
                 agent.row.tmux_pane = Some(p.to_string());
                 self.by_pane.insert(p.to_string(), id);
             }

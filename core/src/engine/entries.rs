@@ -1,6 +1,7 @@
 //! Transcript entries becoming turns: claims of hook-made turns, the task an entry belongs
 //! to, and the transcript-order fold of task state.
 
+use super::hooks::key_label;
 use super::{uuid_key, Core};
 use crate::entry::{Entry, Signal};
 use crate::intent;
@@ -11,7 +12,7 @@ use crate::model::{AgentId, TaskId, TimestampSource, TurnId, TurnRow, TurnSource
 use crate::state::{on_turn_end, preserved_warning, transition, Outcome, TaskState};
 use crate::time::Timestamp;
 use serde_json::json;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 impl Core {
     pub(super) fn process_entry(&mut self, path: &str, agent_id: AgentId, e: Entry) {
@@ -349,7 +350,7 @@ impl Core {
         self.agent_mut(agent_id).recovered += 1;
         let (actor, intent, id) = (row.actor, row.intent, row.id);
         self.persist_turn(row);
-        self.fold_transcript(agent_id, task_id, actor, intent, id);
+        self.fold_transcript(agent_id, task_id, actor, intent, id, true);
     }
 
     /// An entry claims a hook-made turn: the turn takes the entry's uuid, timestamp and task.
@@ -361,8 +362,14 @@ impl Core {
         timestamp: Option<Timestamp>,
         task_id: TaskId,
     ) {
+        // One per hooked turn in normal operation: DEBUG, or a log with many agents floods.
+        debug!(
+            "[RECONCILER] Entry {uuid} claimed hook-made turn {} (key {})",
+            slot.turn_id,
+            key_label(&slot.key)
+        );
         if let Some(ts) = timestamp {
-            info!(
+            debug!(
                 "[RECONCILER] Updated turn {} timestamp: {} -> {}",
                 slot.turn_id, slot.stamp, ts
             );
@@ -400,10 +407,19 @@ impl Core {
             self.move_turn(agent_id, slot.turn_id, slot.task_id, task_id);
             self.recompute(agent_id, slot.task_id);
         }
-        self.fold_transcript(agent_id, task_id, slot.actor, slot.intent, slot.turn_id);
+        self.fold_transcript(
+            agent_id,
+            task_id,
+            slot.actor,
+            slot.intent,
+            slot.turn_id,
+            false,
+        );
     }
 
-    /// Applies a turn, in transcript order, to its task's transcript state.
+    /// Applies a turn, in transcript order, to its task's transcript state. `recovered`: the
+    /// turn was made from its entry (no hook announced it), so a state change it causes is a
+    /// recovery, said at INFO; a claimed turn's is ordinary operation, said at DEBUG.
     pub(super) fn fold_transcript(
         &mut self,
         agent_id: AgentId,
@@ -411,6 +427,7 @@ impl Core {
         actor: Actor,
         intent: Intent,
         turn_id: TurnId,
+        recovered: bool,
     ) {
         let task = self.task_mut(agent_id, task_id);
         let from = task.transcript_state;
@@ -431,9 +448,15 @@ impl Core {
         let shown_before = self.agents[&agent_id].tasks[&task_id].state;
         self.recompute(agent_id, task_id);
         let shown_after = self.agents[&agent_id].tasks[&task_id].state;
-        if shown_after != shown_before {
+        if shown_after != shown_before && recovered {
             info!(
                 "[RECONCILER] Recovered turn {turn_id} triggered state transition: {} -> {}",
+                shown_before.as_str(),
+                shown_after.as_str()
+            );
+        } else if shown_after != shown_before {
+            debug!(
+                "[RECONCILER] Claimed turn {turn_id} triggered state transition: {} -> {}",
                 shown_before.as_str(),
                 shown_after.as_str()
             );

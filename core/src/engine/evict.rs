@@ -9,10 +9,10 @@
 //! [`Input::AgentsLoaded`] brings them back: inputs are still handled in order, each as if
 //! the agent had never left.
 
+use super::watchdog::screen_hash;
 use super::{relative_transcript_path, session_of_path, AgentState, Core};
 use crate::hook::Hook;
 use crate::io::{Command, Input};
-use crate::matching::hash128;
 use crate::model::{AgentId, AgentRow, Snapshot};
 use crate::state::TaskState;
 use crate::time::Timestamp;
@@ -128,7 +128,7 @@ impl Core {
             Input::Pane { pane, text } => {
                 if let Some(id) = self.by_pane.get(pane) {
                     if let Some(e) = self.evicted.get(id) {
-                        if e.pane_hash == Some(hash128(text.trim_end().as_bytes())) {
+                        if e.pane_hash == Some(screen_hash(text)) {
                             return Needs::Skip;
                         }
                     }

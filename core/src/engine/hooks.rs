@@ -32,6 +32,12 @@ impl Core {
         };
         // The emission stamp orders hooks; a stamp from the future is taken as now.
         let stamp = hook.emitted_at.map_or(self.now, |t| t.min(self.now));
+        debug!(
+            "[HOOK_RECEIVER] {} hook arrived: session {}, pane {}, emitted {stamp}",
+            hook.event.name(),
+            hook.session_id.as_deref().unwrap_or("-"),
+            hook.tmux_pane.as_deref().unwrap_or("-")
+        );
         let Some(agent_id) = self.agent_for_hook(&hook) else {
             debug!(
                 "[HOOK_RECEIVER] {} hook names no session or pane; ignored",
@@ -70,6 +76,10 @@ impl Core {
             }
             Some(format!("{key:032x}"))
         } else {
+            debug!(
+                "[HOOK_RECEIVER] {} hook for agent {agent_id} announces no turn",
+                hook.event.name()
+            );
             None
         };
         match hook.event {
@@ -208,7 +218,7 @@ impl Core {
         let text = crate::matching::normalise_display(prompt);
         if text.is_empty() || is_machinery_prompt(&text) {
             debug!(
-                "[HOOK_RECEIVER] prompt is a slash command or machinery; the transcript decides"
+                "[HOOK_RECEIVER] prompt hook for agent {agent_id} is a slash command or machinery; no turn, the transcript decides"
             );
             return;
         }
@@ -332,11 +342,19 @@ impl Core {
         key: &Key,
         hook_key: &str,
     ) -> bool {
+        debug!(
+            "[HOOK_RECEIVER] agent {agent_id}: matching hook key {} against the transcript entries already read",
+            key_label(key)
+        );
         let Some(slot) = self.agent_mut(agent_id).index.match_hook(key) else {
+            debug!(
+                "[HOOK_RECEIVER] agent {agent_id}: no entry read yet for key {}",
+                key_label(key)
+            );
             return false;
         };
         debug!(
-            "[HOOK_RECEIVER] hook matches turn {} already read from the transcript",
+            "[HOOK_RECEIVER] agent {agent_id}: hook matched late entry, turn {} already read from the transcript; no new turn",
             slot.turn_id
         );
         self.out.push_back(Command::Store(Write::HookMatched {
@@ -348,9 +366,22 @@ impl Core {
 
     pub(super) fn add_hook_turn(&mut self, mut row: TurnRow, key: Key) {
         if self.rolled_back(row.agent_id, row.task_id, row.actor) {
+            debug!(
+                "[HOOK_RECEIVER] agent {}: hook turn rolled back",
+                row.agent_id
+            );
             return;
         }
         row.id = self.new_turn_id();
+        debug!(
+            "[HOOK_RECEIVER] agent {}: new turn {} in task {} ({:?}/{}, key {}), provisional until its transcript line claims it",
+            row.agent_id,
+            row.id,
+            row.task_id,
+            row.actor,
+            row.intent.as_str(),
+            key_label(&key)
+        );
         let (agent_id, task_id) = (row.agent_id, row.task_id);
         let from = self.agents[&agent_id].tasks[&task_id].state;
         if transition(from, row.actor, row.intent) == Outcome::Reject {
@@ -414,6 +445,12 @@ impl Core {
         self.mark_task(agent_id, task_id);
         self.recompute(agent_id, task_id);
     }
+}
+
+/// A matching key as the log shows it: its kind and the first 32 bits of its text hash (the
+/// `hash=` of `[RECONCILER] Created turn …`).
+pub(super) fn key_label(key: &Key) -> String {
+    format!("{:?}:{:08x}", key.kind, (key.text >> 96) as u32)
 }
 
 /// A turn a hook announces: provisional (no entry yet), at the hook's time, with its

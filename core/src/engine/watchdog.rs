@@ -4,37 +4,47 @@ use super::Core;
 use crate::io::Command;
 use crate::matching::hash128;
 use crate::model::AgentId;
+use crate::pane::conversation_text;
 use crate::state::TaskState;
 use crate::time::Timestamp;
 use serde_json::json;
 use tracing::{debug, info, warn};
 
 impl Core {
-    /// A pane capture: new output starts the gap clock unless a turn follows it in time.
+    /// A pane capture: new conversation output starts the gap clock unless a turn follows it
+    /// in time. Only the conversation counts: a ticking spinner, typing in the input box or a
+    /// changed status line is no output (`pane::conversation_text`).
     pub(super) fn on_pane(&mut self, pane: &str, text: &str) {
         let Some(&agent_id) = self.by_pane.get(pane) else {
             debug!("[TMUX_WATCHDOG] pane {pane} belongs to no agent; ignored");
             return;
         };
-        let hash = hash128(text.trim_end().as_bytes());
+        let hash = screen_hash(text);
         let now = self.now;
         let agent = self.agent_mut(agent_id);
-        match agent.pane_hash.replace(hash) {
+        let previous = agent.pane_hash.replace(hash);
+        match previous {
             None => {} // the first look sets the baseline
             Some(old) if old == hash => {
                 debug!("[TMUX_WATCHDOG] Agent {agent_id} pane content unchanged")
             }
-            Some(_) if agent.pane_change_at.is_none() => agent.pane_change_at = Some(now),
+            Some(_) if agent.pane_change_at.is_none() => {
+                debug!("[TMUX_WATCHDOG] Agent {agent_id}: new output in pane {pane}; the gap clock starts");
+                agent.pane_change_at = Some(now)
+            }
             Some(_) => {}
         }
-        self.read_screen(agent_id, pane, text);
+        let changed = previous != Some(hash);
+        self.read_screen(agent_id, pane, text, changed);
         self.check_gaps();
     }
 
     /// What the screen says about the agent's activity. A permission dialog means waiting.
     /// Two idle readings in a row end a turn that hooks and transcript still call running,
     /// once their news is older than the trust window (a lost Stop, an interrupt).
-    pub(super) fn read_screen(&mut self, agent_id: AgentId, pane: &str, text: &str) {
+    /// `changed`: the conversation on screen differs from the last capture's (an unknown
+    /// screen is described in the log once per change, not on every capture).
+    pub(super) fn read_screen(&mut self, agent_id: AgentId, pane: &str, text: &str, changed: bool) {
         let reading = crate::pane::read_pane(text);
         let now = self.now;
         let trust = self.config.trust_ms;
@@ -92,6 +102,12 @@ impl Core {
             // end closes.
             let stamp = latest_started.map_or(idle_since, |s| idle_since.max(s));
             self.hook_turn_end(agent_id, None, stamp);
+        } else if reading.state == crate::pane::PaneState::Unknown && (running || sent) && changed {
+            debug!(
+                "[TMUX_WATCHDOG] pane {pane} shows a screen not recognised while agent {agent_id} is {}; last lines: {}",
+                shown.map_or("-", TaskState::as_str),
+                crate::pane::tail(text, 6)
+            );
         } else if reading.state == crate::pane::PaneState::Busy && !running && !sent {
             debug!(
                 "[ACTIVITY] pane {pane} shows agent {agent_id} busy while it is {}; waiting for its prompt. Last lines: {}",
@@ -188,4 +204,10 @@ impl Core {
             }
         }
     }
+}
+
+/// What the watchdog remembers of a screen: the hash of its conversation text, so that two
+/// captures differing only in spinner, input box or status lines hash alike.
+pub(super) fn screen_hash(text: &str) -> u128 {
+    hash128(conversation_text(text).as_bytes())
 }

@@ -92,7 +92,28 @@ impl Server {
 
     /// Starts `headspace serve` on `addr` and waits until it listens.
     pub fn start_on(db: &str, claude_dir: &Path, addr: &str, extra: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_headspace"))
+        Server::start_logging(db, claude_dir, addr, extra, Some("info"))
+    }
+
+    /// Starts `headspace serve` with `RUST_LOG` unset: the log a user gets by default.
+    pub fn start_with_default_logging(db: &str, claude_dir: &Path, extra: &[&str]) -> Server {
+        Server::start_logging(db, claude_dir, "127.0.0.1:0", extra, None)
+    }
+
+    /// Starts `headspace serve` on `addr` with `RUST_LOG` set to `rust_log` (unset: `None`).
+    fn start_logging(
+        db: &str,
+        claude_dir: &Path,
+        addr: &str,
+        extra: &[&str],
+        rust_log: Option<&str>,
+    ) -> Server {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_headspace"));
+        match rust_log {
+            Some(filter) => command.env("RUST_LOG", filter),
+            None => command.env_remove("RUST_LOG"),
+        };
+        let mut child = command
             .args([
                 "serve",
                 "--addr",
@@ -105,7 +126,6 @@ impl Server {
             .arg("--claude-dir")
             .arg(claude_dir)
             .args(extra)
-            .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
