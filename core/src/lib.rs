@@ -117,6 +117,7 @@
 
 pub mod access;
 pub mod activity;
+pub mod audit;
 pub mod engine;
 pub mod entry;
 pub mod framing;

@@ -42,6 +42,8 @@ impl Core {
     /// Handles `input` now, or holds it until the evicted agents it concerns are back.
     pub(super) fn handle_or_hold(&mut self, input: Input) {
         if let Input::AgentsLoaded(snapshot) = input {
+            // A forced reconcile's rows first: they decide which lines lost their turns.
+            self.start_rescans(&snapshot);
             self.on_agents_loaded(snapshot);
             self.flush();
             self.drain_held();
