@@ -137,9 +137,7 @@ pub fn audit(agent_id: AgentId, lines: &[String], stored: &[StoredTurn]) -> Audi
         match turns {
             [] => report.missing.push(uuid.clone()),
             [one] if one.agent_id == agent_id => {}
-            [one] => report
-                .misassigned
-                .push((uuid.clone(), vec![one.agent_id])),
+            [one] => report.misassigned.push((uuid.clone(), vec![one.agent_id])),
             many => {
                 let mut ids: Vec<u64> = many.iter().map(|t| t.turn_id).collect();
                 ids.sort_unstable();
@@ -168,7 +166,11 @@ mod tests {
 
     #[test]
     fn every_line_one_turn_of_its_agent_is_clean() {
-        let r = audit(1, &uuids(&["a", "b"]), &[stored(1, 1, "a"), stored(2, 1, "b")]);
+        let r = audit(
+            1,
+            &uuids(&["a", "b"]),
+            &[stored(1, 1, "a"), stored(2, 1, "b")],
+        );
         assert!(r.clean());
         assert_eq!(r.checked, 2);
     }

@@ -115,7 +115,11 @@ fn a_turn_whose_row_was_lost_comes_back_in_its_task() {
             created: 1
         }]
     );
-    assert_eq!(written.len(), 1, "only the lost line gets a turn: {written:?}");
+    assert_eq!(
+        written.len(),
+        1,
+        "only the lost line gets a turn: {written:?}"
+    );
     let back = &written[0];
     assert_eq!(back.entry_uuid, lost.entry_uuid);
     assert_eq!(back.task_id, lost.task_id, "in the task it was in");
@@ -128,7 +132,10 @@ fn a_lost_prompt_goes_to_the_task_it_opened() {
     let (path, data, _) = transcript();
     let (mut core, agents, turns) = read_once(&data, &path);
     let lost = turns[3].clone();
-    assert_ne!(lost.task_id, turns[2].task_id, "the second prompt opened a task");
+    assert_ne!(
+        lost.task_id, turns[2].task_id,
+        "the second prompt opened a task"
+    );
     let stored: Vec<TurnRow> = turns.iter().filter(|t| t.id != lost.id).cloned().collect();
     let (_, written) = force(&mut core, &data, agents, stored);
     assert_eq!(written.len(), 1);
@@ -167,7 +174,10 @@ fn the_periodic_path_reads_only_new_bytes() {
     );
     while let Some(c) = core.poll_command() {
         assert!(
-            !matches!(c, Command::Store(Write::Turn(_)) | Command::ReadTranscript { .. }),
+            !matches!(
+                c,
+                Command::Store(Write::Turn(_)) | Command::ReadTranscript { .. }
+            ),
             "{c:?}"
         );
     }

@@ -68,10 +68,16 @@ fn audit_names_missing_and_doubled_turns_and_reconcile_repairs_the_missing_one()
     // one agent cannot hold a uuid twice, PostgreSQL's unique index forbids it).
     let lost = &a_lines[1].uuid;
     let doubled = &a_lines[2].uuid;
-    psql(&db, &format!("DELETE FROM turns WHERE entry_uuid = '{lost}'"));
+    psql(
+        &db,
+        &format!("DELETE FROM turns WHERE entry_uuid = '{lost}'"),
+    );
     let b_id = psql(
         &db,
-        &format!("SELECT id FROM agents WHERE session_id = '{}'", b.session_id),
+        &format!(
+            "SELECT id FROM agents WHERE session_id = '{}'",
+            b.session_id
+        ),
     );
     psql(
         &db,

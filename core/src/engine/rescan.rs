@@ -43,9 +43,7 @@ impl Core {
         let waiting: Vec<RequestId> = self
             .reconciles
             .iter()
-            .filter(|(_, r)| {
-                r.awaiting_rows && snapshot.agents.iter().any(|a| a.id == r.agent_id)
-            })
+            .filter(|(_, r)| r.awaiting_rows && snapshot.agents.iter().any(|a| a.id == r.agent_id))
             .map(|(req, _)| *req)
             .collect();
         for request in waiting {
@@ -91,7 +89,13 @@ impl Core {
 
     /// Bytes of `path` at `offset`: every re-read of that file takes what it expects of them.
     /// The read that ends a re-read (`read`) places its last missing lines.
-    pub(super) fn feed_rescans(&mut self, path: &str, offset: u64, data: &[u8], read: Option<ReadId>) {
+    pub(super) fn feed_rescans(
+        &mut self,
+        path: &str,
+        offset: u64,
+        data: &[u8],
+        read: Option<ReadId>,
+    ) {
         let ids: Vec<ReadId> = self
             .rescans
             .iter()
@@ -192,8 +196,16 @@ impl Core {
                 prompt_id,
             } => {
                 let intent = intent::detect_user(&text, None);
-                let row =
-                    self.entry_turn(a, task, Actor::User, intent, text, timestamp, uuid, &session);
+                let row = self.entry_turn(
+                    a,
+                    task,
+                    Actor::User,
+                    intent,
+                    text,
+                    timestamp,
+                    uuid,
+                    &session,
+                );
                 TurnRow { prompt_id, ..row }
             }
             Entry::AgentText {
@@ -202,7 +214,16 @@ impl Core {
                 text,
             } => {
                 let intent = intent::detect_agent(&text).0;
-                self.entry_turn(a, task, Actor::Agent, intent, text, timestamp, uuid, &session)
+                self.entry_turn(
+                    a,
+                    task,
+                    Actor::Agent,
+                    intent,
+                    text,
+                    timestamp,
+                    uuid,
+                    &session,
+                )
             }
             Entry::AgentQuestion {
                 uuid,

@@ -243,7 +243,8 @@ impl CoreLoop {
                             };
                             self.handle(now, input);
                             if let Some((request, p)) = &progress {
-                                p.remaining.fetch_sub(n.min(p.remaining.load(Relaxed)), Relaxed);
+                                p.remaining
+                                    .fetch_sub(n.min(p.remaining.load(Relaxed)), Relaxed);
                                 if let Some(c) = self.core.reconcile_created(*request) {
                                     p.created.store(c, Relaxed);
                                 }

@@ -92,7 +92,9 @@ pub trait Store: Send + Sync {
             let mut files: Vec<String> = snap
                 .offsets
                 .iter()
-                .filter(|o| o.session_id == agent.session_id || agent.sessions.contains(&o.session_id))
+                .filter(|o| {
+                    o.session_id == agent.session_id || agent.sessions.contains(&o.session_id)
+                })
                 .map(|o| o.path.clone())
                 .collect();
             files.sort();
@@ -105,7 +107,8 @@ pub trait Store: Send + Sync {
         uuids: &'a [String],
     ) -> BoxFuture<'a, Result<Vec<StoredTurn>, StoreError>> {
         Box::pin(async move {
-            let wanted: std::collections::BTreeSet<&str> = uuids.iter().map(String::as_str).collect();
+            let wanted: std::collections::BTreeSet<&str> =
+                uuids.iter().map(String::as_str).collect();
             let snap = self.snapshot().await?;
             Ok(snap
                 .turns

@@ -58,9 +58,10 @@ async fn report(app: &App, agent_id: u64) -> Result<AuditReport, Response<Body>>
     let paths = app.store.agent_files(agent_id).await.map_err(unavailable)?;
     let files = app.files.clone();
     let max_line = app.max_line_bytes;
-    let uuids = tokio::task::spawn_blocking(move || conversational_uuids(&*files, &paths, max_line))
-        .await
-        .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let uuids =
+        tokio::task::spawn_blocking(move || conversational_uuids(&*files, &paths, max_line))
+            .await
+            .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
     let stored = app.store.entry_turns(&uuids).await.map_err(unavailable)?;
     Ok(audit(agent_id, &uuids, &stored))
 }

@@ -2,8 +2,8 @@
 //! snapshot that restores the core, and answers the API's reads.
 
 use crate::server::store::{BoxFuture, Store, StoreError, Waited};
-use headspace_core::audit::StoredTurn;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use headspace_core::audit::StoredTurn;
 use headspace_core::model::*;
 use headspace_core::view::AgentView;
 use headspace_core::Write;
