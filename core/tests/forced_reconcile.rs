@@ -182,3 +182,22 @@ fn the_periodic_path_reads_only_new_bytes() {
         );
     }
 }
+
+#[test]
+fn every_row_lost_every_line_comes_back_once() {
+    let (path, data, uuids) = transcript();
+    let (mut core, agents, _) = read_once(&data, &path);
+    let (replies, written) = force(&mut core, &data, agents, Vec::new());
+    assert_eq!(
+        replies,
+        vec![Reply::Reconciled {
+            agent_id: 1,
+            created: 5
+        }]
+    );
+    let back: Vec<String> = written
+        .iter()
+        .filter_map(|t| t.entry_uuid.clone())
+        .collect();
+    assert_eq!(back, uuids, "each line once, in transcript order");
+}

@@ -6,7 +6,8 @@
 //! be gone), so the stored rows decide, loaded with `LoadAgents` after every write emitted
 //! before the reconcile was committed. Only creation happens here: task states are not
 //! replayed (the lines were already folded when first read), and a doubled turn is left for
-//! `headspace audit` to report.
+//! `headspace audit` to report. Only the agent's own rows count: a line whose only turn is
+//! under another agent gets its turn here too, and the audit then reports it as doubled.
 
 use super::{uuid_key, Core};
 use crate::audit::ConversationScan;
@@ -152,7 +153,7 @@ impl Core {
         let live = |core: &Core, t: Option<TaskId>| {
             t.filter(|t| core.agents[&r.agent_id].tasks.contains_key(t))
         };
-        let prev = live(self, r.prev_task);
+        let mut prev = live(self, r.prev_task);
         let next = live(self, next_task);
         let split = match (prev, next) {
             (Some(p), Some(n)) if p != n => pending
@@ -169,8 +170,10 @@ impl Core {
                 None => {
                     let session = self.files.get(&r.path).map(|f| f.session_id.clone());
                     let at = entry_time(&e).unwrap_or(self.now);
+                    // One task for all the lines no stored line places (none is left).
                     let t = self.create_task(r.agent_id, session, at);
                     r.prev_task = Some(t);
+                    prev = Some(t);
                     t
                 }
             };
