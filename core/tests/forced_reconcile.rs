@@ -45,6 +45,9 @@ fn force(
             request: 7,
         },
     );
+    // Everything was read before: the re-read will check every byte (a partial answer
+    // counts them as remaining until they are read).
+    assert_eq!(core.reconcile_rescan_bytes(7), data.len() as u64);
     let (mut replies, mut written) = (Vec::new(), Vec::new());
     let mut loads = 0;
     while let Some(c) = core.poll_command() {
@@ -63,6 +66,7 @@ fn force(
             }
             Command::LoadAgents { ids } => {
                 assert_eq!(ids, vec![1]);
+                assert_eq!(core.reconcile_created(7), Some(0));
                 loads += 1;
                 core.handle(
                     Timestamp(2_000),

@@ -72,6 +72,21 @@ impl Core {
         Some(agent.recovered.saturating_sub(rec.recovered_before))
     }
 
+    /// The bytes a reconcile waiting for its rows will re-read (each file up to where it was
+    /// read when the reconcile began); 0 once its re-reads were asked for.
+    pub fn reconcile_rescan_bytes(&self, request: RequestId) -> u64 {
+        self.reconciles
+            .get(&request)
+            .filter(|r| r.awaiting_rows)
+            .map_or(0, |r| r.limits.values().sum())
+    }
+
+    /// For a forced reconcile's re-read, the offset its bytes were counted up to by
+    /// [`Core::reconcile_rescan_bytes`].
+    pub fn rescan_limit(&self, read: ReadId) -> Option<u64> {
+        self.rescans.get(&read).map(|r| r.limit())
+    }
+
     /// The reconcile a read belongs to, if any.
     pub fn read_reconcile(&self, read: ReadId) -> Option<RequestId> {
         self.reads.get(&read).copied().flatten()

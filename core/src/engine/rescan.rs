@@ -38,6 +38,13 @@ pub(super) struct Rescan {
     pending: Vec<Entry>,
 }
 
+impl Rescan {
+    /// Where the re-read stops judging lines.
+    pub(super) fn limit(&self) -> u64 {
+        self.limit
+    }
+}
+
 impl Core {
     /// The agent's stored rows are in: re-read each of its files from byte 0.
     pub(super) fn start_rescans(&mut self, snapshot: &Snapshot) {

@@ -275,7 +275,21 @@ impl CoreLoop {
     ) -> Option<(RequestId, Arc<ReconcileProgress>)> {
         let request = self.core.read_reconcile(read)?;
         let p = self.progress.get(&request)?.clone();
-        p.remaining.fetch_add(plan.end - plan.at, Relaxed);
+        let to_read = plan.end - plan.at;
+        match self.core.rescan_limit(read) {
+            // A re-read's bytes up to its limit were counted when the reconcile began: only
+            // what the file grew since is added, and what it shrank by is taken off.
+            Some(limit) => {
+                p.remaining
+                    .fetch_add(plan.end.saturating_sub(limit), Relaxed);
+                let gone = limit.saturating_sub(plan.end);
+                p.remaining
+                    .fetch_sub(gone.min(p.remaining.load(Relaxed)), Relaxed);
+            }
+            None => {
+                p.remaining.fetch_add(to_read, Relaxed);
+            }
+        }
         Some((request, p))
     }
 
@@ -314,8 +328,12 @@ impl CoreLoop {
                 let core = &self.core;
                 self.progress
                     .retain(|r, _| core.reconcile_created(*r).is_some());
-                self.progress.insert(request, progress);
+                self.progress.insert(request, progress.clone());
                 self.feed(Input::Reconcile { agent, request });
+                // The re-read from byte 0 waits for the agent's stored rows: counted now.
+                progress
+                    .remaining
+                    .fetch_add(self.core.reconcile_rescan_bytes(request), Relaxed);
             }
         }
     }
