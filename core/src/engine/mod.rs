@@ -175,6 +175,10 @@ pub struct Core {
     evicted: BTreeMap<AgentId, evict::Evicted>,
     /// Evicted agents asked back with `LoadAgents`.
     loading: BTreeSet<AgentId>,
+    /// The ids of every `LoadAgents` not answered yet, in the order asked: the shell answers
+    /// them in that order, so each `AgentsLoaded` answers the first (an eviction's load and a
+    /// forced reconcile's may be in flight together).
+    loads_asked: VecDeque<BTreeSet<AgentId>>,
     /// Inputs held until the agents they concern are back, in arrival order.
     held: VecDeque<Input>,
 }
@@ -201,6 +205,7 @@ impl Core {
             out: VecDeque::new(),
             evicted: BTreeMap::new(),
             loading: BTreeSet::new(),
+            loads_asked: VecDeque::new(),
             held: VecDeque::new(),
         }
     }

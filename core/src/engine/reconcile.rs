@@ -58,6 +58,7 @@ impl Core {
                 .push_back(Command::ReadTranscript { path, from, read });
         }
         // The stored rows, not the engine's seen set, say which lines have their turn.
+        self.loads_asked.push_back(BTreeSet::from([agent_id]));
         self.out.push_back(Command::LoadAgents {
             ids: vec![agent_id],
         });
