@@ -499,6 +499,21 @@ mod tests {
     }
 
     #[test]
+    fn the_audit_routes_are_not_open() {
+        let own = AccessPolicy::new([], None);
+        let token = AccessPolicy::new(["0.0.0.0"], Some("s3cret"));
+        for path in ["/api/audit", "/api/agents/1/audit"] {
+            let f = facts("GET", path, "127.0.0.1");
+            assert_eq!(own.check(&f, Peer::SameUser), Ok(()), "{path}");
+            assert_eq!(
+                own.check(&f, Peer::OtherUser(65534)).unwrap_err().status,
+                403
+            );
+            assert_eq!(token.check(&f, Peer::Remote).unwrap_err().status, 401);
+        }
+    }
+
+    #[test]
     fn a_token_opens_the_server_by_header_or_login_cookie_only() {
         let p = AccessPolicy::new(["0.0.0.0"], Some("s3cret"));
         assert!(p.token_required());

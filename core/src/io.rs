@@ -45,7 +45,9 @@ pub enum Input {
     },
     /// Time passed.
     Tick,
-    /// Read an agent's transcripts to the end now and say how many turns were recovered.
+    /// Read an agent's transcripts to the end now, re-read them from byte 0 against its
+    /// stored rows (asked for with [`Command::LoadAgents`]) to recreate turns whose rows were
+    /// lost, and say how many turns were recovered.
     Reconcile {
         /// An agent id, a Claude session id or a pane id.
         agent: String,

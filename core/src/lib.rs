@@ -14,7 +14,7 @@
 //! | `TranscriptReset { path }` | that file shrank or was replaced |
 //! | `Pane { pane, text }` | a tmux pane capture |
 //! | `Tick` | time passed |
-//! | `Reconcile { agent, request }` | read an agent's transcripts to the end and report |
+//! | `Reconcile { agent, request }` | read an agent's transcripts to the end, re-read them from byte 0 against its stored rows (asked with `LoadAgents`), recreate lost turns and report |
 //! | `Sent { agent, text }` | text is about to be typed into the agent's pane: it counts as running until the prompt it causes arrives, or `Config::send_timeout_ms` |
 //! | `Restore(snapshot)` | rebuild from the store after a restart |
 //! | `AgentsLoaded(snapshot)` | the rows asked for by `LoadAgents` |
@@ -31,7 +31,7 @@
 //! | `Publish(Event)` | send an SSE event (`turn_created`, `turn_updated`, `state_changed`, …) | — |
 //! | `ReadTranscript { path, from, read }` | read the file from `from` to its end | `Input::Transcript { read: Some(read), .. }` |
 //! | `GapDetected { agent_id }` | count it (the watchdog saw output no turn followed; a read was asked) | — |
-//! | `LoadAgents { ids }` | after the writes before it are committed, load these evicted agents' rows | `Input::AgentsLoaded` (the core holds inputs about them until then) |
+//! | `LoadAgents { ids }` | after the writes before it are committed, load these agents' rows (evicted ones, or one a forced reconcile checks) | `Input::AgentsLoaded` (the core holds inputs about evicted ones until then) |
 //! | `Reply { request, reply }` | answer the request | — |
 //!
 //! ## How to drive it
@@ -117,6 +117,7 @@
 
 pub mod access;
 pub mod activity;
+pub mod audit;
 pub mod engine;
 pub mod entry;
 pub mod framing;

@@ -665,7 +665,13 @@ fn reconcile_reports_recovered_turns_and_refuses_a_second_at_once() {
             body: s.hook("SessionStart", Some("%7"), None, json!({})),
         },
     );
-    while core.poll_command().is_some() {}
+    // The agent's row, for the store's answer to the reconcile's `LoadAgents`.
+    let mut agent_rows = Vec::new();
+    while let Some(c) = core.poll_command() {
+        if let Command::Store(headspace_core::Write::Agent(row)) = c {
+            agent_rows.push(row);
+        }
+    }
     core.handle(
         Timestamp(2),
         Input::Reconcile {
@@ -710,6 +716,15 @@ fn reconcile_reports_recovered_turns_and_refuses_a_second_at_once() {
             data: data.into_bytes(),
             read: Some(r),
         },
+    );
+    // The forced reconcile asked for the agent's stored rows (nothing was stored before it
+    // began, so its re-read from byte 0 has no line to check).
+    core.handle(
+        Timestamp(4),
+        Input::AgentsLoaded(headspace_core::model::Snapshot {
+            agents: agent_rows,
+            ..Default::default()
+        }),
     );
     let replies: Vec<_> = std::iter::from_fn(|| core.poll_command())
         .filter_map(|c| {

@@ -65,6 +65,14 @@ enum Cmd {
         #[command(flatten)]
         server: ServerArg,
     },
+    /// Compare every conversational transcript line with the stored turns: print missing,
+    /// doubled and mis-assigned turns by uuid; exit 0 only when none (1: problems, 2: error).
+    Audit {
+        /// Agent id, Claude session id or pane id; every agent when left out.
+        agent: Option<String>,
+        #[command(flatten)]
+        server: ServerArg,
+    },
     /// Wait until an agent is idle (finished its turn or waiting for input): exit 0, or 1 on
     /// timeout.
     Wait {
@@ -135,6 +143,7 @@ fn main() -> ExitCode {
         }
         Cmd::Agents { server } => agents(&server),
         Cmd::Reconcile { agent, server } => reconcile(&agent, &server),
+        Cmd::Audit { agent, server } => cli::audit::audit(agent.as_deref(), &server),
         Cmd::HookForward {
             post: Some(target), ..
         } => {

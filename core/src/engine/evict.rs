@@ -42,6 +42,8 @@ impl Core {
     /// Handles `input` now, or holds it until the evicted agents it concerns are back.
     pub(super) fn handle_or_hold(&mut self, input: Input) {
         if let Input::AgentsLoaded(snapshot) = input {
+            // A forced reconcile's rows first: they decide which lines lost their turns.
+            self.start_rescans(&snapshot);
             self.on_agents_loaded(snapshot);
             self.flush();
             self.drain_held();
@@ -87,6 +89,7 @@ impl Core {
             .collect();
         if !new.is_empty() {
             debug!("[EVICT] loading agent(s) {new:?} back from the store");
+            self.loads_asked.push_back(new.iter().copied().collect());
             self.out.push_back(Command::LoadAgents { ids: new });
         }
     }
@@ -165,13 +168,15 @@ impl Core {
             screens.push((stored.id, e.pane_hash));
             back.push(e.row);
         }
-        // An agent the store did not return comes back from its row alone, rather than
-        // holding every input for ever.
+        // An agent this load asked for that the store did not return comes back from its row
+        // alone, rather than holding every input for ever. Only this load's: another load
+        // still in flight (a forced reconcile's) answers for its own agents (seed 505).
+        let asked = self.loads_asked.pop_front().unwrap_or_default();
         let missing: Vec<AgentId> = self
             .loading
             .iter()
             .copied()
-            .filter(|id| self.evicted.contains_key(id))
+            .filter(|id| asked.contains(id) && self.evicted.contains_key(id))
             .collect();
         for id in missing {
             warn!("[EVICT] the store returned no rows for agent {id}; it comes back without its history");

@@ -5,6 +5,7 @@ mod entries;
 mod evict;
 mod hooks;
 mod reconcile;
+mod rescan;
 mod restore;
 mod tasks;
 mod timer;
@@ -136,6 +137,10 @@ struct Reconcile {
     agent_id: AgentId,
     reads: BTreeSet<ReadId>,
     recovered_before: u64,
+    /// Waiting for the agent's stored rows before re-reading its files from byte 0.
+    awaiting_rows: bool,
+    /// Each file and how far it was read when the reconcile began: the re-read's end.
+    limits: BTreeMap<String, u64>,
 }
 
 /// One item of hook news a task's shown state applies on top of its transcript state.
@@ -161,6 +166,8 @@ pub struct Core {
     next_read: ReadId,
     reads: BTreeMap<ReadId, Option<RequestId>>,
     reconciles: BTreeMap<RequestId, Reconcile>,
+    /// Forced reconciles' re-reads from byte 0, by the read that ends each.
+    rescans: BTreeMap<ReadId, rescan::Rescan>,
     dirty_tasks: BTreeMap<(AgentId, TaskId), TaskState>,
     dirty_agents: BTreeSet<AgentId>,
     out: VecDeque<Command>,
@@ -168,6 +175,10 @@ pub struct Core {
     evicted: BTreeMap<AgentId, evict::Evicted>,
     /// Evicted agents asked back with `LoadAgents`.
     loading: BTreeSet<AgentId>,
+    /// The ids of every `LoadAgents` not answered yet, in the order asked: the shell answers
+    /// them in that order, so each `AgentsLoaded` answers the first (an eviction's load and a
+    /// forced reconcile's may be in flight together).
+    loads_asked: VecDeque<BTreeSet<AgentId>>,
     /// Inputs held until the agents they concern are back, in arrival order.
     held: VecDeque<Input>,
 }
@@ -188,11 +199,13 @@ impl Core {
             next_read: 1,
             reads: BTreeMap::new(),
             reconciles: BTreeMap::new(),
+            rescans: BTreeMap::new(),
             dirty_tasks: BTreeMap::new(),
             dirty_agents: BTreeSet::new(),
             out: VecDeque::new(),
             evicted: BTreeMap::new(),
             loading: BTreeSet::new(),
+            loads_asked: VecDeque::new(),
             held: VecDeque::new(),
         }
     }

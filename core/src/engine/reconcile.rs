@@ -25,18 +25,7 @@ impl Core {
         }
         let paths = self.agent_files(agent_id);
         let recovered_before = self.agents[&agent_id].recovered;
-        let mut rec = Reconcile {
-            agent_id,
-            reads: BTreeSet::new(),
-            recovered_before,
-        };
-        for (path, from) in paths {
-            let read = self.new_read(Some(request));
-            rec.reads.insert(read);
-            self.out
-                .push_back(Command::ReadTranscript { path, from, read });
-        }
-        if rec.reads.is_empty() {
+        if paths.is_empty() {
             self.out.push_back(Command::Reply {
                 request,
                 reply: Reply::Reconciled {
@@ -46,8 +35,62 @@ impl Core {
             });
             return;
         }
+        // Lines before these offsets were read, and their writes emitted, before the rows
+        // are asked for: the re-read checks them against the store; later lines are the
+        // periodic path's.
+        let limits = self
+            .files
+            .iter()
+            .filter(|(_, f)| f.agent_id == agent_id)
+            .map(|(p, f)| (p.clone(), f.framer.committed_offset()))
+            .collect();
+        let mut rec = Reconcile {
+            agent_id,
+            reads: BTreeSet::new(),
+            recovered_before,
+            awaiting_rows: true,
+            limits,
+        };
+        for (path, from) in paths {
+            let read = self.new_read(Some(request));
+            rec.reads.insert(read);
+            self.out
+                .push_back(Command::ReadTranscript { path, from, read });
+        }
+        // The stored rows, not the engine's seen set, say which lines have their turn.
+        self.loads_asked.push_back(BTreeSet::from([agent_id]));
+        self.out.push_back(Command::LoadAgents {
+            ids: vec![agent_id],
+        });
         self.agent_mut(agent_id).reconciling = Some(request);
         self.reconciles.insert(request, rec);
+    }
+
+    /// Turns created so far by a running reconcile (for a partial answer).
+    pub fn reconcile_created(&self, request: RequestId) -> Option<u64> {
+        let rec = self.reconciles.get(&request)?;
+        let agent = self.agents.get(&rec.agent_id)?;
+        Some(agent.recovered.saturating_sub(rec.recovered_before))
+    }
+
+    /// The bytes a reconcile waiting for its rows will re-read (each file up to where it was
+    /// read when the reconcile began); 0 once its re-reads were asked for.
+    pub fn reconcile_rescan_bytes(&self, request: RequestId) -> u64 {
+        self.reconciles
+            .get(&request)
+            .filter(|r| r.awaiting_rows)
+            .map_or(0, |r| r.limits.values().sum())
+    }
+
+    /// For a forced reconcile's re-read, the offset its bytes were counted up to by
+    /// [`Core::reconcile_rescan_bytes`].
+    pub fn rescan_limit(&self, read: ReadId) -> Option<u64> {
+        self.rescans.get(&read).map(|r| r.limit())
+    }
+
+    /// The reconcile a read belongs to, if any.
+    pub fn read_reconcile(&self, read: ReadId) -> Option<RequestId> {
+        self.reads.get(&read).copied().flatten()
     }
 
     /// An agent's transcript files and the offsets to read them from.
@@ -74,7 +117,15 @@ impl Core {
             return;
         };
         rec.reads.remove(&read);
-        if !rec.reads.is_empty() {
+        self.finish_if_done(request);
+    }
+
+    /// Answers a reconcile once its reads are done and its re-reads have run.
+    pub(super) fn finish_if_done(&mut self, request: RequestId) {
+        let Some(rec) = self.reconciles.get(&request) else {
+            return;
+        };
+        if !rec.reads.is_empty() || rec.awaiting_rows {
             return;
         }
         let rec = self.reconciles.remove(&request).expect("reconcile");

@@ -19,6 +19,9 @@ impl Core {
         read: Option<ReadId>,
     ) {
         let reconcile = read.and_then(|r| self.reads.remove(&r)).flatten();
+        if !self.rescans.is_empty() {
+            self.feed_rescans(path, offset, data, read);
+        }
         if !self.files.contains_key(path) {
             let Some(session) = session_of_path(path) else {
                 debug!("[TRANSCRIPT] {path} is not a session transcript; ignored");

@@ -2,6 +2,7 @@
 //! and dispatches.
 
 pub mod agents;
+pub mod audit;
 pub mod hooks;
 pub mod orchestrate;
 pub mod replay;

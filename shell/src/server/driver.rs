@@ -34,7 +34,18 @@ pub enum Msg {
         agent: String,
         /// Where the answer goes.
         reply: oneshot::Sender<Reply>,
+        /// Where the loop tells how far it got, for a `partial` answer.
+        progress: Arc<ReconcileProgress>,
     },
+}
+
+/// How far a running reconcile got: read while it runs past the request's budget.
+#[derive(Debug, Default)]
+pub struct ReconcileProgress {
+    /// Turns created so far.
+    pub created: AtomicU64,
+    /// Transcript bytes it has still to read.
+    pub remaining: AtomicU64,
 }
 
 /// Store health as the writer last saw it.
@@ -186,6 +197,8 @@ struct CoreLoop {
     replies: Replies,
     health: Arc<Health>,
     metrics: Arc<Metrics>,
+    /// Running reconciles' progress, by request.
+    progress: HashMap<RequestId, Arc<ReconcileProgress>>,
 }
 
 impl CoreLoop {
@@ -201,21 +214,83 @@ impl CoreLoop {
         let now = self.clock.now();
         self.handle(now, input);
         let mut batch = Vec::new();
-        while let Some(cmd) = self.core.poll_command() {
-            match cmd {
-                Command::ReadTranscript { path, from, read } => {
-                    let mut plan = self.reader.answer(&path, from, read);
-                    while let Some(input) = self.reader.next_chunk(&mut plan) {
-                        self.handle(now, input);
+        loop {
+            let cmds: Vec<Command> = std::iter::from_fn(|| self.core.poll_command()).collect();
+            if cmds.is_empty() {
+                break;
+            }
+            // Every read asked for at once is planned first, so that a reconcile's progress
+            // counts the bytes of all its files. Commands keep their order.
+            let mut steps = Vec::new();
+            for cmd in cmds {
+                match cmd {
+                    Command::ReadTranscript { path, from, read } => {
+                        let plan = self.reader.answer(&path, from, read);
+                        let progress = self.reading_for(read, &plan);
+                        steps.push(Err((plan, progress)));
+                    }
+                    other => steps.push(Ok(other)),
+                }
+            }
+            for step in steps {
+                match step {
+                    Ok(cmd) => batch.push(cmd),
+                    Err((mut plan, progress)) => {
+                        while let Some(input) = self.reader.next_chunk(&mut plan) {
+                            let n = match &input {
+                                Input::Transcript { data, .. } => data.len() as u64,
+                                _ => 0,
+                            };
+                            self.handle(now, input);
+                            if let Some((request, p)) = &progress {
+                                p.remaining
+                                    .fetch_sub(n.min(p.remaining.load(Relaxed)), Relaxed);
+                                if let Some(c) = self.core.reconcile_created(*request) {
+                                    p.created.store(c, Relaxed);
+                                }
+                            }
+                        }
+                        if let Some((_, p)) = &progress {
+                            // What a short read left unread is not coming.
+                            p.remaining.fetch_sub(
+                                (plan.end - plan.at).min(p.remaining.load(Relaxed)),
+                                Relaxed,
+                            );
+                        }
                     }
                 }
-                other => batch.push(other),
             }
         }
         if !batch.is_empty() {
             self.health.backlog.fetch_add(batch.len() as u64, Relaxed);
             let _ = self.writer.send(batch);
         }
+    }
+
+    /// The progress of the reconcile a planned read belongs to, its bytes counted in.
+    fn reading_for(
+        &mut self,
+        read: u64,
+        plan: &ReadPlan,
+    ) -> Option<(RequestId, Arc<ReconcileProgress>)> {
+        let request = self.core.read_reconcile(read)?;
+        let p = self.progress.get(&request)?.clone();
+        let to_read = plan.end - plan.at;
+        match self.core.rescan_limit(read) {
+            // A re-read's bytes up to its limit were counted when the reconcile began: only
+            // what the file grew since is added, and what it shrank by is taken off.
+            Some(limit) => {
+                p.remaining
+                    .fetch_add(plan.end.saturating_sub(limit), Relaxed);
+                let gone = limit.saturating_sub(plan.end);
+                p.remaining
+                    .fetch_sub(gone.min(p.remaining.load(Relaxed)), Relaxed);
+            }
+            None => {
+                p.remaining.fetch_add(to_read, Relaxed);
+            }
+        }
+        Some((request, p))
     }
 
     fn on_msg(&mut self, msg: Msg) {
@@ -240,12 +315,25 @@ impl CoreLoop {
                     self.feed(Input::Tick);
                 }
             }
-            Msg::Reconcile { agent, reply } => {
+            Msg::Reconcile {
+                agent,
+                reply,
+                progress,
+            } => {
                 let request = self.next_request;
                 self.next_request += 1;
                 self.replies.lock().expect("replies").insert(request, reply);
                 self.metrics.reconciles.fetch_add(1, Relaxed);
+                // Finished reconciles' progress is dropped as new ones come.
+                let core = &self.core;
+                self.progress
+                    .retain(|r, _| core.reconcile_created(*r).is_some());
+                self.progress.insert(request, progress.clone());
                 self.feed(Input::Reconcile { agent, request });
+                // The re-read from byte 0 waits for the agent's stored rows: counted now.
+                progress
+                    .remaining
+                    .fetch_add(self.core.reconcile_rescan_bytes(request), Relaxed);
             }
         }
     }
@@ -299,6 +387,7 @@ pub fn start(
         replies,
         health,
         metrics,
+        progress: HashMap::new(),
     };
     // The core's timers (gaps, send timeouts) are checked four times a second.
     let ticker = tx.clone();

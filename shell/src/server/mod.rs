@@ -359,6 +359,7 @@ pub async fn start(
         .healthy
         .store(true, std::sync::atomic::Ordering::Relaxed);
     let config = settings.core;
+    let max_line_bytes = config.max_line_bytes;
     let shared = driver::Shared {
         hub: hub.clone(),
         metrics: metrics.clone(),
@@ -395,6 +396,8 @@ pub async fn start(
         static_dir: settings.static_dir,
         reconcile_budget: Duration::from_secs(5),
         panes: world.panes.clone(),
+        files: world.files.clone(),
+        max_line_bytes,
     }))
 }
 

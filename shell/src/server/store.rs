@@ -3,6 +3,7 @@
 //! production, the simulator's world in memory; both answer with the core's
 //! [`AgentView`], whose card the core computes.
 
+use headspace_core::audit::StoredTurn;
 use headspace_core::model::{Snapshot, TurnRow};
 use headspace_core::view::AgentView;
 use headspace_core::{Reply, Write};
@@ -80,4 +81,47 @@ pub trait Store: Send + Sync {
         after: Option<u64>,
         limit: i64,
     ) -> BoxFuture<'_, Result<Vec<TurnRow>, StoreError>>;
+    /// The transcript files (relative to the claude dir) read for an agent's sessions, in
+    /// path order, for the audit. By default from the snapshot; a store may answer faster.
+    fn agent_files(&self, agent_id: u64) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        Box::pin(async move {
+            let snap = self.snapshot().await?;
+            let Some(agent) = snap.agents.iter().find(|a| a.id == agent_id) else {
+                return Ok(Vec::new());
+            };
+            let mut files: Vec<String> = snap
+                .offsets
+                .iter()
+                .filter(|o| {
+                    o.session_id == agent.session_id || agent.sessions.contains(&o.session_id)
+                })
+                .map(|o| o.path.clone())
+                .collect();
+            files.sort();
+            Ok(files)
+        })
+    }
+    /// Every stored turn, under any agent, holding one of these entry uuids (for the audit).
+    fn entry_turns<'a>(
+        &'a self,
+        uuids: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<StoredTurn>, StoreError>> {
+        Box::pin(async move {
+            let wanted: std::collections::BTreeSet<&str> =
+                uuids.iter().map(String::as_str).collect();
+            let snap = self.snapshot().await?;
+            Ok(snap
+                .turns
+                .into_iter()
+                .filter_map(|t| {
+                    let uuid = t.entry_uuid?;
+                    wanted.contains(uuid.as_str()).then_some(StoredTurn {
+                        turn_id: t.id,
+                        agent_id: t.agent_id,
+                        entry_uuid: uuid,
+                    })
+                })
+                .collect())
+        })
+    }
 }

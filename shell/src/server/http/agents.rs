@@ -3,13 +3,15 @@
 
 use super::body::{error, json_response, Body};
 use super::{query_param, App};
-use crate::server::driver::Msg;
+use crate::server::driver::{Msg, ReconcileProgress};
 use crate::server::store::Waited;
 use headspace_core::view::AgentView;
 use headspace_core::wait::{WaitDebounce, WaitVerdict};
 use headspace_core::{Input, Reply};
 use hyper::{Response, StatusCode};
 use serde_json::{json, Value};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
 
@@ -90,11 +92,13 @@ pub(super) async fn reconcile(app: &App, reference: &str) -> Response<Body> {
         Ok(id) => id,
         Err(r) => return r,
     };
+    let progress = Arc::new(ReconcileProgress::default());
     let run = Box::pin(async {
         let (tx, rx) = oneshot::channel();
         let _ = app.core.send(Msg::Reconcile {
             agent: id.to_string(),
             reply: tx,
+            progress: progress.clone(),
         });
         match tokio::time::timeout(app.reconcile_budget, rx).await {
             Ok(Ok(reply)) => Waited::Reply(reply),
@@ -117,9 +121,15 @@ pub(super) async fn reconcile(app: &App, reference: &str) -> Response<Body> {
         }
         Ok(Some(Waited::CoreStopped)) => error(StatusCode::SERVICE_UNAVAILABLE, "the core stopped"),
         // Still running (a huge transcript, or the database is down): it goes on behind.
+        // `remaining` is the transcript bytes it has still to read (0: all read, its turns
+        // wait for the database).
         Ok(Some(Waited::StillRunning)) => json_response(
             StatusCode::OK,
-            &json!({"status": "partial", "created": 0, "remaining": 1}),
+            &json!({
+                "status": "partial",
+                "created": progress.created.load(Relaxed),
+                "remaining": progress.remaining.load(Relaxed),
+            }),
         ),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
     }

@@ -25,12 +25,14 @@ use tracing::{debug, warn};
 
 mod agents;
 mod assets;
+mod audit;
 mod body;
 mod login;
 mod orchestration;
 
 use agents::*;
 use assets::*;
+use audit::{audit_agent, audit_all};
 use body::*;
 pub use body::{with_guard, Body};
 use login::*;
@@ -66,6 +68,10 @@ pub struct App {
     pub connections: Arc<Connections>,
     /// Time allowed for a request's headers, and between requests.
     pub header_timeout: Duration,
+    /// The transcripts, read by the audit through the watcher's bounded reader.
+    pub files: audit::SharedFiles,
+    /// The longest transcript line kept whole (as the core reads).
+    pub max_line_bytes: usize,
 }
 
 /// Handles one request from `peer`: the access checks first ([`AccessPolicy::check`]), then
@@ -178,6 +184,8 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
         }
         (&Method::GET, ["api", "agents", id, "turns"]) => turns(&app, id, req.uri().query()).await,
         (&Method::POST, ["api", "agents", id, "reconcile"]) => reconcile(&app, id).await,
+        (&Method::GET, ["api", "agents", id, "audit"]) => audit_agent(&app, id).await,
+        (&Method::GET, ["api", "audit"]) => audit_all(&app).await,
         (&Method::GET, ["api", "agents", id, "wait"]) => wait(&app, id, req.uri().query()).await,
         (&Method::POST, ["api", "agents", id, "send"]) => {
             let id = id.to_string();

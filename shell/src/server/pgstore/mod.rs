@@ -3,6 +3,7 @@
 
 use crate::server::store::{BoxFuture, Store, StoreError, Waited};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use headspace_core::audit::StoredTurn;
 use headspace_core::model::*;
 use headspace_core::view::AgentView;
 use headspace_core::Write;
@@ -12,6 +13,7 @@ use std::collections::BTreeMap;
 use tokio_postgres::NoTls;
 use tracing::{error, warn};
 
+mod audit;
 mod reads;
 
 impl From<tokio_postgres::Error> for StoreError {
@@ -402,5 +404,16 @@ impl Store for PgStore {
         limit: i64,
     ) -> BoxFuture<'_, Result<Vec<TurnRow>, StoreError>> {
         Box::pin(PgStore::turns(self, agent_id, after, limit))
+    }
+
+    fn agent_files(&self, agent_id: u64) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        Box::pin(PgStore::agent_files(self, agent_id))
+    }
+
+    fn entry_turns<'a>(
+        &'a self,
+        uuids: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<StoredTurn>, StoreError>> {
+        Box::pin(PgStore::entry_turns(self, uuids))
     }
 }

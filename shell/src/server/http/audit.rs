@@ -1,0 +1,109 @@
+//! The audit routes: every conversational transcript line of an agent (or of every agent)
+//! against the stored turns. The files are read through the watcher's bounded,
+//! regular-file-only reader; what is missing, doubled or mis-assigned is decided by
+//! [`headspace_core::audit`].
+
+use super::agents::resolve;
+use super::body::{error, json_response, Body};
+use super::App;
+use crate::server::world::Files;
+use headspace_core::audit::{audit, AuditReport, ConversationScan};
+use hyper::{Response, StatusCode};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// The most bytes read from a transcript at once (as the driver reads).
+const CHUNK: u64 = 4 << 20;
+
+/// `GET /api/agents/{id}/audit`.
+pub(super) async fn audit_agent(app: &App, reference: &str) -> Response<Body> {
+    let id = match resolve(app, reference).await {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
+    match report(app, id).await {
+        Ok(r) => json_response(StatusCode::OK, &report_json(&r)),
+        Err(r) => r,
+    }
+}
+
+/// `GET /api/audit`: every agent.
+pub(super) async fn audit_all(app: &App) -> Response<Body> {
+    let agents = match app.store.agents().await {
+        Ok(a) => a,
+        Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
+    };
+    let mut reports = Vec::new();
+    for view in agents {
+        match report(app, view.agent.id).await {
+            Ok(r) => reports.push(r),
+            Err(r) => return r,
+        }
+    }
+    let count = |f: fn(&AuditReport) -> usize| reports.iter().map(f).sum::<usize>();
+    let body = json!({
+        "clean": reports.iter().all(AuditReport::clean),
+        "checked": reports.iter().map(|r| r.checked).sum::<u64>(),
+        "missing": count(|r| r.missing.len()),
+        "doubled": count(|r| r.doubled.len()),
+        "misassigned": count(|r| r.misassigned.len()),
+        "agents": reports.iter().map(report_json).collect::<Vec<Value>>(),
+    });
+    json_response(StatusCode::OK, &body)
+}
+
+/// Audits one agent: its files' conversational uuids, then the turns holding them.
+async fn report(app: &App, agent_id: u64) -> Result<AuditReport, Response<Body>> {
+    let unavailable = |e| error(StatusCode::SERVICE_UNAVAILABLE, e);
+    let paths = app.store.agent_files(agent_id).await.map_err(unavailable)?;
+    let files = app.files.clone();
+    let max_line = app.max_line_bytes;
+    let uuids =
+        tokio::task::spawn_blocking(move || conversational_uuids(&*files, &paths, max_line))
+            .await
+            .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let stored = app.store.entry_turns(&uuids).await.map_err(unavailable)?;
+    Ok(audit(agent_id, &uuids, &stored))
+}
+
+/// The uuids of the conversational lines of `paths`, read chunk by chunk to each file's
+/// current end (a file gone or refused has none).
+fn conversational_uuids(files: &dyn Files, paths: &[String], max_line: usize) -> Vec<String> {
+    let mut uuids = Vec::new();
+    for path in paths {
+        let Some(stat) = files.stat(path) else {
+            continue;
+        };
+        let mut scan = ConversationScan::new(max_line);
+        let mut at = 0;
+        while at < stat.len {
+            let Ok(data) = files.read_at(path, at, (stat.len - at).min(CHUNK)) else {
+                break;
+            };
+            if data.is_empty() {
+                break;
+            }
+            scan.push(at, &data, |e, _| {
+                if let Some(u) = e.uuid() {
+                    uuids.push(u.to_string());
+                }
+            });
+            at += data.len() as u64;
+        }
+    }
+    uuids
+}
+
+fn report_json(r: &AuditReport) -> Value {
+    json!({
+        "agent_id": r.agent_id,
+        "clean": r.clean(),
+        "checked": r.checked,
+        "missing": r.missing,
+        "doubled": r.doubled.iter().map(|(u, ids)| json!({"uuid": u, "turn_ids": ids})).collect::<Vec<_>>(),
+        "misassigned": r.misassigned.iter().map(|(u, ids)| json!({"uuid": u, "agent_ids": ids})).collect::<Vec<_>>(),
+    })
+}
+
+/// Keeps the reader's type in one place for the App.
+pub type SharedFiles = Arc<dyn Files>;
