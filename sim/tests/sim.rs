@@ -128,10 +128,11 @@ mod generated {
 /// pane had shown the idle prompt for a long time (its Stop lost) landed in the task the pane
 /// had just ended, and the agent was shown idle while it worked on it (A1). 4534, 9349: the
 /// fix's first form stamped that end before news already seen, so a line kept the turn open
-/// for ever (L2).
+/// for ever (L2). 505: a forced reconcile's load of agent rows, answered before an eviction's,
+/// brought the evicted agent back without its tasks (the core panicked).
 #[test]
 fn the_seeds_that_once_failed_pass() {
-    const ONCE_FAILED: &[u64] = &[6951, 4534, 9349];
+    const ONCE_FAILED: &[u64] = &[6951, 4534, 9349, 505];
     for &seed in ONCE_FAILED {
         let plan = (find("random").unwrap().plan)(&mut Rng::new(seed));
         let o = run(&plan, seed, None);
