@@ -87,6 +87,18 @@ impl Entry {
         }
     }
 
+    /// The line's timestamp, when it has one.
+    pub fn timestamp(&self) -> Option<Timestamp> {
+        match self {
+            Entry::UserPrompt { timestamp, .. }
+            | Entry::AgentText { timestamp, .. }
+            | Entry::AgentQuestion { timestamp, .. }
+            | Entry::ToolResult { timestamp, .. }
+            | Entry::Signal { timestamp, .. } => *timestamp,
+            Entry::Ignored => None,
+        }
+    }
+
     /// Replaces NUL characters, which PostgreSQL's `TEXT` and `JSONB` refuse, with U+FFFD in
     /// every string the entry holds; returns how many there were.
     pub fn replace_nul(&mut self) -> usize {
@@ -397,14 +409,31 @@ fn classify_user(raw: &RawLine<'_>, uuid: Option<String>, timestamp: Option<Time
             parts.join("\n")
         }
     };
-    let typed = custom_command(&text);
+    let prompt_id = raw
+        .prompt_id
+        .as_deref()
+        .filter(|p| !p.is_empty())
+        .map(str::to_string);
+    user_text_entry(&text, uuid, timestamp, prompt_id)
+}
+
+/// What the text of a user line (not a tool result) is: the end of a turn (an interrupt, or
+/// a prompt a hook blocked), nothing (empty, or machinery), or a prompt. Whole and truncated
+/// lines alike ([`crate::truncated`]).
+pub fn user_text_entry(
+    text: &str,
+    uuid: Option<String>,
+    timestamp: Option<Timestamp>,
+    prompt_id: Option<String>,
+) -> Entry {
+    let typed = custom_command(text);
     let text = typed.as_deref().unwrap_or(text.trim());
     // A prompt a UserPromptSubmit hook blocked: Claude Code writes this notice as a user line
     // and the model never runs, so no Stop comes; like an interrupt, it ends the turn.
     if text.starts_with("[Request interrupted by user") || text.starts_with(BLOCKED_BY_HOOK) {
         return signal(timestamp, Signal::Interrupt);
     }
-    if text.is_empty() || NOT_A_PROMPT.iter().any(|p| text.starts_with(p)) {
+    if text.is_empty() || is_machinery_text(text) {
         return Entry::Ignored;
     }
     let Some(uuid) = uuid else {
@@ -414,11 +443,7 @@ fn classify_user(raw: &RawLine<'_>, uuid: Option<String>, timestamp: Option<Time
         uuid,
         timestamp,
         text: text.to_string(),
-        prompt_id: raw
-            .prompt_id
-            .as_deref()
-            .filter(|p| !p.is_empty())
-            .map(str::to_string),
+        prompt_id,
     }
 }
 

@@ -148,25 +148,24 @@ fn entry_of(pairs: &Map<String, Value>, m: &[u8], uuid: String, len: u64) -> Ent
                 }
                 _ => return Entry::Ignored,
             };
-            let text = text.trim();
-            if text.starts_with("[Request interrupted by user") {
-                return Entry::Signal {
+            let prompt_id = pairs
+                .get("promptId")
+                .and_then(Value::as_str)
+                .filter(|p| !p.is_empty())
+                .map(str::to_string);
+            match entry::user_text_entry(&text, Some(uuid), timestamp, prompt_id) {
+                Entry::UserPrompt {
+                    uuid,
                     timestamp,
-                    signal: Signal::Interrupt,
-                };
-            }
-            if text.is_empty() || entry::is_machinery_text(text) {
-                return Entry::Ignored;
-            }
-            Entry::UserPrompt {
-                uuid,
-                timestamp,
-                text: marked(text.to_string()),
-                prompt_id: pairs
-                    .get("promptId")
-                    .and_then(Value::as_str)
-                    .filter(|p| !p.is_empty())
-                    .map(str::to_string),
+                    text,
+                    prompt_id,
+                } => Entry::UserPrompt {
+                    uuid,
+                    timestamp,
+                    text: marked(text),
+                    prompt_id,
+                },
+                other => other,
             }
         }
         Some("assistant") => {

@@ -12,52 +12,15 @@ fn new_pane_output_without_a_turn_is_a_gap_and_a_dead_pane_breaks_nothing() {
     let Some(db) = fresh_db("watchdog") else {
         return;
     };
-    let claude = temp_dir("watchdog");
-    let tmux = Tmux(format!("headspace-test-{}", std::process::id()));
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "w",
-        "-x",
-        "100",
-        "-y",
-        "30",
-        "sh",
-    ]);
-    let pane = tmux.run(&["display-message", "-p", "-t", "w", "#{pane_id}"]);
-    let server = Server::start(
-        &db,
-        &claude,
-        &[
-            "--tmux-socket",
-            &tmux.0,
-            "--pane-poll-seconds",
-            "0.2",
-            "--gap-seconds",
-            "1",
-        ],
-    );
-    let s = SessionWriter::new(7, Timestamp::parse_rfc3339("2026-11-22T09:00:00Z").unwrap());
-    server.post(
-        "/hook/UserPromptSubmit",
-        &hook(
-            &s,
-            &claude,
-            &pane,
-            "UserPromptSubmit",
-            json!({"prompt": "watch me"}),
-        ),
-    );
-    std::thread::sleep(Duration::from_millis(800)); // the first capture is the baseline
-    tmux.run(&["send-keys", "-t", &pane, "echo watchdog-probe", "Enter"]);
-    let found = wait_for(Duration::from_secs(10), || {
-        server
-            .log()
-            .contains("[TMUX_WATCHDOG] Gap detected for agent")
-            .then_some(())
-    });
-    assert!(found.is_some(), "no gap logged:\n{}", server.log());
+    let ProbedPane {
+        claude,
+        tmux,
+        pane,
+        server,
+        session: s,
+        gap_logged,
+    } = probed_pane(&db, "watchdog", 7, Server::start);
+    assert!(gap_logged, "no gap logged:\n{}", server.log());
     let metrics = server.get("/metrics").1;
     assert!(
         metrics
@@ -96,57 +59,16 @@ fn default_logging_shows_the_gap_and_the_recovery_at_info_and_hides_the_hook_cha
     let Some(db) = fresh_db("watchdog_logs") else {
         return;
     };
-    let claude = temp_dir("watchdog-logs");
-    let tmux = Tmux(format!("headspace-test-logs-{}", std::process::id()));
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "w",
-        "-x",
-        "100",
-        "-y",
-        "30",
-        "sh",
-    ]);
-    let pane = tmux.run(&["display-message", "-p", "-t", "w", "#{pane_id}"]);
     // No RUST_LOG: the log a user gets.
-    let server = Server::start_with_default_logging(
-        &db,
-        &claude,
-        &[
-            "--tmux-socket",
-            &tmux.0,
-            "--pane-poll-seconds",
-            "0.2",
-            "--gap-seconds",
-            "1",
-        ],
-    );
-    let mut s = SessionWriter::new(8, Timestamp::parse_rfc3339("2026-11-22T09:00:00Z").unwrap());
-    server.post(
-        "/hook/UserPromptSubmit",
-        &hook(
-            &s,
-            &claude,
-            &pane,
-            "UserPromptSubmit",
-            json!({"prompt": "watch me"}),
-        ),
-    );
-    std::thread::sleep(Duration::from_millis(800)); // the first capture is the baseline
-    tmux.run(&["send-keys", "-t", &pane, "echo watchdog-probe", "Enter"]);
-    let gap = wait_for(Duration::from_secs(10), || {
-        server
-            .log()
-            .contains("[TMUX_WATCHDOG] Gap detected for agent")
-            .then_some(())
-    });
-    assert!(
-        gap.is_some(),
-        "no gap at INFO by default:\n{}",
-        server.log()
-    );
+    let ProbedPane {
+        claude,
+        server,
+        session: mut s,
+        gap_logged,
+        tmux: _tmux, // the pane lives until the test ends
+        ..
+    } = probed_pane(&db, "watchdog-logs", 8, Server::start_with_default_logging);
+    assert!(gap_logged, "no gap at INFO by default:\n{}", server.log());
 
     // An agent reply whose Stop hook was lost: recovered from the transcript, said at INFO.
     let reply = s.agent_text("Watched; nothing to report.");
@@ -168,4 +90,81 @@ fn default_logging_shows_the_gap_and_the_recovery_at_info_and_hides_the_hook_cha
         "the per-hook chain is DEBUG, hidden by default:\n{log}"
     );
     server.stop();
+}
+
+/// A server watching a shell in a tmux pane on a private socket, an agent's prompt hook
+/// naming that pane, then new output in the pane that no turn explains.
+struct ProbedPane {
+    claude: std::path::PathBuf,
+    tmux: Tmux,
+    pane: String,
+    server: Server,
+    session: SessionWriter,
+    /// Whether the server logged the gap within 10 s.
+    gap_logged: bool,
+}
+
+fn probed_pane(
+    db: &str,
+    name: &str,
+    session: u64,
+    start: fn(&str, &std::path::Path, &[&str]) -> Server,
+) -> ProbedPane {
+    let claude = temp_dir(name);
+    let tmux = Tmux(format!("headspace-test-{name}-{}", std::process::id()));
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "w",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "sh",
+    ]);
+    let pane = tmux.run(&["display-message", "-p", "-t", "w", "#{pane_id}"]);
+    let server = start(
+        db,
+        &claude,
+        &[
+            "--tmux-socket",
+            &tmux.0,
+            "--pane-poll-seconds",
+            "0.2",
+            "--gap-seconds",
+            "1",
+        ],
+    );
+    let session = SessionWriter::new(
+        session,
+        Timestamp::parse_rfc3339("2026-11-22T09:00:00Z").unwrap(),
+    );
+    server.post(
+        "/hook/UserPromptSubmit",
+        &hook(
+            &session,
+            &claude,
+            &pane,
+            "UserPromptSubmit",
+            json!({"prompt": "watch me"}),
+        ),
+    );
+    std::thread::sleep(Duration::from_millis(800)); // the first capture is the baseline
+    tmux.run(&["send-keys", "-t", &pane, "echo watchdog-probe", "Enter"]);
+    let gap_logged = wait_for(Duration::from_secs(10), || {
+        server
+            .log()
+            .contains("[TMUX_WATCHDOG] Gap detected for agent")
+            .then_some(())
+    })
+    .is_some();
+    ProbedPane {
+        claude,
+        tmux,
+        pane,
+        server,
+        session,
+        gap_logged,
+    }
 }

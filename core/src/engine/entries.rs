@@ -21,26 +21,26 @@ impl Core {
         self.agent_mut(agent_id).last_signal_at = now;
         match e {
             Entry::UserPrompt {
-                uuid,
+                ref uuid,
                 timestamp,
-                text,
-                prompt_id,
+                ref text,
+                ref prompt_id,
             } => {
-                if !self.first_sight(agent_id, &uuid) {
+                if !self.first_sight(agent_id, uuid) {
                     return;
                 }
-                self.prompt_seen(agent_id, timestamp, &text);
-                let key = self.key(Kind::Prompt, &text, prompt_id.as_deref());
+                self.prompt_seen(agent_id, timestamp, text);
+                let key = self.key(Kind::Prompt, text, prompt_id.as_deref());
                 if let Some(slot) = self.claim_slot(agent_id, &key) {
-                    let task = self.prompt_task_in_order(path, agent_id, &slot, &text, timestamp);
+                    let task = self.prompt_task_in_order(path, agent_id, &slot, text, timestamp);
                     self.set_file_task(path, task);
                     self.overtake_hook_turn_end(agent_id, task, timestamp);
-                    self.claim(agent_id, slot, uuid, timestamp, task);
+                    self.claim(agent_id, slot, uuid.clone(), timestamp, task);
                     return;
                 }
                 let file_task = self.files[path].task;
                 let tx = file_task.map(|t| self.agents[&agent_id].tasks[&t].transcript_state);
-                let intent = intent::detect_user(&text, tx);
+                let intent = intent::detect_user(text, tx);
                 let task = match (intent, file_task) {
                     (Intent::Answer, Some(t)) => t,
                     _ => {
@@ -55,92 +55,61 @@ impl Core {
                 };
                 // An answer written after a Stop's stamp shows the turn went on.
                 self.overtake_hook_turn_end(agent_id, task, timestamp);
-                let row = self.entry_turn(
-                    agent_id,
-                    task,
-                    Actor::User,
-                    intent,
-                    text,
-                    timestamp,
-                    uuid,
-                    &session,
-                );
-                let row = TurnRow { prompt_id, ..row };
-                self.add_entry_turn(row, Some(key));
+                if let Some(row) = self.entry_row(agent_id, task, e, intent, &session) {
+                    self.add_entry_turn(row, Some(key));
+                }
             }
             Entry::AgentText {
-                uuid,
+                ref uuid,
                 timestamp,
-                text,
+                ref text,
             } => {
-                if !self.first_sight(agent_id, &uuid) {
+                if !self.first_sight(agent_id, uuid) {
                     return;
                 }
                 let task = self.entry_task(path, agent_id, timestamp);
                 self.overtake_hook_turn_end(agent_id, task, timestamp);
-                let key = self.key(Kind::AgentText, &text, None);
+                let key = self.key(Kind::AgentText, text, None);
                 if let Some(slot) = self.claim_slot(agent_id, &key) {
-                    self.claim(agent_id, slot, uuid, timestamp, task);
+                    self.claim(agent_id, slot, uuid.clone(), timestamp, task);
                     return;
                 }
-                let intent = intent::detect_agent(&text).0;
-                let row = self.entry_turn(
-                    agent_id,
-                    task,
-                    Actor::Agent,
-                    intent,
-                    text,
-                    timestamp,
-                    uuid,
-                    &session,
-                );
-                self.add_entry_turn(row, Some(key));
+                if let Some(row) = self.entry_row(agent_id, task, e, Intent::Command, &session) {
+                    self.add_entry_turn(row, Some(key));
+                }
             }
             Entry::AgentQuestion {
-                uuid,
+                ref uuid,
                 timestamp,
-                tool_use_id,
-                text,
-                question,
+                ref tool_use_id,
+                ref text,
+                ..
             } => {
                 if let Some(id) = tool_use_id.as_deref() {
                     self.agent_mut(agent_id)
                         .question_ids
                         .insert(hash128(id.as_bytes()));
                 }
-                if !self.first_sight(agent_id, &uuid) {
+                if !self.first_sight(agent_id, uuid) {
                     return;
                 }
                 let task = self.entry_task(path, agent_id, timestamp);
                 self.overtake_hook_turn_end(agent_id, task, timestamp);
-                let key = self.key(Kind::Question, &text, tool_use_id.as_deref());
+                let key = self.key(Kind::Question, text, tool_use_id.as_deref());
                 if let Some(slot) = self.claim_slot(agent_id, &key) {
-                    self.claim(agent_id, slot, uuid, timestamp, task);
+                    self.claim(agent_id, slot, uuid.clone(), timestamp, task);
                     return;
                 }
-                let row = self.entry_turn(
-                    agent_id,
-                    task,
-                    Actor::Agent,
-                    Intent::Question,
-                    text,
-                    timestamp,
-                    uuid,
-                    &session,
-                );
-                let row = TurnRow {
-                    tool_use_id,
-                    question: Some(question),
-                    ..row
-                };
-                self.add_entry_turn(row, Some(key));
+                if let Some(row) = self.entry_row(agent_id, task, e, Intent::Command, &session) {
+                    self.add_entry_turn(row, Some(key));
+                }
             }
             Entry::ToolResult {
-                uuid,
+                ref uuid,
                 timestamp,
-                tool_use_id,
-                answers,
-                text,
+                ref tool_use_id,
+                ref answers,
+                ..
             } => {
                 let is_answer = answers.is_some()
                     || tool_use_id.as_deref().is_some_and(|id| {
@@ -152,23 +121,13 @@ impl Core {
                 if let Some(t) = task {
                     self.overtake_hook_turn_end(agent_id, t, timestamp);
                 }
-                if !is_answer || !self.first_sight(agent_id, &uuid) {
+                if !is_answer || !self.first_sight(agent_id, uuid) {
                     return;
                 }
                 let task = self.entry_task(path, agent_id, timestamp);
-                let text = answers.unwrap_or(text).trim().to_string();
-                let row = self.entry_turn(
-                    agent_id,
-                    task,
-                    Actor::User,
-                    Intent::Answer,
-                    text,
-                    timestamp,
-                    uuid,
-                    &session,
-                );
-                let row = TurnRow { tool_use_id, ..row };
-                self.add_entry_turn(row, None);
+                if let Some(row) = self.entry_row(agent_id, task, e, Intent::Command, &session) {
+                    self.add_entry_turn(row, None);
+                }
             }
             Entry::Signal { timestamp, signal } => {
                 let Some(task_id) = self.files[path].task else {
@@ -293,6 +252,100 @@ impl Core {
             self.mark_task(agent_id, task_id);
             self.recompute(agent_id, task_id);
         }
+    }
+
+    /// The row a conversational entry makes in `task`, once the caller has decided the task
+    /// and, for a typed prompt, its intent (`prompt_intent`; the other kinds have their own):
+    /// the same row whether a line is read as it comes or re-read by a forced reconcile.
+    /// `None` for a signal or an ignored line.
+    pub(super) fn entry_row(
+        &self,
+        agent_id: AgentId,
+        task: TaskId,
+        e: Entry,
+        prompt_intent: Intent,
+        session: &str,
+    ) -> Option<TurnRow> {
+        Some(match e {
+            Entry::UserPrompt {
+                uuid,
+                timestamp,
+                text,
+                prompt_id,
+            } => TurnRow {
+                prompt_id,
+                ..self.entry_turn(
+                    agent_id,
+                    task,
+                    Actor::User,
+                    prompt_intent,
+                    text,
+                    timestamp,
+                    uuid,
+                    session,
+                )
+            },
+            Entry::AgentText {
+                uuid,
+                timestamp,
+                text,
+            } => {
+                let intent = intent::detect_agent(&text).0;
+                self.entry_turn(
+                    agent_id,
+                    task,
+                    Actor::Agent,
+                    intent,
+                    text,
+                    timestamp,
+                    uuid,
+                    session,
+                )
+            }
+            Entry::AgentQuestion {
+                uuid,
+                timestamp,
+                tool_use_id,
+                text,
+                question,
+            } => TurnRow {
+                tool_use_id,
+                question: Some(question),
+                ..self.entry_turn(
+                    agent_id,
+                    task,
+                    Actor::Agent,
+                    Intent::Question,
+                    text,
+                    timestamp,
+                    uuid,
+                    session,
+                )
+            },
+            Entry::ToolResult {
+                uuid,
+                timestamp,
+                tool_use_id,
+                answers,
+                text,
+            } => {
+                let text = answers.unwrap_or(text).trim().to_string();
+                TurnRow {
+                    tool_use_id,
+                    ..self.entry_turn(
+                        agent_id,
+                        task,
+                        Actor::User,
+                        Intent::Answer,
+                        text,
+                        timestamp,
+                        uuid,
+                        session,
+                    )
+                }
+            }
+            Entry::Signal { .. } | Entry::Ignored => return None,
+        })
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -12,9 +12,9 @@
 use super::{uuid_key, Core};
 use crate::audit::ConversationScan;
 use crate::entry::Entry;
-use crate::intent::{self, Actor, Intent};
+use crate::intent::{self, Intent};
 use crate::io::{Command, ReadId, RequestId};
-use crate::model::{AgentId, Snapshot, TaskId, TurnRow};
+use crate::model::{AgentId, Snapshot, TaskId};
 use std::collections::BTreeMap;
 use tracing::info;
 
@@ -172,11 +172,11 @@ impl Core {
         };
         for (i, e) in pending.into_iter().enumerate() {
             let task = if i < split { prev } else { next };
-            let task = match task.or(prev).or(next) {
+            let task = match task {
                 Some(t) => t,
                 None => {
                     let session = self.files.get(&r.path).map(|f| f.session_id.clone());
-                    let at = entry_time(&e).unwrap_or(self.now);
+                    let at = e.timestamp().unwrap_or(self.now);
                     // One task for all the lines no stored line places (none is left).
                     let t = self.create_task(r.agent_id, session, at);
                     r.prev_task = Some(t);
@@ -198,87 +198,12 @@ impl Core {
             .map(|f| f.session_id.clone())
             .unwrap_or_default();
         let a = r.agent_id;
-        let row = match e {
-            Entry::UserPrompt {
-                uuid,
-                timestamp,
-                text,
-                prompt_id,
-            } => {
-                let intent = intent::detect_user(&text, None);
-                let row = self.entry_turn(
-                    a,
-                    task,
-                    Actor::User,
-                    intent,
-                    text,
-                    timestamp,
-                    uuid,
-                    &session,
-                );
-                TurnRow { prompt_id, ..row }
-            }
-            Entry::AgentText {
-                uuid,
-                timestamp,
-                text,
-            } => {
-                let intent = intent::detect_agent(&text).0;
-                self.entry_turn(
-                    a,
-                    task,
-                    Actor::Agent,
-                    intent,
-                    text,
-                    timestamp,
-                    uuid,
-                    &session,
-                )
-            }
-            Entry::AgentQuestion {
-                uuid,
-                timestamp,
-                tool_use_id,
-                text,
-                question,
-            } => {
-                let row = self.entry_turn(
-                    a,
-                    task,
-                    Actor::Agent,
-                    Intent::Question,
-                    text,
-                    timestamp,
-                    uuid,
-                    &session,
-                );
-                TurnRow {
-                    tool_use_id,
-                    question: Some(question),
-                    ..row
-                }
-            }
-            Entry::ToolResult {
-                uuid,
-                timestamp,
-                tool_use_id,
-                answers,
-                text,
-            } => {
-                let text = answers.unwrap_or(text).trim().to_string();
-                let row = self.entry_turn(
-                    a,
-                    task,
-                    Actor::User,
-                    Intent::Answer,
-                    text,
-                    timestamp,
-                    uuid,
-                    &session,
-                );
-                TurnRow { tool_use_id, ..row }
-            }
-            Entry::Signal { .. } | Entry::Ignored => return,
+        let prompt_intent = match &e {
+            Entry::UserPrompt { text, .. } => intent::detect_user(text, None),
+            _ => Intent::Command,
+        };
+        let Some(row) = self.entry_row(a, task, e, prompt_intent, &session) else {
+            return;
         };
         let mut row = row;
         row.id = self.new_turn_id();
@@ -292,16 +217,5 @@ impl Core {
         agent.seen_entries.insert(key);
         agent.recovered += 1;
         self.persist_turn(row);
-    }
-}
-
-fn entry_time(e: &Entry) -> Option<crate::time::Timestamp> {
-    match e {
-        Entry::UserPrompt { timestamp, .. }
-        | Entry::AgentText { timestamp, .. }
-        | Entry::AgentQuestion { timestamp, .. }
-        | Entry::ToolResult { timestamp, .. }
-        | Entry::Signal { timestamp, .. } => *timestamp,
-        Entry::Ignored => None,
     }
 }
