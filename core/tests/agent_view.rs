@@ -173,7 +173,6 @@ fn the_panes_permission_dialog_outranks_the_tasks_question_on_the_card() {
 
 #[test]
 fn texts_are_clipped_one_past_the_preview_so_the_card_knows_they_go_on() {
-    assert_eq!(CLIPPED_CHARS, PREVIEW_CHARS + 1);
     let long = "é".repeat(PREVIEW_CHARS + 50);
     assert_eq!(clip(&long).chars().count(), CLIPPED_CHARS);
     assert_eq!(clip("short"), "short");

@@ -163,31 +163,6 @@ fn nothing_lost_nothing_created_though_the_whole_file_is_read_again() {
 }
 
 #[test]
-fn the_periodic_path_reads_only_new_bytes() {
-    let (path, data, _) = transcript();
-    let (mut core, _, _) = read_once(&data, &path);
-    // A change notice's chunk of old bytes is skipped: no turn, no read from byte 0.
-    core.handle(
-        Timestamp(3_000),
-        Input::Transcript {
-            path,
-            offset: 0,
-            data: data.clone(),
-            read: None,
-        },
-    );
-    while let Some(c) = core.poll_command() {
-        assert!(
-            !matches!(
-                c,
-                Command::Store(Write::Turn(_)) | Command::ReadTranscript { .. }
-            ),
-            "{c:?}"
-        );
-    }
-}
-
-#[test]
 fn every_row_lost_every_line_comes_back_once() {
     let (path, data, uuids) = transcript();
     let (mut core, agents, _) = read_once(&data, &path);

@@ -137,10 +137,9 @@ struct Reconcile {
     agent_id: AgentId,
     reads: BTreeSet<ReadId>,
     recovered_before: u64,
-    /// Waiting for the agent's stored rows before re-reading its files from byte 0.
-    awaiting_rows: bool,
-    /// Each file and how far it was read when the reconcile began: the re-read's end.
-    limits: BTreeMap<String, u64>,
+    /// Each file and how far it was read when the reconcile began (the re-read's end), while
+    /// the reconcile waits for the agent's stored rows; taken when the re-reads are asked for.
+    limits: Option<BTreeMap<String, u64>>,
 }
 
 /// One item of hook news a task's shown state applies on top of its transcript state.

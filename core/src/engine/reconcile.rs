@@ -48,8 +48,7 @@ impl Core {
             agent_id,
             reads: BTreeSet::new(),
             recovered_before,
-            awaiting_rows: true,
-            limits,
+            limits: Some(limits),
         };
         for (path, from) in paths {
             let read = self.new_read(Some(request));
@@ -78,8 +77,8 @@ impl Core {
     pub fn reconcile_rescan_bytes(&self, request: RequestId) -> u64 {
         self.reconciles
             .get(&request)
-            .filter(|r| r.awaiting_rows)
-            .map_or(0, |r| r.limits.values().sum())
+            .and_then(|r| r.limits.as_ref())
+            .map_or(0, |l| l.values().sum())
     }
 
     /// For a forced reconcile's re-read, the offset its bytes were counted up to by
@@ -125,7 +124,7 @@ impl Core {
         let Some(rec) = self.reconciles.get(&request) else {
             return;
         };
-        if !rec.reads.is_empty() || rec.awaiting_rows {
+        if !rec.reads.is_empty() || rec.limits.is_some() {
             return;
         }
         let rec = self.reconciles.remove(&request).expect("reconcile");

@@ -51,14 +51,15 @@ impl Core {
         let waiting: Vec<RequestId> = self
             .reconciles
             .iter()
-            .filter(|(_, r)| r.awaiting_rows && snapshot.agents.iter().any(|a| a.id == r.agent_id))
+            .filter(|(_, r)| {
+                r.limits.is_some() && snapshot.agents.iter().any(|a| a.id == r.agent_id)
+            })
             .map(|(req, _)| *req)
             .collect();
         for request in waiting {
             let rec = self.reconciles.get_mut(&request).expect("reconcile");
-            rec.awaiting_rows = false;
             let agent_id = rec.agent_id;
-            let limits = std::mem::take(&mut rec.limits);
+            let limits = rec.limits.take().unwrap_or_default();
             let stored: BTreeMap<u128, TaskId> = snapshot
                 .turns
                 .iter()

@@ -4,6 +4,13 @@
 use super::ServerArg;
 use std::process::ExitCode;
 
+/// What a refusing server said (its `error`), or its status when it said nothing.
+pub(crate) fn server_error(status: u16, v: &serde_json::Value) -> String {
+    v["error"]
+        .as_str()
+        .map_or_else(|| format!("server answered {status}"), str::to_string)
+}
+
 pub(crate) fn call(
     server: &ServerArg,
     method: &str,
@@ -93,12 +100,7 @@ pub(crate) fn wait(agent: &str, timeout: f64, server: &ServerArg) -> ExitCode {
             ExitCode::from(1)
         }
         Ok((status, v)) => {
-            eprintln!(
-                "headspace wait: {}",
-                v["error"]
-                    .as_str()
-                    .map_or_else(|| format!("server answered {status}"), str::to_string)
-            );
+            eprintln!("headspace wait: {}", server_error(status, &v));
             ExitCode::from(2)
         }
         Err(e) => {
@@ -148,12 +150,7 @@ pub(crate) fn send(agent: &str, text: Option<&str>, server: &ServerArg) -> ExitC
         }
         Ok((status, b)) => {
             let v: serde_json::Value = serde_json::from_str(&b).unwrap_or_default();
-            eprintln!(
-                "headspace {what}: {}",
-                v["error"]
-                    .as_str()
-                    .map_or_else(|| format!("server answered {status}"), str::to_string)
-            );
+            eprintln!("headspace {what}: {}", server_error(status, &v));
             ExitCode::FAILURE
         }
         Err(e) => {
@@ -174,12 +171,7 @@ pub(crate) fn reconcile(agent: &str, server: &ServerArg) -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok((status, v)) => {
-            eprintln!(
-                "headspace reconcile: {}",
-                v["error"]
-                    .as_str()
-                    .map_or_else(|| format!("server answered {status}"), str::to_string)
-            );
+            eprintln!("headspace reconcile: {}", server_error(status, &v));
             ExitCode::FAILURE
         }
         Err(e) => {

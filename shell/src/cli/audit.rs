@@ -23,9 +23,7 @@ pub(crate) fn audit(agent: Option<&str>, server: &ServerArg) -> ExitCode {
         Ok((status, v)) => {
             eprintln!(
                 "headspace audit: {}",
-                v["error"]
-                    .as_str()
-                    .map_or_else(|| format!("server answered {status}"), str::to_string)
+                super::agents::server_error(status, &v)
             );
             return ExitCode::from(ERROR);
         }

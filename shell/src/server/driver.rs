@@ -7,7 +7,7 @@ use crate::server::metrics::Metrics;
 use crate::server::record::Recorder;
 use crate::server::sse::Hub;
 use crate::server::store::Store;
-use crate::server::world::{Clock, FileStat, Files, World};
+use crate::server::world::{Clock, FileStat, Files, World, READ_CHUNK};
 use headspace_core::io::{RequestId, Write};
 use headspace_core::{Command, Core, Input, Reply, Timestamp};
 use std::collections::HashMap;
@@ -76,10 +76,6 @@ struct Reader {
     fed: HashMap<String, (u64, u64)>, // path -> (offset fed up to, inode)
 }
 
-/// The most bytes read from a transcript at once: a read of a long file is fed to the core
-/// chunk by chunk, so memory holds one chunk, never the file.
-const CHUNK: u64 = 4 << 20;
-
 /// A read in progress: `path` from `at` to `end`, one chunk at a time.
 struct ReadPlan {
     path: String,
@@ -139,7 +135,7 @@ impl Reader {
         if plan.finished {
             return None;
         }
-        let want = (plan.end - plan.at).min(CHUNK);
+        let want = (plan.end - plan.at).min(READ_CHUNK);
         let data = if want == 0 {
             Vec::new()
         } else {
@@ -461,7 +457,7 @@ async fn writer(
                 other => rest.push(other),
             }
         }
-        let mut delay = std::time::Duration::from_millis(50);
+        let mut backoff = Backoff::new();
         loop {
             match store.apply(&writes).await {
                 Ok(()) => {
@@ -473,8 +469,7 @@ async fn writer(
                         warn!("[STORE] write failed, retrying until the database is back: {e}");
                     }
                     metrics.store_retries.fetch_add(1, Relaxed);
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(std::time::Duration::from_secs(2));
+                    backoff.pause().await;
                 }
             }
         }
@@ -522,7 +517,7 @@ async fn load_agents(
     ids: &[u64],
     health: &Health,
 ) -> headspace_core::model::Snapshot {
-    let mut delay = std::time::Duration::from_millis(50);
+    let mut backoff = Backoff::new();
     loop {
         match store.load_agents(ids).await {
             Ok(rows) => return rows,
@@ -530,9 +525,23 @@ async fn load_agents(
                 if health.healthy.swap(false, Relaxed) {
                     warn!("[STORE] cannot load agents {ids:?} back, retrying until the database is back: {e}");
                 }
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(std::time::Duration::from_secs(2));
+                backoff.pause().await;
             }
         }
+    }
+}
+
+/// The pause between two tries of a store call while the database is down: 50 ms, doubling
+/// up to 2 s.
+struct Backoff(std::time::Duration);
+
+impl Backoff {
+    fn new() -> Backoff {
+        Backoff(std::time::Duration::from_millis(50))
+    }
+
+    async fn pause(&mut self) {
+        tokio::time::sleep(self.0).await;
+        self.0 = (self.0 * 2).min(std::time::Duration::from_secs(2));
     }
 }

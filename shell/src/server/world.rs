@@ -39,6 +39,10 @@ pub struct FileStat {
     pub ino: u64,
 }
 
+/// The most bytes read from a transcript at once: a long file is read (and fed to the core,
+/// or audited) chunk by chunk, so memory holds one chunk, never the file.
+pub const READ_CHUNK: u64 = 4 << 20;
+
 /// The transcript files under the claude dir, named by their path relative to it.
 pub trait Files: Send + Sync {
     /// Length and identity, or `None` when the file is not there (or is refused: only
@@ -75,11 +79,6 @@ impl DiskFiles {
                 warned: Mutex::new(HashSet::new()),
             }),
         }
-    }
-
-    /// The claude dir, as given.
-    pub fn claude_dir(&self) -> &Path {
-        &self.guard.dir
     }
 }
 

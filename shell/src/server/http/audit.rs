@@ -6,14 +6,11 @@
 use super::agents::resolve;
 use super::body::{error, json_response, Body};
 use super::App;
-use crate::server::world::Files;
+use crate::server::world::{Files, READ_CHUNK};
 use headspace_core::audit::{audit, AuditReport, ConversationScan};
 use hyper::{Response, StatusCode};
 use serde_json::{json, Value};
 use std::sync::Arc;
-
-/// The most bytes read from a transcript at once (as the driver reads).
-const CHUNK: u64 = 4 << 20;
 
 /// `GET /api/agents/{id}/audit`.
 pub(super) async fn audit_agent(app: &App, reference: &str) -> Response<Body> {
@@ -77,7 +74,7 @@ fn conversational_uuids(files: &dyn Files, paths: &[String], max_line: usize) ->
         let mut scan = ConversationScan::new(max_line);
         let mut at = 0;
         while at < stat.len {
-            let Ok(data) = files.read_at(path, at, (stat.len - at).min(CHUNK)) else {
+            let Ok(data) = files.read_at(path, at, (stat.len - at).min(READ_CHUNK)) else {
                 break;
             };
             if data.is_empty() {
