@@ -417,6 +417,18 @@ fn classify_user(raw: &RawLine<'_>, uuid: Option<String>, timestamp: Option<Time
     user_text_entry(&text, uuid, timestamp, prompt_id)
 }
 
+/// The working directory a transcript line names (`cwd`), read on its own: the core takes an
+/// agent's folder from its transcript when no hook gave it.
+pub fn line_cwd(line: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Cwd<'a> {
+        #[serde(borrow, default)]
+        cwd: Option<Cow<'a, str>>,
+    }
+    let c: Cwd<'_> = serde_json::from_slice(line).ok()?;
+    c.cwd.filter(|c| c.starts_with('/')).map(Cow::into_owned)
+}
+
 /// What the text of a user line (not a tool result) is: the end of a turn (an interrupt, or
 /// a prompt a hook blocked), nothing (empty, or machinery), or a prompt. Whole and truncated
 /// lines alike ([`crate::truncated`]).

@@ -43,6 +43,10 @@ pub enum Input {
         /// The captured text.
         text: String,
     },
+    /// tmux's panes and the processes running in each (every pane of the server, listed
+    /// together): sessions no hook placed are tied to their panes, and agents whose pane or
+    /// Claude Code process is gone are ended ([`crate::discovery`]).
+    Panes(Vec<crate::discovery::PaneListing>),
     /// Time passed.
     Tick,
     /// Read an agent's transcripts to the end now, re-read them from byte 0 against its

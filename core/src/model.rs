@@ -66,6 +66,10 @@ pub struct AgentRow {
     pub permission: Option<serde_json::Value>,
     /// When anything was last heard of it.
     pub last_seen_at: Timestamp,
+    /// Why the reaper ended it (`pane_closed`, `process_exited`, `silent`); `None` while it
+    /// lives or when its SessionEnd hook ended it.
+    #[serde(default)]
+    pub end_reason: Option<String>,
 }
 
 /// A task row: a user command and what followed.

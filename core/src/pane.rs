@@ -193,7 +193,7 @@ pub fn read_pane(text: &str) -> PaneReading {
         .rev()
         .take(3)
         .find(|l| !l.trim().is_empty());
-    let busy = above.is_some_and(|l| is_spinner(l));
+    let busy = above.is_some_and(|l| is_spinner(l)) || shows_submitted_prompt(&lines[..top]);
     PaneReading {
         state: if busy {
             PaneState::Busy
@@ -202,6 +202,26 @@ pub fn read_pane(text: &str) -> PaneReading {
         },
         input: Some(typed),
     }
+}
+
+/// True when the last block of the conversation (the lines above the input box, down to the
+/// nearest blank line) is a prompt the user submitted, with no reply, tool output or notice
+/// under it yet: Claude Code draws the prompt at once and its spinner a moment later, so the
+/// agent already works (a `wait` called right after Enter must not see it idle).
+fn shows_submitted_prompt(above_box: &[&str]) -> bool {
+    let Some(last) = above_box.iter().rposition(|l| !l.trim().is_empty()) else {
+        return false;
+    };
+    let first = above_box[..last]
+        .iter()
+        .rposition(|l| l.trim().is_empty())
+        .map_or(0, |i| i + 1);
+    let block = &above_box[first..=last];
+    let replied = block.iter().any(|l| {
+        let t = l.trim_start();
+        t.starts_with(['⏺', '●', '⎿', '✻', '✳', '╭', '│', '╰'])
+    });
+    !replied && block[0].starts_with("> ") && block[0].len() > 2
 }
 
 /// Footer hints Claude Code shows under its input box (or under a dialog): never output.
@@ -308,6 +328,16 @@ mod tests {
         assert_eq!(read_pane(&s).state, PaneState::Busy);
         let s = format!("✻ Thinking… (ctrl+c to interrupt)\n{RULE}\n❯ \n{RULE}\n");
         assert_eq!(read_pane(&s).state, PaneState::Busy);
+    }
+
+    #[test]
+    fn a_prompt_just_submitted_with_nothing_under_it_is_busy() {
+        let s = format!("⏺ Done.\n\n> fix the flaky test in\n  src/lib.rs\n\n{RULE}\n❯\u{a0}\n{RULE}\n  ? for shortcuts\n");
+        assert_eq!(read_pane(&s).state, PaneState::Busy);
+        let answered = format!("> fix the flaky test\n\n⏺ Fixed.\n\n{RULE}\n❯\u{a0}\n{RULE}\n");
+        assert_eq!(read_pane(&answered).state, PaneState::Idle);
+        let interrupted = format!("> fix it\n  ⎿  Interrupted · What should Claude do instead?\n\n{RULE}\n❯\u{a0}\n{RULE}\n");
+        assert_eq!(read_pane(&interrupted).state, PaneState::Idle);
     }
 
     #[test]

@@ -72,6 +72,7 @@ impl Replayer {
                 );
             }
             Step::Pane { pane, text } => self.core.handle(at, Input::Pane { pane, text }),
+            Step::Panes { panes } => self.core.handle(at, Input::Panes(panes)),
             Step::Tick => self.core.handle(at, Input::Tick),
             Step::Reconcile { agent } => {
                 let request = self.next_request;

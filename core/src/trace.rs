@@ -33,6 +33,11 @@ pub enum Step {
         /// The screen.
         text: String,
     },
+    /// tmux's panes and their processes (an extension of the contract's format).
+    Panes {
+        /// Every pane listed.
+        panes: Vec<crate::discovery::PaneListing>,
+    },
     /// Time passed.
     Tick,
     /// A reconcile request for an agent (id, session id or pane).
@@ -175,6 +180,14 @@ fn parse_step(n: usize, v: &Value) -> Result<Step, TraceError> {
             text: text.to_string(),
         });
     }
+    if let Some(p) = v.get("panes") {
+        let panes = p
+            .get("panes")
+            .cloned()
+            .ok_or_else(|| bad("panes needs a list of panes"))?;
+        let panes = serde_json::from_value(panes).map_err(|e| bad(&format!("panes: {e}")))?;
+        return Ok(Step::Panes { panes });
+    }
     if v.get("tick").is_some() {
         return Ok(Step::Tick);
     }
@@ -201,7 +214,7 @@ fn parse_step(n: usize, v: &Value) -> Result<Step, TraceError> {
         });
     }
     Err(bad(
-        "no input: expected one of hook, append, pane, tick, reconcile, restart",
+        "no input: expected one of hook, append, pane, panes, tick, reconcile, restart, sent",
     ))
 }
 

@@ -139,6 +139,7 @@ impl AgentView {
             "tmux_pane": a.tmux_pane,
             "state": self.state().as_str(),
             "activity": self.activity().as_str(),
+            "end_reason": a.end_reason,
             "task_id": task.map(|t| t.id),
             "state_since": task.map(|t| t.state_since),
             "command": self.command.as_deref().map(|c| preview(c).0),

@@ -6,6 +6,7 @@
 //! and sleeps when told to read again.
 
 use crate::activity::Activity;
+use crate::pane::PaneState;
 use std::time::Duration;
 
 /// How long the shell sleeps between two readings.
@@ -37,6 +38,18 @@ pub fn counts_as_idle(activity: Activity) -> bool {
     activity != Activity::Running
 }
 
+/// An agent's activity as `wait` reads it: the stored activity, overruled by its pane when
+/// the stored rows call it idle but the screen shows it working (a prompt typed or pasted
+/// in the pane a moment ago, whose hook and transcript line have not arrived yet).
+pub fn with_screen(activity: Activity, screen: Option<&str>) -> Activity {
+    let working = screen.is_some_and(|s| crate::pane::read_pane(s).state == PaneState::Busy);
+    if activity == Activity::Idle && working {
+        Activity::Running
+    } else {
+        activity
+    }
+}
+
 impl WaitDebounce {
     /// A wait that gives up once `timeout` has passed.
     pub fn new(timeout: Duration) -> WaitDebounce {
@@ -61,5 +74,26 @@ impl WaitDebounce {
         } else {
             WaitVerdict::ReadAgainAfter(READ_INTERVAL)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_screen;
+    use crate::activity::Activity;
+
+    const RULE: &str = "────────────────────────────────────────";
+
+    #[test]
+    fn a_screen_that_shows_work_overrules_a_stored_idle_only() {
+        let submitted = format!("> fix it\n\n{RULE}\n❯\u{a0}\n{RULE}\n");
+        let spinner = format!("✻ Thinking… (esc to interrupt)\n\n{RULE}\n❯\u{a0}\n{RULE}\n");
+        let idle = format!("⏺ Done.\n\n{RULE}\n❯\u{a0}\n{RULE}\n");
+        assert_eq!(with_screen(Activity::Idle, Some(&submitted)), Activity::Running);
+        assert_eq!(with_screen(Activity::Idle, Some(&spinner)), Activity::Running);
+        assert_eq!(with_screen(Activity::Idle, Some(&idle)), Activity::Idle);
+        assert_eq!(with_screen(Activity::Idle, None), Activity::Idle);
+        assert_eq!(with_screen(Activity::Ended, Some(&spinner)), Activity::Ended);
+        assert_eq!(with_screen(Activity::Waiting, Some(&spinner)), Activity::Waiting);
     }
 }

@@ -26,6 +26,7 @@ fn agent(id: u64, session: &str, pane: Option<&str>, seen: i64) -> AgentRow {
         sent_at: None,
         permission: None,
         last_seen_at: t(seen),
+        end_reason: None,
     }
 }
 

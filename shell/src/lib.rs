@@ -15,5 +15,6 @@ pub mod config;
 pub mod fsutil;
 pub mod hooks;
 pub mod orchestrate;
+pub mod procs;
 pub mod server;
 pub mod tmux;

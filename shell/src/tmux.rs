@@ -3,6 +3,7 @@
 //! [`send_check`](headspace_core::send_check); this file only presses keys, sleeps and
 //! captures.
 
+use headspace_core::discovery::PaneListing;
 use headspace_core::send_check::{
     needs_clearing, Delivery, SendCheck, Sent, CLEAR_PAUSE, SETTLE_PAUSE, TYPE_PAUSE,
 };
@@ -32,6 +33,47 @@ pub async fn capture(socket: Option<&str>, pane: &str, lines: u32) -> Option<Str
         .await
         .map_err(|e| debug!("[TMUX_WATCHDOG] cannot capture pane {pane}: {e}"))
         .ok()
+}
+
+/// Every pane of the tmux server with what runs in it; `None` (logged at DEBUG) when no tmux
+/// server answers, so that a missing listing never reads as "every pane closed".
+pub async fn list_panes(socket: Option<&str>) -> Option<Vec<PaneListing>> {
+    let out = tmux(
+        socket,
+        &[
+            "list-panes",
+            "-a",
+            "-F",
+            "#{pane_id}\t#{pane_pid}\t#{pane_current_path}",
+        ],
+    )
+    .await
+    .map_err(|e| debug!("[DISCOVERY] cannot list tmux panes: {e}"))
+    .ok()?;
+    let panes: Vec<(String, u32, String)> = out
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.splitn(3, '\t');
+            let id = f.next()?.to_string();
+            let pid = f.next()?.parse().ok()?;
+            Some((id, pid, f.next().unwrap_or("").to_string()))
+        })
+        .collect();
+    let roots: Vec<u32> = panes.iter().map(|p| p.1).collect();
+    let trees = tokio::task::spawn_blocking(move || crate::procs::tree_of_each(&roots))
+        .await
+        .ok()?;
+    Some(
+        panes
+            .into_iter()
+            .zip(trees)
+            .map(|((pane, _, path), processes)| PaneListing {
+                pane,
+                current_path: (!path.is_empty()).then_some(path),
+                processes,
+            })
+            .collect(),
+    )
 }
 
 /// Presses Escape in `pane`: Claude Code stops its turn.

@@ -164,6 +164,7 @@ impl Core {
             sent_at: None,
             permission: None,
             last_seen_at: self.now,
+            end_reason: None,
         };
         self.out
             .push_back(Command::Store(Write::Agent(row.clone())));

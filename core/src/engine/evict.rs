@@ -11,6 +11,7 @@
 
 use super::watchdog::screen_hash;
 use super::{relative_transcript_path, session_of_path, AgentState, Core};
+use crate::discovery::{witness, PaneWitness};
 use crate::hook::Hook;
 use crate::io::{Command, Input};
 use crate::model::{AgentId, AgentRow, Snapshot};
@@ -26,6 +27,12 @@ pub(super) struct Evicted {
     pub row: AgentRow,
     /// A hash of its pane's last screen: an unchanged screen does not bring it back.
     pub pane_hash: Option<u128>,
+    /// What the reaper saw of its pane: a listing without the pane or its process brings it
+    /// back to be ended.
+    pub witness: PaneWitness,
+    /// When it last said anything: past the reaper's silence limit, a tick brings it back
+    /// to be ended.
+    pub quiet_since: Timestamp,
 }
 
 /// What an input needs before it can be handled.
@@ -138,10 +145,32 @@ impl Core {
                     ids.insert(*id);
                 }
             }
+            Input::Panes(panes) => {
+                for (id, e) in &self.evicted {
+                    let Some(pane) = e.row.tmux_pane.as_deref().filter(|_| !e.row.ended) else {
+                        continue;
+                    };
+                    if witness(pane, &e.witness, panes).0.is_some() {
+                        ids.insert(*id);
+                    }
+                }
+            }
             Input::Sent { agent, .. } | Input::Reconcile { agent, .. } => {
                 ids.extend(self.resolve_agent(agent));
             }
-            Input::Tick | Input::Restore(_) | Input::AgentsLoaded(_) => {}
+            Input::Tick => {
+                let limit = self.config.reap_silent_after_ms;
+                for (id, e) in &self.evicted {
+                    let silent = limit > 0
+                        && !e.row.ended
+                        && !e.witness.listed
+                        && self.now >= e.quiet_since.add_millis(limit);
+                    if silent {
+                        ids.insert(*id);
+                    }
+                }
+            }
+            Input::Restore(_) | Input::AgentsLoaded(_) => {}
         }
         let load: Vec<AgentId> = ids
             .into_iter()
@@ -165,7 +194,7 @@ impl Core {
             self.loading.remove(&stored.id);
             // The core's own row is the latest: every write of it was committed before the
             // load, so the two agree; the core's is kept in case the store lags.
-            screens.push((stored.id, e.pane_hash));
+            screens.push((stored.id, e.pane_hash, e.witness));
             back.push(e.row);
         }
         // An agent this load asked for that the store did not return comes back from its row
@@ -182,7 +211,7 @@ impl Core {
             warn!("[EVICT] the store returned no rows for agent {id}; it comes back without its history");
             self.loading.remove(&id);
             if let Some(e) = self.evicted.remove(&id) {
-                screens.push((id, e.pane_hash));
+                screens.push((id, e.pane_hash, e.witness));
                 back.push(e.row);
             }
         }
@@ -209,11 +238,12 @@ impl Core {
         for (pane, owner) in owners {
             self.by_pane.insert(pane, owner);
         }
-        for (id, screen) in screens {
+        for (id, screen, seen) in screens {
             if let Some(a) = self.agents.get_mut(&id) {
                 a.back_at = now;
                 // The screen it left with is the baseline a change is measured against.
                 a.pane_hash = screen;
+                a.pane_witness = seen;
             }
         }
         info!("[EVICT] agent(s) {ids:?} back in memory");
@@ -264,6 +294,7 @@ impl Core {
             .collect();
         for id in due {
             if let Some(a) = self.agents.remove(&id) {
+                let quiet_since = a.row.last_seen_at.max(a.last_signal_at).max(a.last_turn_at);
                 debug!(
                     "[EVICT] agent {id} ({}) leaves memory; the store keeps it",
                     if a.row.ended { "ended" } else { "silent" }
@@ -273,6 +304,8 @@ impl Core {
                     Evicted {
                         row: a.row,
                         pane_hash: a.pane_hash,
+                        witness: a.pane_witness,
+                        quiet_since,
                     },
                 );
             }

@@ -50,6 +50,9 @@ impl Core {
         // an 18 s late hook let a stale idle screen end a working turn).
         let agent = self.agent_mut(agent_id);
         agent.last_signal_at = agent.last_signal_at.max(stamp);
+        if hook.event != HookEvent::SessionEnd {
+            self.revive_if_reaped(agent_id, stamp);
+        }
         let announces = match hook.event {
             HookEvent::UserPromptSubmit => {
                 hook.prompt.as_deref().is_some_and(|p| !p.trim().is_empty())
@@ -178,6 +181,10 @@ impl Core {
         let before = (agent.row.ended, agent.row.waiting_permission);
         if let Some(e) = ended {
             agent.row.ended = e;
+            if !e {
+                agent.row.end_reason = None;
+                agent.reaped_at = None;
+            }
         }
         if let Some(w) = waiting {
             agent.row.waiting_permission = w;

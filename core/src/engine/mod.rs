@@ -4,6 +4,7 @@ mod agents;
 mod entries;
 mod evict;
 mod hooks;
+mod panes;
 mod reconcile;
 mod rescan;
 mod restore;
@@ -48,6 +49,9 @@ pub struct Config {
     /// line is read in bounded memory: its first `max_line_bytes` and its last 64 KiB are
     /// kept, and its turn is made from them with its text marked as truncated.
     pub max_line_bytes: usize,
+    /// How long an agent no pane listing has ever shown may say nothing before the reaper
+    /// ends it as silent (default 12 hours). Zero or less: never.
+    pub reap_silent_after_ms: i64,
     /// A known bug planted for the simulator to catch (test builds only).
     #[cfg(feature = "planted-bugs")]
     pub planted: Option<crate::planted::Bug>,
@@ -63,6 +67,7 @@ impl Config {
             send_timeout_ms: 60_000,
             evict_after_ms: 30 * 60_000,
             max_line_bytes: crate::framing::DEFAULT_MAX_LINE_BYTES,
+            reap_silent_after_ms: 12 * 3_600_000,
             #[cfg(feature = "planted-bugs")]
             planted: None,
         }
@@ -127,6 +132,15 @@ struct AgentState {
     sent_text: Option<u128>,
     /// When it was last brought back into memory (its quiet time starts again then).
     back_at: Timestamp,
+    /// The transcript time of its earliest line: no process started after it runs it.
+    first_line_at: Option<Timestamp>,
+    /// What the reaper saw of its pane in tmux's last listing.
+    pane_witness: crate::discovery::PaneWitness,
+    /// When the reaper ended it: only news stamped later brings it back.
+    reaped_at: Option<Timestamp>,
+    /// `sent_at` was set because its pane showed a prompt submitted there (not a `send`):
+    /// the pane going idle again ends it.
+    sent_by_pane: bool,
     /// The planted skip fence: when a `/clear` armed it.
     #[cfg(feature = "planted-bugs")]
     fence_armed_at: Option<Timestamp>,
@@ -233,10 +247,12 @@ impl Core {
             } => self.on_transcript(&path, offset, &data, read),
             Input::TranscriptReset { path } => self.on_reset(&path),
             Input::Pane { pane, text } => self.on_pane(&pane, &text),
+            Input::Panes(panes) => self.on_panes(&panes),
             Input::Sent { agent, text } => self.on_sent(&agent, text.as_deref()),
             Input::Tick => {
                 self.check_gaps();
                 self.expire_sends();
+                self.reap_silent();
             }
             Input::Reconcile { agent, request } => self.on_reconcile(&agent, request),
             Input::Restore(snapshot) => self.restore(snapshot),
@@ -320,6 +336,10 @@ impl AgentState {
             last_signal_at: Timestamp(i64::MIN),
             sent_text: None,
             back_at: Timestamp(i64::MIN),
+            first_line_at: None,
+            pane_witness: crate::discovery::PaneWitness::default(),
+            reaped_at: None,
+            sent_by_pane: false,
             #[cfg(feature = "planted-bugs")]
             fence_armed_at: None,
         }
@@ -329,6 +349,10 @@ impl AgentState {
     /// tool, and when the transcript's user lines were written.
     fn note_turn(&mut self, turn: &TurnRow) {
         *self.task_turns.entry(turn.task_id).or_default() += 1;
+        if turn.entry_uuid.is_some() && turn.timestamp_source == TimestampSource::Jsonl {
+            let first = self.first_line_at.get_or_insert(turn.timestamp);
+            *first = (*first).min(turn.timestamp);
+        }
         // Only the transcript's own clock: a line without a timestamp got the server's.
         if turn.actor == Actor::User
             && turn.entry_uuid.is_some()

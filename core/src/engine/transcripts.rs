@@ -153,7 +153,10 @@ impl Core {
     }
 
     fn process_whole_line(&mut self, path: &str, agent_id: AgentId, line: &[u8]) {
-        match entry::classify_mended(line) {
+        let classified = entry::classify_mended(line);
+        let at = classified.as_ref().ok().and_then(|(e, _)| e.timestamp());
+        self.learn_from_line(agent_id, line, at);
+        match classified {
             Ok((Entry::Ignored, _)) => {}
             Ok((e, mended)) => {
                 if mended.any() {

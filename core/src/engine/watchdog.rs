@@ -61,6 +61,9 @@ impl Core {
         }
         let agent = self.agent_mut(agent_id);
         let idle = reading.state == crate::pane::PaneState::Idle;
+        // When the screen last began showing the idle prompt: a prompt submitted in the pane
+        // since then is what a busy screen now shows.
+        let idle_run_began = agent.pane_idle_since;
         agent.pane_idle_readings = if idle {
             agent.pane_idle_readings + 1
         } else {
@@ -88,7 +91,14 @@ impl Core {
             self.set_flags(agent_id, None, Some(permission));
         }
         let running = matches!(shown, Some(TaskState::Commanded | TaskState::Processing));
-        if idle_readings >= 2 && running && !trusted && !sent {
+        if idle_readings >= 2 && sent && self.agents[&agent_id].sent_by_pane {
+            debug!("[ACTIVITY] pane {pane} shows agent {agent_id} idle again; the prompt submitted there no longer counts as running");
+            let agent = self.agent_mut(agent_id);
+            agent.row.sent_at = None;
+            agent.sent_by_pane = false;
+            self.dirty_agents.insert(agent_id);
+            self.publish(agent_id, "card_refresh", json!({"agent_id": agent_id}));
+        } else if idle_readings >= 2 && running && !trusted && !sent {
             debug!(
                 "[ACTIVITY] pane {pane} shows the idle prompt while agent {agent_id} is {}; taking it as the end of the turn. Last lines: {}",
                 shown.map_or("-", TaskState::as_str),
@@ -110,10 +120,18 @@ impl Core {
             );
         } else if reading.state == crate::pane::PaneState::Busy && !running && !sent {
             debug!(
-                "[ACTIVITY] pane {pane} shows agent {agent_id} busy while it is {}; waiting for its prompt. Last lines: {}",
+                "[ACTIVITY] pane {pane} shows agent {agent_id} busy while it is {}: a prompt submitted in the pane; running until its turn ends. Last lines: {}",
                 shown.map_or("-", TaskState::as_str),
                 crate::pane::tail(text, 4)
             );
+            // Counted as a send typed in the pane: its prompt, written after the screen
+            // last showed the idle prompt, answers it; the pane going idle again ends it.
+            let agent = self.agent_mut(agent_id);
+            agent.row.sent_at = Some(idle_run_began.unwrap_or(now));
+            agent.sent_text = None;
+            agent.sent_by_pane = true;
+            self.dirty_agents.insert(agent_id);
+            self.publish(agent_id, "card_refresh", json!({"agent_id": agent_id}));
         }
     }
 
@@ -126,6 +144,7 @@ impl Core {
         let agent = self.agent_mut(agent_id);
         agent.row.sent_at = Some(now);
         agent.sent_text = text.map(crate::matching::text_hash);
+        agent.sent_by_pane = false;
         agent.pane_idle_readings = 0;
         agent.pane_idle_since = None;
         #[cfg(feature = "planted-bugs")]
@@ -151,6 +170,7 @@ impl Core {
         if answers {
             agent.row.sent_at = None;
             agent.sent_text = None;
+            agent.sent_by_pane = false;
             self.dirty_agents.insert(agent_id);
         }
     }
@@ -169,6 +189,7 @@ impl Core {
             let agent = self.agent_mut(id);
             agent.row.sent_at = None;
             agent.sent_text = None;
+            agent.sent_by_pane = false;
             self.dirty_agents.insert(id);
         }
     }

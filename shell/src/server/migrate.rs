@@ -21,6 +21,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0004_agent_permission.sql",
         include_str!("../../../migrations/0004_agent_permission.sql"),
     ),
+    (
+        "0005_agent_end_reason.sql",
+        include_str!("../../../migrations/0005_agent_end_reason.sql"),
+    ),
 ];
 
 /// Why migrating failed.

@@ -106,6 +106,7 @@ impl Recorder {
             Input::Pane { pane, text } => {
                 self.line(now, json!({"pane": {"pane": pane, "text": text}}))
             }
+            Input::Panes(panes) => self.line(now, json!({"panes": {"panes": panes}})),
             Input::Tick => self.line(now, json!({"tick": {}})),
             Input::Sent { agent, text } => {
                 self.line(now, json!({"sent": {"agent": agent, "text": text}}))

@@ -1,5 +1,6 @@
 //! The pane watchdog: captures each agent's pane on an interval and hands the screen to the
-//! core, which decides whether new output has gone unrepresented. No tmux, or a dead pane,
+//! core, which decides whether new output has gone unrepresented; and lists every pane with
+//! its processes, for the core's pane discovery and reaper. No tmux, or a dead pane,
 //! degrades to transcript-only.
 
 use crate::server::driver::Msg;
@@ -24,6 +25,13 @@ pub fn start(
         let mut t = tokio::time::interval(interval);
         loop {
             t.tick().await;
+            // Every pane and its processes first: the core ties sessions no hook placed to
+            // their panes and ends agents whose pane or process is gone.
+            if let Some(all) = panes.list().await {
+                if core.send(Msg::Input(Input::Panes(all))).is_err() {
+                    return;
+                }
+            }
             let listed = match store.panes().await {
                 Ok(p) => p,
                 Err(e) => {

@@ -5,6 +5,7 @@
 //! [`TmuxPanes`].
 
 use crate::server::store::{BoxFuture, Store};
+use headspace_core::discovery::PaneListing;
 use headspace_core::send_check::Sent;
 use headspace_core::Timestamp;
 use std::collections::HashSet;
@@ -304,6 +305,11 @@ pub trait Panes: Send + Sync {
     fn interrupt<'a>(&'a self, pane: &'a str) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move { Err(format!("cannot press keys in pane {pane} here")) })
     }
+    /// Every pane with the processes running in it, or `None` when they cannot be listed
+    /// (no tmux server): by default they cannot.
+    fn list(&self) -> BoxFuture<'_, Option<Vec<PaneListing>>> {
+        Box::pin(async { None })
+    }
     /// Picks option `n` (numbered from 1, labelled `label`) of the dialog on a pane. By
     /// default the number is typed like any text.
     fn choose<'a>(
@@ -339,6 +345,10 @@ impl Panes for TmuxPanes {
         label: &'a str,
     ) -> BoxFuture<'a, Result<Sent, String>> {
         Box::pin(crate::tmux::choose(self.socket.as_deref(), pane, n, label))
+    }
+
+    fn list(&self) -> BoxFuture<'_, Option<Vec<PaneListing>>> {
+        Box::pin(crate::tmux::list_panes(self.socket.as_deref()))
     }
 
     fn interrupt<'a>(&'a self, pane: &'a str) -> BoxFuture<'a, Result<(), String>> {

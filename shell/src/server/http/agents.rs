@@ -6,7 +6,8 @@ use super::{query_param, App};
 use crate::server::driver::{Msg, ReconcileProgress};
 use crate::server::store::Waited;
 use headspace_core::view::AgentView;
-use headspace_core::wait::{WaitDebounce, WaitVerdict};
+use headspace_core::wait::{self, WaitDebounce, WaitVerdict};
+use headspace_core::Activity;
 use headspace_core::{Input, Reply};
 use hyper::{Response, StatusCode};
 use serde_json::{json, Value};
@@ -135,6 +136,9 @@ pub(super) async fn reconcile(app: &App, reference: &str) -> Response<Body> {
     }
 }
 
+/// How much of the pane `wait` reads: the input box and the block above it are enough.
+const WAIT_SCREEN_LINES: u32 = 60;
+
 /// Long-polls until the agent is idle (finished its turn, waiting for input, or ended), as
 /// the core's [`WaitDebounce`] decides: this loop only reads, sleeps and answers.
 pub(super) async fn wait(app: &App, reference: &str, query: Option<&str>) -> Response<Body> {
@@ -156,11 +160,18 @@ pub(super) async fn wait(app: &App, reference: &str, query: Option<&str>) -> Res
     let started = tokio::time::Instant::now();
     let mut debounce = WaitDebounce::new(Duration::from_secs_f64(timeout));
     loop {
-        let activity = match app.store.agent(id).await {
-            Ok(Some(v)) => v.activity(),
+        let (stored, pane) = match app.store.agent(id).await {
+            Ok(Some(v)) => (v.activity(), v.agent.tmux_pane),
             Ok(None) => return error(StatusCode::NOT_FOUND, format!("no agent {reference}")),
             Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
         };
+        // The pane is read at every reading: a prompt typed there a moment ago shows on the
+        // screen before any hook or transcript line says so.
+        let screen = match &pane {
+            Some(p) if stored == Activity::Idle => app.panes.capture(p, WAIT_SCREEN_LINES).await,
+            _ => None,
+        };
+        let activity = wait::with_screen(stored, screen.as_deref());
         let elapsed = started.elapsed();
         let waited_ms = elapsed.as_millis() as u64;
         let status = match debounce.reading(activity, elapsed) {

@@ -60,7 +60,7 @@ impl PgStore {
                     (SELECT count(*) FROM turns u WHERE u.agent_id = a.id),
                     (SELECT left(c.text, {p}) FROM turns c WHERE c.task_id = t.id AND c.actor = 'user' ORDER BY c.\"timestamp\", c.id LIMIT 1),
                     l.actor, l.intent, left(l.text, {p}), {},
-                    left(q.text, {p}), q.question
+                    left(q.text, {p}), q.question, a.end_reason
              FROM agents a
              LEFT JOIN LATERAL (SELECT * FROM tasks x WHERE x.agent_id = a.id ORDER BY x.started_at DESC, x.id DESC LIMIT 1) t ON true
              LEFT JOIN LATERAL (SELECT * FROM turns y WHERE y.agent_id = a.id ORDER BY y.\"timestamp\" DESC, y.id DESC LIMIT 1) l ON true
@@ -93,7 +93,7 @@ impl PgStore {
                 None => None,
             };
             out.push(AgentView {
-                agent: agent_row(&r),
+                agent: agent_row(&r, 28),
                 task,
                 turn_count: r.get(20),
                 command: r.get(21),
@@ -119,7 +119,7 @@ impl PgStore {
         let named: Vec<AgentRow> = c
             .query(
                 &format!(
-                    "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission
+                    "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission, end_reason
                      FROM agents WHERE id = $1 OR session_id = $2 OR $2 = ANY(sessions) OR tmux_pane = $2",
                     ms("last_seen_at"),
                     ms("sent_at"),
@@ -128,7 +128,7 @@ impl PgStore {
             )
             .await?
             .iter()
-            .map(agent_row)
+            .map(|r| agent_row(r, 12))
             .collect();
         Ok(resolve_reference(&named, reference))
     }
@@ -189,7 +189,9 @@ impl PgStore {
 const TURN_SELECT: &str = "SELECT id, agent_id, task_id, actor, intent, text, (extract(epoch from \"timestamp\") * 1000)::bigint, timestamp_source,
     entry_uuid, source, hook_key, prompt_id, tool_use_id, question, session_id FROM turns";
 
-fn agent_row(r: &Row) -> AgentRow {
+/// An agent row from columns 0..=11 and its end reason at `end_reason` (the joined card
+/// query has it last).
+fn agent_row(r: &Row, end_reason: usize) -> AgentRow {
     AgentRow {
         id: r.get::<_, i64>(0) as u64,
         session_id: r.get(1),
@@ -203,6 +205,7 @@ fn agent_row(r: &Row) -> AgentRow {
         last_seen_at: headspace_core::Timestamp(r.get(9)),
         sent_at: r.get::<_, Option<i64>>(10).map(headspace_core::Timestamp),
         permission: r.get(11),
+        end_reason: r.get(end_reason),
     }
 }
 
@@ -262,7 +265,7 @@ async fn rows(
     let agents = c
         .query(
             &format!(
-                "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission FROM agents {} ORDER BY id",
+                "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission, end_reason FROM agents {} ORDER BY id",
                 ms("last_seen_at"),
                 ms("sent_at"),
                 on("id")
@@ -271,7 +274,7 @@ async fn rows(
         )
         .await?
         .iter()
-        .map(agent_row)
+        .map(|r| agent_row(r, 12))
         .collect();
     let tasks = c
         .query(

@@ -1,0 +1,175 @@
+//! tmux's pane list: tying sessions no hook placed to their panes, and the reaper.
+//!
+//! The rules are in [`crate::discovery`]; here they meet the agents. A hook's pane always
+//! wins (a tie made here is only for an agent with no pane), and an agent ended here comes
+//! back as soon as a hook or a transcript line newer than its end says it lives.
+
+use super::Core;
+use crate::discovery::{place, witness, EndReason, PaneListing, Unplaced};
+use crate::model::AgentId;
+use crate::time::Timestamp;
+use serde_json::json;
+use std::collections::BTreeSet;
+use tracing::{debug, info};
+
+impl Core {
+    /// A listing of every tmux pane and its processes.
+    pub(super) fn on_panes(&mut self, panes: &[PaneListing]) {
+        self.place_sessions(panes);
+        let live: Vec<(AgentId, String)> = self
+            .agents
+            .iter()
+            .filter(|(_, a)| !a.row.ended)
+            .filter_map(|(id, a)| Some((*id, a.row.tmux_pane.clone()?)))
+            .collect();
+        for (id, pane) in live {
+            let agent = self.agent_mut(id);
+            let (reason, seen) = witness(&pane, &agent.pane_witness, panes);
+            agent.pane_witness = seen;
+            if let Some(reason) = reason {
+                self.reap(id, reason);
+            }
+        }
+    }
+
+    /// Ties each live agent without a pane to the pane of the one Claude Code process that
+    /// fits it, when exactly one does.
+    fn place_sessions(&mut self, panes: &[PaneListing]) {
+        let unplaced: Vec<Unplaced> = self
+            .agents
+            .iter()
+            .filter(|(_, a)| !a.row.ended && a.row.tmux_pane.is_none())
+            .filter_map(|(id, a)| {
+                Some(Unplaced {
+                    agent: *id,
+                    cwd: a.row.cwd.clone()?,
+                    first_line_at: a.first_line_at?,
+                })
+            })
+            .collect();
+        if unplaced.is_empty() {
+            return;
+        }
+        // Panes of live agents, in memory or evicted, are taken.
+        let taken: BTreeSet<String> = self
+            .by_pane
+            .iter()
+            .filter(|(_, id)| {
+                self.agents.get(id).map_or_else(
+                    || self.evicted.get(id).is_some_and(|e| !e.row.ended),
+                    |a| !a.row.ended,
+                )
+            })
+            .map(|(p, _)| p.clone())
+            .collect();
+        let (ties, ambiguous) = place(&unplaced, panes, &taken);
+        for (id, candidates) in ambiguous {
+            debug!("[DISCOVERY] agent {id}: panes {candidates:?} all fit its folder and start; none chosen");
+        }
+        for (id, pane) in ties {
+            let agent = self.agent_mut(id);
+            info!(
+                "[DISCOVERY] agent {id} (session {}) runs in pane {pane}: the one Claude Code process there fits its folder {} and start",
+                agent.row.session_id,
+                agent.row.cwd.as_deref().unwrap_or("-")
+            );
+            agent.row.tmux_pane = Some(pane.clone());
+            self.by_pane.insert(pane, id);
+            self.dirty_agents.insert(id);
+            self.publish(id, "card_refresh", json!({"agent_id": id}));
+        }
+    }
+
+    /// Ends agents no pane listing has shown that said nothing for the configured time.
+    pub(super) fn reap_silent(&mut self) {
+        let limit = self.config.reap_silent_after_ms;
+        if limit <= 0 {
+            return;
+        }
+        let now = self.now;
+        let due: Vec<AgentId> = self
+            .agents
+            .iter()
+            .filter(|(_, a)| !a.row.ended && !a.pane_witness.listed)
+            .filter(|(_, a)| {
+                let quiet = a.row.last_seen_at.max(a.last_signal_at).max(a.last_turn_at);
+                now >= quiet.add_millis(limit)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            self.reap(id, EndReason::Silent);
+        }
+    }
+
+    /// Ends an agent for `reason`, as its SessionEnd would.
+    fn reap(&mut self, id: AgentId, reason: EndReason) {
+        let now = self.now;
+        let agent = self.agent_mut(id);
+        info!(
+            "[REAPER] agent {id} (session {}, pane {}) ended: {}",
+            agent.row.session_id,
+            agent.row.tmux_pane.as_deref().unwrap_or("-"),
+            reason.as_str()
+        );
+        agent.row.end_reason = Some(reason.as_str().to_string());
+        agent.row.sent_at = None;
+        agent.sent_text = None;
+        agent.sent_by_pane = false;
+        agent.reaped_at = Some(now);
+        let session = agent.row.session_id.clone();
+        self.dirty_agents.insert(id);
+        self.set_flags(id, Some(true), Some(false));
+        self.publish(
+            id,
+            "session_ended",
+            json!({"agent_id": id, "session_id": session, "reason": reason.as_str()}),
+        );
+    }
+
+    /// News about an agent stamped `at` (a hook's emission, a transcript line's time): an
+    /// agent the reaper ended lives again when the news is newer than its end.
+    pub(super) fn revive_if_reaped(&mut self, id: AgentId, at: Timestamp) {
+        let Some(agent) = self.agents.get_mut(&id) else {
+            return;
+        };
+        let Some(reaped) = agent.reaped_at else {
+            return;
+        };
+        if !agent.row.ended || at <= reaped {
+            return;
+        }
+        info!(
+            "[REAPER] agent {id} (session {}) is back: news at {at} after its end",
+            agent.row.session_id
+        );
+        agent.reaped_at = None;
+        agent.row.end_reason = None;
+        agent.pane_witness = Default::default();
+        self.dirty_agents.insert(id);
+        self.set_flags(id, Some(false), None);
+    }
+
+    /// What a transcript line tells about its agent besides its turn: its folder, when no
+    /// hook gave one, and the time its session began.
+    pub(super) fn learn_from_line(&mut self, id: AgentId, line: &[u8], at: Option<Timestamp>) {
+        let Some(agent) = self.agents.get_mut(&id) else {
+            return;
+        };
+        if let Some(at) = at {
+            let first = agent.first_line_at.get_or_insert(at);
+            *first = (*first).min(at);
+        }
+        if agent.row.cwd.is_none() {
+            if let Some(cwd) = crate::entry::line_cwd(line) {
+                debug!("[DISCOVERY] agent {id}: folder {cwd} from its transcript");
+                agent.row.project = super::project_of(&cwd);
+                agent.row.cwd = Some(cwd);
+                self.dirty_agents.insert(id);
+            }
+        }
+        if let Some(at) = at {
+            self.revive_if_reaped(id, at);
+        }
+    }
+}

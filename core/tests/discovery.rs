@@ -1,0 +1,218 @@
+//! Pane discovery and the reaper, driven through the real core: sessions whose hooks were all
+//! lost get their pane and folder from tmux's pane list and their transcript; agents whose
+//! pane or process is gone are ended with the reason, and come back when they speak again.
+
+use headspace_core::activity::Activity;
+use headspace_core::discovery::{PaneListing, PaneProcess};
+use headspace_core::model::AgentRow;
+use headspace_core::replay::Replayer;
+use headspace_core::trace::Step;
+use headspace_core::Timestamp;
+use headspace_testkit::synth::{SessionWriter, CLAUDE_DIR};
+use serde_json::json;
+
+const T0: i64 = 1_793_523_600_000;
+
+fn at(ms: i64) -> Timestamp {
+    Timestamp(T0 + ms)
+}
+
+fn claude(pid: u32, cwd: &str, started: i64) -> PaneProcess {
+    PaneProcess {
+        pid,
+        command: "claude".into(),
+        args: vec!["claude".into()],
+        cwd: Some(cwd.into()),
+        started_at: at(started),
+    }
+}
+
+fn shell(pid: u32) -> PaneProcess {
+    PaneProcess {
+        pid,
+        command: "bash".into(),
+        args: vec!["-bash".into()],
+        cwd: Some("/home/u".into()),
+        started_at: at(0),
+    }
+}
+
+fn pane(id: &str, processes: Vec<PaneProcess>) -> PaneListing {
+    PaneListing {
+        pane: id.into(),
+        current_path: None,
+        processes,
+    }
+}
+
+/// A session that wrote its first prompt at `ms` in `cwd`, with no hook at all.
+fn session(r: &mut Replayer, n: u64, cwd: &str, ms: i64) -> SessionWriter {
+    let mut s = SessionWriter::new(n, at(ms));
+    s.cwd = cwd.into();
+    s.dir = headspace_core::engine::claude_project_dir(cwd);
+    let line = s.prompt(&format!("task {n}"), None);
+    r.step(
+        at(ms),
+        Step::Append {
+            path: s.path(),
+            data: format!("{}\n", line.json).into_bytes(),
+        },
+    );
+    s
+}
+
+fn agent_of<'a>(r: &'a Replayer, s: &SessionWriter) -> &'a AgentRow {
+    r.store()
+        .agents()
+        .find(|a| a.session_id == s.session_id)
+        .expect("an agent for the session")
+}
+
+#[test]
+fn a_session_with_every_hook_lost_gets_its_pane_and_folder() {
+    let mut r = Replayer::new(CLAUDE_DIR);
+    let s = session(&mut r, 1, "/work/alpha", 10_000);
+    assert_eq!(agent_of(&r, &s).tmux_pane, None);
+    assert_eq!(
+        agent_of(&r, &s).cwd.as_deref(),
+        Some("/work/alpha"),
+        "the folder comes from the transcript line"
+    );
+    assert_eq!(agent_of(&r, &s).project.as_deref(), Some("alpha"));
+    let panes = vec![
+        pane("%0", vec![shell(1)]),
+        pane("%3", vec![shell(2), claude(7, "/work/alpha", 9_000)]),
+    ];
+    r.step(at(11_000), Step::Panes { panes });
+    assert_eq!(agent_of(&r, &s).tmux_pane.as_deref(), Some("%3"));
+    assert_eq!(
+        r.store().resolve("%3"),
+        Some(agent_of(&r, &s).id),
+        "`wait %3` and `send %3` find it"
+    );
+}
+
+#[test]
+fn two_agents_in_one_folder_started_at_different_times_are_told_apart() {
+    let mut r = Replayer::new(CLAUDE_DIR);
+    let a = session(&mut r, 1, "/work/p", 10_000);
+    let b = session(&mut r, 2, "/work/p", 60_000);
+    let panes = vec![
+        pane("%1", vec![claude(11, "/work/p", 5_000)]),
+        pane("%2", vec![claude(22, "/work/p", 40_000)]),
+    ];
+    r.step(at(61_000), Step::Panes { panes });
+    assert_eq!(agent_of(&r, &a).tmux_pane.as_deref(), Some("%1"));
+    assert_eq!(agent_of(&r, &b).tmux_pane.as_deref(), Some("%2"));
+}
+
+#[test]
+fn an_ambiguous_session_stays_unassigned_and_a_hook_pane_wins() {
+    let mut r = Replayer::new(CLAUDE_DIR);
+    let s = session(&mut r, 1, "/work/p", 60_000);
+    let panes = vec![
+        pane("%1", vec![claude(11, "/work/p", 5_000)]),
+        pane("%2", vec![claude(22, "/work/p", 40_000)]),
+    ];
+    r.step(at(61_000), Step::Panes { panes });
+    assert_eq!(agent_of(&r, &s).tmux_pane, None, "two processes fit: no guess");
+    let body = s.hook("Notification", Some("%2"), Some(at(62_000)), json!({}));
+    r.step(
+        at(62_000),
+        Step::Hook {
+            event: Some("Notification".into()),
+            body,
+        },
+    );
+    assert_eq!(agent_of(&r, &s).tmux_pane.as_deref(), Some("%2"));
+}
+
+#[test]
+fn the_reaper_ends_an_agent_whose_pane_closed_or_process_exited_and_a_new_line_revives_it() {
+    let mut r = Replayer::new(CLAUDE_DIR);
+    let mut s = session(&mut r, 1, "/work/p", 10_000);
+    let live = vec![pane("%1", vec![shell(1), claude(11, "/work/p", 5_000)])];
+    r.step(at(11_000), Step::Panes { panes: live.clone() });
+    assert!(!agent_of(&r, &s).ended);
+    // The process is killed; the pane stays with its shell.
+    r.step(
+        at(12_000),
+        Step::Panes {
+            panes: vec![pane("%1", vec![shell(1)])],
+        },
+    );
+    let a = agent_of(&r, &s);
+    assert!(a.ended);
+    assert_eq!(a.end_reason.as_deref(), Some("process_exited"));
+    assert_eq!(
+        r.store().agent_view(a.id).unwrap().activity(),
+        Activity::Ended
+    );
+    // `claude --resume` writes to the session again: it is back.
+    s.clock = at(20_000);
+    let line = s.agent_text("resumed");
+    r.step(
+        at(20_000),
+        Step::Append {
+            path: s.path(),
+            data: format!("{}\n", line.json).into_bytes(),
+        },
+    );
+    let a = agent_of(&r, &s);
+    assert!(!a.ended, "a line newer than its end brings it back");
+    assert_eq!(a.end_reason, None);
+    // Its pane closes.
+    r.step(at(21_000), Step::Panes { panes: live });
+    r.step(at(22_000), Step::Panes { panes: vec![] });
+    assert_eq!(agent_of(&r, &s).end_reason.as_deref(), Some("pane_closed"));
+}
+
+#[test]
+fn a_pane_no_listing_ever_showed_is_not_reaped_but_a_silent_agent_is() {
+    let mut r = Replayer::new(CLAUDE_DIR);
+    let s = session(&mut r, 1, "/work/p", 10_000);
+    // Its turn ends: idle, it is evicted from memory after half an hour of silence.
+    let body = s.hook("Stop", Some("%9"), Some(at(10_500)), json!({}));
+    r.step(
+        at(10_500),
+        Step::Hook {
+            event: Some("Stop".into()),
+            body,
+        },
+    );
+    r.step(at(11_000), Step::Panes { panes: vec![] });
+    assert!(!agent_of(&r, &s).ended, "%9 was never listed: another tmux server");
+    r.step(at(11_000 + 11 * 3_600_000), Step::Tick);
+    assert!(!agent_of(&r, &s).ended);
+    assert_eq!(r.core().memory_counts(), (0, 1), "evicted while silent");
+    r.step(at(11_000 + 13 * 3_600_000), Step::Tick);
+    assert_eq!(agent_of(&r, &s).end_reason.as_deref(), Some("silent"));
+}
+
+#[test]
+fn a_prompt_typed_in_the_pane_counts_as_running_until_the_pane_is_idle_again() {
+    let rule = "────────────────────────────────────────";
+    let idle = format!("⏺ Done.\n\n{rule}\n❯\u{a0}\n{rule}\n");
+    let submitted = format!("⏺ Done.\n\n> next task\n\n{rule}\n❯\u{a0}\n{rule}\n");
+    let mut r = Replayer::new(CLAUDE_DIR);
+    let s = session(&mut r, 1, "/work/p", 10_000);
+    let body = s.hook("Stop", Some("%1"), Some(at(10_100)), json!({}));
+    r.step(
+        at(10_100),
+        Step::Hook {
+            event: Some("Stop".into()),
+            body,
+        },
+    );
+    let id = agent_of(&r, &s).id;
+    let activity = |r: &Replayer| r.store().agent_view(id).unwrap().activity();
+    r.step(at(30_000), Step::Pane { pane: "%1".into(), text: idle.clone() });
+    r.step(at(31_000), Step::Pane { pane: "%1".into(), text: idle.clone() });
+    assert_eq!(activity(&r), Activity::Idle);
+    r.step(at(32_000), Step::Pane { pane: "%1".into(), text: submitted });
+    assert_eq!(activity(&r), Activity::Running, "the screen shows the prompt submitted");
+    r.step(at(40_000), Step::Pane { pane: "%1".into(), text: idle.clone() });
+    assert_eq!(activity(&r), Activity::Running, "one idle reading is not enough");
+    r.step(at(41_000), Step::Pane { pane: "%1".into(), text: idle });
+    assert_eq!(activity(&r), Activity::Idle);
+}

@@ -1,0 +1,3 @@
+-- Why the reaper ended an agent (pane_closed, process_exited, silent); NULL while it lives
+-- or when its SessionEnd hook ended it.
+ALTER TABLE agents ADD COLUMN IF NOT EXISTS end_reason TEXT;
