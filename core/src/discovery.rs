@@ -78,16 +78,21 @@ fn same_folder(a: &str, b: &str) -> bool {
     a.trim_end_matches('/') == b.trim_end_matches('/')
 }
 
+/// What [`place`] decided: the ties made, in order, and the sessions left with two or more
+/// candidate panes (ambiguous, for the log).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// (agent, pane) ties.
+    pub ties: Vec<(AgentId, String)>,
+    /// Agents no pane was chosen for although several fit, with those panes.
+    pub ambiguous: Vec<(AgentId, Vec<String>)>,
+}
+
 /// Ties sessions to panes: repeatedly, a session with exactly one free fitting process gets
 /// that process's pane, and the process is no longer free. `taken` are the panes live agents
 /// already hold (a hook's pane always wins). A pane with two Claude Code processes is never
-/// chosen. Returns the ties in the order made, and the sessions left with two or more
-/// candidates (ambiguous, for the log).
-pub fn place(
-    unplaced: &[Unplaced],
-    panes: &[PaneListing],
-    taken: &BTreeSet<String>,
-) -> (Vec<(AgentId, String)>, Vec<(AgentId, Vec<String>)>) {
+/// chosen.
+pub fn place(unplaced: &[Unplaced], panes: &[PaneListing], taken: &BTreeSet<String>) -> Placement {
     let mut free: BTreeMap<&str, (&PaneListing, &PaneProcess)> = BTreeMap::new();
     for listing in panes.iter().filter(|l| !taken.contains(&l.pane)) {
         let mut claude = claude_processes(listing);
@@ -123,7 +128,7 @@ pub fn place(
             (c.len() > 1).then_some((u.agent, c))
         })
         .collect();
-    (ties, ambiguous)
+    Placement { ties, ambiguous }
 }
 
 /// Why the reaper ended an agent.
@@ -190,7 +195,9 @@ pub fn witness(
 
 #[cfg(test)]
 mod tests {
-    use super::{place, witness, EndReason, PaneListing, PaneProcess, PaneWitness, Unplaced};
+    use super::{
+        place, witness, EndReason, PaneListing, PaneProcess, PaneWitness, Placement, Unplaced,
+    };
     use crate::time::Timestamp;
     use std::collections::BTreeSet;
 
@@ -227,7 +234,7 @@ mod tests {
             pane("%2", vec![claude(20, "/p", 50_000)]),
         ];
         let sessions = [session(2, "/p", 60_000), session(1, "/p", 5_000)];
-        let (ties, ambiguous) = place(&sessions, &panes, &BTreeSet::new());
+        let Placement { ties, ambiguous } = place(&sessions, &panes, &BTreeSet::new());
         assert_eq!(ties, vec![(1, "%1".to_string()), (2, "%2".to_string())]);
         assert!(ambiguous.is_empty());
     }
@@ -238,7 +245,8 @@ mod tests {
             pane("%1", vec![claude(10, "/p", 1_000)]),
             pane("%2", vec![claude(20, "/p", 2_000)]),
         ];
-        let (ties, ambiguous) = place(&[session(1, "/p", 60_000)], &panes, &BTreeSet::new());
+        let Placement { ties, ambiguous } =
+            place(&[session(1, "/p", 60_000)], &panes, &BTreeSet::new());
         assert!(ties.is_empty());
         assert_eq!(ambiguous, vec![(1, vec!["%1".into(), "%2".into()])]);
     }
@@ -251,9 +259,9 @@ mod tests {
             pane("%3", vec![claude(30, "/p", 90_000)]),
         ];
         let taken: BTreeSet<String> = ["%1".to_string()].into();
-        let (ties, _) = place(&[session(1, "/p", 60_000)], &panes, &taken);
+        let ties = place(&[session(1, "/p", 60_000)], &panes, &taken).ties;
         assert!(ties.is_empty());
-        let (ties, _) = place(&[session(1, "/p/", 60_000)], &panes, &BTreeSet::new());
+        let ties = place(&[session(1, "/p/", 60_000)], &panes, &BTreeSet::new()).ties;
         assert_eq!(ties, vec![(1, "%1".to_string())]);
     }
 

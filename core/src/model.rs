@@ -70,6 +70,10 @@ pub struct AgentRow {
     /// lives or when its SessionEnd hook ended it.
     #[serde(default)]
     pub end_reason: Option<String>,
+    /// The pid of the Claude Code process a tmux listing last showed in its pane: kept so
+    /// that after a restart the reaper still knows what to look for.
+    #[serde(default)]
+    pub claude_pid: Option<u32>,
 }
 
 /// A task row: a user command and what followed.

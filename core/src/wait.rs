@@ -89,11 +89,23 @@ mod tests {
         let submitted = format!("> fix it\n\n{RULE}\n❯\u{a0}\n{RULE}\n");
         let spinner = format!("✻ Thinking… (esc to interrupt)\n\n{RULE}\n❯\u{a0}\n{RULE}\n");
         let idle = format!("⏺ Done.\n\n{RULE}\n❯\u{a0}\n{RULE}\n");
-        assert_eq!(with_screen(Activity::Idle, Some(&submitted)), Activity::Running);
-        assert_eq!(with_screen(Activity::Idle, Some(&spinner)), Activity::Running);
+        assert_eq!(
+            with_screen(Activity::Idle, Some(&submitted)),
+            Activity::Running
+        );
+        assert_eq!(
+            with_screen(Activity::Idle, Some(&spinner)),
+            Activity::Running
+        );
         assert_eq!(with_screen(Activity::Idle, Some(&idle)), Activity::Idle);
         assert_eq!(with_screen(Activity::Idle, None), Activity::Idle);
-        assert_eq!(with_screen(Activity::Ended, Some(&spinner)), Activity::Ended);
-        assert_eq!(with_screen(Activity::Waiting, Some(&spinner)), Activity::Waiting);
+        assert_eq!(
+            with_screen(Activity::Ended, Some(&spinner)),
+            Activity::Ended
+        );
+        assert_eq!(
+            with_screen(Activity::Waiting, Some(&spinner)),
+            Activity::Waiting
+        );
     }
 }

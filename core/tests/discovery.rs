@@ -115,7 +115,11 @@ fn an_ambiguous_session_stays_unassigned_and_a_hook_pane_wins() {
         pane("%2", vec![claude(22, "/work/p", 40_000)]),
     ];
     r.step(at(61_000), Step::Panes { panes });
-    assert_eq!(agent_of(&r, &s).tmux_pane, None, "two processes fit: no guess");
+    assert_eq!(
+        agent_of(&r, &s).tmux_pane,
+        None,
+        "two processes fit: no guess"
+    );
     let body = s.hook("Notification", Some("%2"), Some(at(62_000)), json!({}));
     r.step(
         at(62_000),
@@ -132,7 +136,12 @@ fn the_reaper_ends_an_agent_whose_pane_closed_or_process_exited_and_a_new_line_r
     let mut r = Replayer::new(CLAUDE_DIR);
     let mut s = session(&mut r, 1, "/work/p", 10_000);
     let live = vec![pane("%1", vec![shell(1), claude(11, "/work/p", 5_000)])];
-    r.step(at(11_000), Step::Panes { panes: live.clone() });
+    r.step(
+        at(11_000),
+        Step::Panes {
+            panes: live.clone(),
+        },
+    );
     assert!(!agent_of(&r, &s).ended);
     // The process is killed; the pane stays with its shell.
     r.step(
@@ -149,8 +158,22 @@ fn the_reaper_ends_an_agent_whose_pane_closed_or_process_exited_and_a_new_line_r
         Activity::Ended
     );
     // `claude --resume` writes to the session again: it is back.
+    let tail = s.agent_text("the last words of its turn, read late");
+    let late_stamp = s.clock;
+    r.step(
+        at(19_000),
+        Step::Append {
+            path: s.path(),
+            data: format!("{}\n", tail.json).into_bytes(),
+        },
+    );
+    assert!(late_stamp < at(12_000), "written before the kill");
+    assert!(
+        agent_of(&r, &s).ended,
+        "the tail of its last turn does not revive it"
+    );
     s.clock = at(20_000);
-    let line = s.agent_text("resumed");
+    let line = s.prompt("resumed", None);
     r.step(
         at(20_000),
         Step::Append {
@@ -159,7 +182,7 @@ fn the_reaper_ends_an_agent_whose_pane_closed_or_process_exited_and_a_new_line_r
         },
     );
     let a = agent_of(&r, &s);
-    assert!(!a.ended, "a line newer than its end brings it back");
+    assert!(!a.ended, "a prompt newer than its end brings it back");
     assert_eq!(a.end_reason, None);
     // Its pane closes.
     r.step(at(21_000), Step::Panes { panes: live });
@@ -181,7 +204,10 @@ fn a_pane_no_listing_ever_showed_is_not_reaped_but_a_silent_agent_is() {
         },
     );
     r.step(at(11_000), Step::Panes { panes: vec![] });
-    assert!(!agent_of(&r, &s).ended, "%9 was never listed: another tmux server");
+    assert!(
+        !agent_of(&r, &s).ended,
+        "%9 was never listed: another tmux server"
+    );
     r.step(at(11_000 + 11 * 3_600_000), Step::Tick);
     assert!(!agent_of(&r, &s).ended);
     assert_eq!(r.core().memory_counts(), (0, 1), "evicted while silent");
@@ -206,13 +232,51 @@ fn a_prompt_typed_in_the_pane_counts_as_running_until_the_pane_is_idle_again() {
     );
     let id = agent_of(&r, &s).id;
     let activity = |r: &Replayer| r.store().agent_view(id).unwrap().activity();
-    r.step(at(30_000), Step::Pane { pane: "%1".into(), text: idle.clone() });
-    r.step(at(31_000), Step::Pane { pane: "%1".into(), text: idle.clone() });
+    r.step(
+        at(30_000),
+        Step::Pane {
+            pane: "%1".into(),
+            text: idle.clone(),
+        },
+    );
+    r.step(
+        at(31_000),
+        Step::Pane {
+            pane: "%1".into(),
+            text: idle.clone(),
+        },
+    );
     assert_eq!(activity(&r), Activity::Idle);
-    r.step(at(32_000), Step::Pane { pane: "%1".into(), text: submitted });
-    assert_eq!(activity(&r), Activity::Running, "the screen shows the prompt submitted");
-    r.step(at(40_000), Step::Pane { pane: "%1".into(), text: idle.clone() });
-    assert_eq!(activity(&r), Activity::Running, "one idle reading is not enough");
-    r.step(at(41_000), Step::Pane { pane: "%1".into(), text: idle });
+    r.step(
+        at(32_000),
+        Step::Pane {
+            pane: "%1".into(),
+            text: submitted,
+        },
+    );
+    assert_eq!(
+        activity(&r),
+        Activity::Running,
+        "the screen shows the prompt submitted"
+    );
+    r.step(
+        at(40_000),
+        Step::Pane {
+            pane: "%1".into(),
+            text: idle.clone(),
+        },
+    );
+    assert_eq!(
+        activity(&r),
+        Activity::Running,
+        "one idle reading is not enough"
+    );
+    r.step(
+        at(41_000),
+        Step::Pane {
+            pane: "%1".into(),
+            text: idle,
+        },
+    );
     assert_eq!(activity(&r), Activity::Idle);
 }

@@ -148,7 +148,10 @@ mod tests {
         );
         assert_eq!(
             mine[0].cwd.as_deref(),
-            std::env::current_dir().ok().as_deref().and_then(|p| p.to_str())
+            std::env::current_dir()
+                .ok()
+                .as_deref()
+                .and_then(|p| p.to_str())
         );
     }
 }

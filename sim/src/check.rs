@@ -9,13 +9,18 @@
 //! - S5 valid states: a task never goes back to `idle` once it left it;
 //! - A1 no false idle: an agent whose current prompt the server has seen is never shown idle
 //!   while the session is still working on it (sm#232);
-//! - A2 no stuck running (calm scenarios): a session idle for a while is shown idle (sm#240).
+//! - A2 no stuck running (calm scenarios): a session idle for a while is shown idle (sm#240);
+//! - R1 no early end: an agent whose process lives and works is never shown ended;
+//! - R2 the reaper: an agent whose pane closed or whose process is gone is not shown running
+//!   once the watchdog has had time to see it.
 //!
 //! Liveness, at the end of the calm phase:
 //! - L1 completeness: every transcript turn line has exactly one turn, and no hook-made turn is
 //!   left unclaimed;
-//! - L2 convergence: every agent's activity equals its session's (idle, waiting), and every
-//!   agent turn sits in the task of the prompt it answers.
+//! - L2 convergence: every agent's activity equals its session's (idle, waiting, ended), and
+//!   every agent turn sits in the task of the prompt it answers;
+//! - P1 discovery: an agent tied to a pane (by a hook or by discovery) holds only lines of
+//!   that pane's sessions.
 //!
 //! L3 (determinism) is checked by running a seed twice (see `run`).
 
@@ -79,6 +84,12 @@ pub struct Checker {
     pub violations: Vec<Violation>,
     /// Panes some delivered hook named: only these can the server tie to a session.
     pub named_panes: BTreeSet<String>,
+    /// Panes whose agent's life ended (exited, killed, pane closed or taken over), and when;
+    /// only those a listing showed alive while the server knew them (see `seen_alive`).
+    pub gone: BTreeMap<String, Timestamp>,
+    /// Panes a successful pane listing showed with their Claude Code process while the store
+    /// tied them to an agent.
+    pub seen_alive: BTreeSet<String>,
     store_violations: usize,
     /// Committed turns by entry uuid and by prompt id.
     entries: BTreeMap<String, u64>,
@@ -173,6 +184,29 @@ impl Checker {
             }
         }
         self.check_false_idle(now, store);
+        self.check_not_ended_while_working(now, store);
+    }
+
+    /// R1: an agent whose process lives and works is never shown ended.
+    fn check_not_ended_while_working(&mut self, now: Timestamp, store: &MemStore) {
+        let working: Vec<String> = self
+            .phases
+            .iter()
+            .filter(|(p, ph)| ph.activity == Activity::Running && !self.gone.contains_key(*p))
+            .map(|(p, _)| p.clone())
+            .collect();
+        for pane in working {
+            if activity_of_pane(store, &pane) == Some(Activity::Ended) {
+                let key = format!("ended {pane} {}", self.phases[&pane].since);
+                if self.reported.insert(key) {
+                    let detail = format!(
+                        "pane {pane} shown ended while its session works; {}",
+                        tasks_of_pane(store, &pane)
+                    );
+                    self.fail("R1", now, detail);
+                }
+            }
+        }
     }
 
     /// The server crashed: a hook it answered but had not yet committed is gone with it. A
@@ -181,6 +215,18 @@ impl Checker {
     pub fn server_crashed(&mut self, store: &MemStore) {
         let known: BTreeSet<String> = store.agents().filter_map(|a| a.tmux_pane.clone()).collect();
         self.named_panes.retain(|p| known.contains(p));
+        // What the reaper saw of a pane is not kept across a restart: a pane that went while
+        // its agent was not yet ended is only ended by the silence limit now (R2 skips it).
+        let ended: BTreeSet<String> = self
+            .gone
+            .keys()
+            .filter(|p| activity_of_pane(store, p) == Some(Activity::Ended))
+            .cloned()
+            .collect();
+        self.gone.retain(|p, _| ended.contains(p));
+        // The restarted server knows a pane's process only from what was committed: it must
+        // see it alive again before its end is the reaper's to notice.
+        self.seen_alive.clear();
     }
 
     /// A1: no agent is idle while its session works on a prompt the server has seen.
@@ -251,7 +297,30 @@ impl Checker {
         }
     }
 
-    /// The end-of-run checks (L1, L2, S2).
+    /// R2: an agent whose pane closed, or whose process is gone, is not shown running once
+    /// `bound_ms` have passed.
+    pub fn check_gone(&mut self, now: Timestamp, store: &MemStore, bound_ms: i64) {
+        let late: Vec<(String, Timestamp)> = self
+            .gone
+            .iter()
+            .filter(|(_, at)| now.millis() - at.millis() > bound_ms)
+            .map(|(p, at)| (p.clone(), *at))
+            .collect();
+        for (pane, at) in late {
+            if activity_of_pane(store, &pane) == Some(Activity::Running) {
+                let key = format!("gone {pane} {at}");
+                if self.reported.insert(key) {
+                    self.fail(
+                        "R2",
+                        now,
+                        format!("pane {pane} gone since {at} is still shown running"),
+                    );
+                }
+            }
+        }
+    }
+
+    /// The end-of-run checks (L1, L2, S2, P1).
     pub fn finish(&mut self, now: Timestamp, store: &MemStore) {
         let by_entry: BTreeMap<&str, _> = store
             .turns()
@@ -290,6 +359,26 @@ impl Checker {
                 Some(_) => {}
             }
         }
+        // P1: an agent tied to a pane (by a hook or by discovery) holds only that pane's
+        // sessions' lines.
+        let panes: BTreeMap<u64, &str> = store
+            .agents()
+            .filter_map(|a| Some((a.id, a.tmux_pane.as_deref()?)))
+            .collect();
+        for t in store.turns() {
+            let (Some(uuid), Some(pane)) = (t.entry_uuid.as_deref(), panes.get(&t.agent_id)) else {
+                continue;
+            };
+            if let Some(line) = self.lines.get(uuid).filter(|l| l.pane != *pane) {
+                problems.push((
+                    "P1",
+                    format!(
+                        "agent {} is tied to pane {pane} but holds line {uuid} of pane {}",
+                        t.agent_id, line.pane
+                    ),
+                ));
+            }
+        }
         for t in store.turns().filter(|t| t.entry_uuid.is_none()) {
             problems.push((
                 "L1",
@@ -301,11 +390,12 @@ impl Checker {
         }
         // A pane no delivered hook ever named is unknown to the server: its session's turns
         // are kept (L1), but which pane shows them it cannot know.
-        for (pane, phase) in self
-            .phases
-            .iter()
-            .filter(|(p, _)| self.named_panes.contains(*p))
-        {
+        // A pane that went while the server was down, or before a crash let the reaper end its
+        // agent, is out of the reaper's sight (see `server_crashed`).
+        for (pane, phase) in self.phases.iter().filter(|(p, ph)| {
+            self.named_panes.contains(*p)
+                && (ph.activity != Activity::Ended || self.gone.contains_key(*p))
+        }) {
             let shown = activity_of_pane(store, pane);
             if shown != Some(phase.activity) {
                 problems.push((

@@ -17,6 +17,10 @@ use std::time::{Duration, Instant};
 /// Simulated time per turmoil step.
 pub const TICK_MS: u64 = 10;
 
+/// How long the reaper may take to end an agent whose pane or process went: ten pane
+/// listings, some of which fail.
+pub const GONE_WITHIN_MS: i64 = 20_000;
+
 /// What a run found.
 #[derive(Debug)]
 pub struct Outcome {
@@ -215,6 +219,12 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
         };
         let now = sim.elapsed().as_millis() as u64;
         let hostile = settle_until.is_none();
+        if crashed_until.is_none() && now % 250 < TICK_MS {
+            world.lock().check_gone(
+                headspace_core::Timestamp(EPOCH_MS + now as i64),
+                GONE_WITHIN_MS,
+            );
+        }
         if let Some(bound) = plan.idle_within_ms {
             if crashed_until.is_none() && now % 250 < TICK_MS {
                 world.lock().check_stuck(

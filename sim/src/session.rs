@@ -8,7 +8,7 @@ use crate::check::{LineTruth, Phase};
 use crate::faults::Faults;
 use crate::plan::{AgentPlan, Exchange, Fate, Step};
 use crate::rng::Rng;
-use crate::world::{sim_now, Screen, SimWorld};
+use crate::world::{sim_now, PaneProgram, Screen, SimWorld};
 use headspace_core::activity::Activity;
 use headspace_core::matching::normalise_display;
 use headspace_core::Timestamp;
@@ -364,6 +364,35 @@ impl Agent {
         self.phase(Activity::Idle, None, None);
     }
 
+    /// How the agent's life ends, drawn from its own generator: most stay at the prompt;
+    /// some exit with SessionEnd (the pane closes), are killed (no hook; the shell stays),
+    /// have their pane closed (no hook), or leave their pane to another program (no hook).
+    async fn end(&mut self) {
+        let ending = self.rng.range(0, 10);
+        let pane = self.pane.clone();
+        let program = match ending {
+            0 => {
+                self.hook(
+                    "SessionEnd",
+                    json!({"reason": "prompt_input_exit"}),
+                    Fate::Drawn,
+                );
+                None
+            }
+            1 => Some(PaneProgram::Shell),
+            2 => None,
+            3 => Some(PaneProgram::Other),
+            _ => return,
+        };
+        self.world.run_in(&pane, program);
+        let mut s = self.world.lock();
+        if s.checker.seen_alive.contains(&pane) {
+            s.checker.gone.insert(pane, sim_now());
+        }
+        drop(s);
+        self.phase(Activity::Ended, None, None);
+    }
+
     /// A new session in the same pane (after `/clear` or compaction).
     fn new_session(&mut self, source: &str) {
         self.sessions += 1;
@@ -412,6 +441,14 @@ pub async fn run_agent(
         in_flight: Vec::new(),
     };
     world.show(&agent.pane, Screen::Idle);
+    world.run_in(
+        &agent.pane,
+        Some(PaneProgram::Claude {
+            pid: 1_000 + index as u32,
+            cwd: agent.w.cwd.clone(),
+            started_at: sim_now(),
+        }),
+    );
     agent.phase(Activity::Idle, None, None);
     // An agent an orchestration is started on is one the dashboard shows: its start is heard.
     let start = if plan.steps.contains(&Step::Serve) {
@@ -451,6 +488,11 @@ pub async fn run_agent(
             }
         }
         sleep_ms(200).await;
+    }
+    // Drawn after the plan, so the plan's world is the same as without endings.
+    let serves = plan.steps.contains(&Step::Serve);
+    if !serves {
+        agent.end().await;
     }
     // The transcript's last lines and the last hooks still reach the world.
     let Agent {

@@ -7,6 +7,7 @@ use crate::check::Checker;
 use crate::rng::Rng;
 use headspace::server::store::{BoxFuture, Store, StoreError, Waited};
 use headspace::server::world::{Clock, FileStat, Files, Panes};
+use headspace_core::discovery::{PaneListing, PaneProcess};
 use headspace_core::model::{Snapshot, TurnRow};
 use headspace_core::send_check::Sent;
 use headspace_core::store::MemStore;
@@ -50,6 +51,24 @@ impl Screen {
     }
 }
 
+/// What runs in a simulated pane, as the process table would show it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PaneProgram {
+    /// The agent's Claude Code process.
+    Claude {
+        /// Its pid.
+        pid: u32,
+        /// Its folder.
+        cwd: String,
+        /// When it started.
+        started_at: Timestamp,
+    },
+    /// Only the shell the process ran in (it was killed).
+    Shell,
+    /// Another program took the pane over.
+    Other,
+}
+
 struct SimFile {
     data: Vec<u8>,
     ino: u64,
@@ -87,6 +106,9 @@ pub struct State {
     pub store: MemStore,
     screens: BTreeMap<String, Vec<(Timestamp, Screen)>>,
     inbox: BTreeMap<String, VecDeque<String>>,
+    /// What runs in each pane; a pane without an entry is not listed (closed, or never
+    /// opened).
+    programs: BTreeMap<String, PaneProgram>,
     /// The adapters' faults.
     pub faults: AdapterFaults,
     /// False once the liveness phase starts.
@@ -120,6 +142,7 @@ impl SimWorld {
             store: MemStore::new(),
             screens: BTreeMap::new(),
             inbox: BTreeMap::new(),
+            programs: BTreeMap::new(),
             faults,
             hostile: true,
             rng,
@@ -167,6 +190,15 @@ impl SimWorld {
             .entry(pane.to_string())
             .or_default()
             .push((now, screen));
+    }
+
+    /// The pane now runs `program`; `None` closes it.
+    pub fn run_in(&self, pane: &str, program: Option<PaneProgram>) {
+        let mut s = self.lock();
+        match program {
+            Some(p) => s.programs.insert(pane.to_string(), p),
+            None => s.programs.remove(pane),
+        };
     }
 
     /// Text typed into the pane by `send`, oldest first.
@@ -261,6 +293,33 @@ impl Panes for SimWorld {
         Box::pin(async move { out })
     }
 
+    fn list(&self) -> BoxFuture<'_, Option<Vec<PaneListing>>> {
+        let mut s = self.lock();
+        let fail = s.hostile && {
+            let p = s.faults.pane_fail;
+            s.rng.chance(p)
+        };
+        let out: Option<Vec<PaneListing>> = (!fail).then(|| {
+            s.programs
+                .iter()
+                .map(|(pane, p)| listing(pane, p))
+                .collect()
+        });
+        if out.is_some() {
+            // The reaper can only end an agent whose process it saw in a listing while the
+            // server knew the agent's pane.
+            let seen: Vec<String> = s
+                .programs
+                .iter()
+                .filter(|(_, p)| matches!(p, PaneProgram::Claude { .. }))
+                .map(|(pane, _)| pane.clone())
+                .filter(|pane| s.store.agents().any(|a| a.tmux_pane.as_ref() == Some(pane)))
+                .collect();
+            s.checker.seen_alive.extend(seen);
+        }
+        Box::pin(async move { out })
+    }
+
     fn send<'a>(&'a self, pane: &'a str, text: &'a str) -> BoxFuture<'a, Result<Sent, String>> {
         Box::pin(async move {
             if !self.lock().screens.contains_key(pane) {
@@ -282,6 +341,44 @@ impl Panes for SimWorld {
     }
 }
 
+/// A pane as tmux and `/proc` would list it: its shell, and what runs under it.
+fn listing(pane: &str, program: &PaneProgram) -> PaneListing {
+    let n: u32 = pane.trim_start_matches('%').parse().unwrap_or(0);
+    let shell = PaneProcess {
+        pid: 100 + n,
+        command: "bash".into(),
+        args: vec!["-bash".into()],
+        cwd: None,
+        started_at: Timestamp(0),
+    };
+    let child = match program {
+        PaneProgram::Claude {
+            pid,
+            cwd,
+            started_at,
+        } => Some(PaneProcess {
+            pid: *pid,
+            command: "claude".into(),
+            args: vec!["claude".into()],
+            cwd: Some(cwd.clone()),
+            started_at: *started_at,
+        }),
+        PaneProgram::Other => Some(PaneProcess {
+            pid: 9_000 + n,
+            command: "vim".into(),
+            args: vec!["vim".into(), "notes.md".into()],
+            cwd: None,
+            started_at: Timestamp(0),
+        }),
+        PaneProgram::Shell => None,
+    };
+    PaneListing {
+        pane: pane.to_string(),
+        current_path: None,
+        processes: std::iter::once(shell).chain(child).collect(),
+    }
+}
+
 fn unavailable() -> StoreError {
     StoreError::Unavailable("simulated outage".into())
 }
@@ -290,6 +387,11 @@ impl State {
     /// A2 on the store as it is now.
     pub fn check_stuck(&mut self, now: Timestamp, bound_ms: i64) {
         self.checker.check_stuck(now, &self.store, bound_ms);
+    }
+
+    /// R2 on the store as it is now.
+    pub fn check_gone(&mut self, now: Timestamp, bound_ms: i64) {
+        self.checker.check_gone(now, &self.store, bound_ms);
     }
 
     /// The end-of-run checks on the store as it is now.

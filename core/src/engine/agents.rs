@@ -165,6 +165,7 @@ impl Core {
             permission: None,
             last_seen_at: self.now,
             end_reason: None,
+            claude_pid: None,
         };
         self.out
             .push_back(Command::Store(Write::Agent(row.clone())));

@@ -87,7 +87,8 @@ impl Core {
         };
         match hook.event {
             HookEvent::UserPromptSubmit => {
-                self.set_flags(agent_id, Some(false), Some(false));
+                let lives = self.news_after_reaping(agent_id, stamp);
+                self.set_flags(agent_id, lives.then_some(false), Some(false));
                 let prompt = hook.prompt.clone().unwrap_or_default();
                 self.prompt_seen(agent_id, Some(stamp), &prompt);
                 if let (Some(prompt), Some(key)) = (hook.prompt.as_deref(), hook_key) {
@@ -124,10 +125,14 @@ impl Core {
                 }
                 _ => {}
             },
-            HookEvent::SessionStart => self.set_flags(agent_id, Some(false), None),
+            HookEvent::SessionStart => {
+                let lives = self.news_after_reaping(agent_id, stamp);
+                self.set_flags(agent_id, lives.then_some(false), None)
+            }
             HookEvent::SessionEnd => {
                 if hook.reason.as_deref() != Some("clear") {
                     self.set_flags(agent_id, Some(true), Some(false));
+                    self.agent_mut(agent_id).ended_at = Some(stamp);
                 }
                 self.publish(
                     agent_id,
@@ -183,7 +188,7 @@ impl Core {
             agent.row.ended = e;
             if !e {
                 agent.row.end_reason = None;
-                agent.reaped_at = None;
+                agent.ended_at = None;
             }
         }
         if let Some(w) = waiting {

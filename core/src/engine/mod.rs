@@ -136,8 +136,9 @@ struct AgentState {
     first_line_at: Option<Timestamp>,
     /// What the reaper saw of its pane in tmux's last listing.
     pane_witness: crate::discovery::PaneWitness,
-    /// When the reaper ended it: only news stamped later brings it back.
-    reaped_at: Option<Timestamp>,
+    /// When it was ended (its SessionEnd's stamp, or the reaper's time): only news stamped
+    /// later brings it back, not a late hook of its last turn.
+    ended_at: Option<Timestamp>,
     /// `sent_at` was set because its pane showed a prompt submitted there (not a `send`):
     /// the pane going idle again ends it.
     sent_by_pane: bool,
@@ -314,6 +315,13 @@ impl Core {
 
 impl AgentState {
     fn new(row: AgentRow) -> AgentState {
+        // A process seen in the pane before (this run or the last) is looked for again.
+        let pane_witness = crate::discovery::PaneWitness {
+            listed: row.claude_pid.is_some(),
+            claude_pid: row.claude_pid,
+        };
+        // After a restart: news heard before its last word cannot bring it back.
+        let ended_at = row.ended.then_some(row.last_seen_at);
         AgentState {
             row,
             index: MatchIndex::default(),
@@ -337,8 +345,8 @@ impl AgentState {
             sent_text: None,
             back_at: Timestamp(i64::MIN),
             first_line_at: None,
-            pane_witness: crate::discovery::PaneWitness::default(),
-            reaped_at: None,
+            pane_witness,
+            ended_at,
             sent_by_pane: false,
             #[cfg(feature = "planted-bugs")]
             fence_armed_at: None,

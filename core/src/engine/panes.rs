@@ -5,7 +5,7 @@
 //! back as soon as a hook or a transcript line newer than its end says it lives.
 
 use super::Core;
-use crate::discovery::{place, witness, EndReason, PaneListing, Unplaced};
+use crate::discovery::{place, witness, EndReason, PaneListing, Placement, Unplaced};
 use crate::model::AgentId;
 use crate::time::Timestamp;
 use serde_json::json;
@@ -25,6 +25,11 @@ impl Core {
         for (id, pane) in live {
             let agent = self.agent_mut(id);
             let (reason, seen) = witness(&pane, &agent.pane_witness, panes);
+            if seen.claude_pid.is_some() && seen.claude_pid != agent.row.claude_pid {
+                agent.row.claude_pid = seen.claude_pid;
+                self.dirty_agents.insert(id);
+            }
+            let agent = self.agent_mut(id);
             agent.pane_witness = seen;
             if let Some(reason) = reason {
                 self.reap(id, reason);
@@ -62,7 +67,7 @@ impl Core {
             })
             .map(|(p, _)| p.clone())
             .collect();
-        let (ties, ambiguous) = place(&unplaced, panes, &taken);
+        let Placement { ties, ambiguous } = place(&unplaced, panes, &taken);
         for (id, candidates) in ambiguous {
             debug!("[DISCOVERY] agent {id}: panes {candidates:?} all fit its folder and start; none chosen");
         }
@@ -116,7 +121,9 @@ impl Core {
         agent.row.sent_at = None;
         agent.sent_text = None;
         agent.sent_by_pane = false;
-        agent.reaped_at = Some(now);
+        agent.ended_at = Some(now);
+        // Its end is the last news of it: after a restart, news stamped before it is old.
+        agent.row.last_seen_at = agent.row.last_seen_at.max(now);
         let session = agent.row.session_id.clone();
         self.dirty_agents.insert(id);
         self.set_flags(id, Some(true), Some(false));
@@ -133,26 +140,46 @@ impl Core {
         let Some(agent) = self.agents.get_mut(&id) else {
             return;
         };
-        let Some(reaped) = agent.reaped_at else {
+        let Some(ended) = agent.ended_at else {
             return;
         };
-        if !agent.row.ended || at <= reaped {
+        // Only the reaper's end is undone by any news; a SessionEnd by a new session start
+        // or prompt (the hooks' own rules).
+        if !agent.row.ended || agent.row.end_reason.is_none() || at <= ended {
             return;
         }
         info!(
             "[REAPER] agent {id} (session {}) is back: news at {at} after its end",
             agent.row.session_id
         );
-        agent.reaped_at = None;
+        agent.ended_at = None;
         agent.row.end_reason = None;
+        agent.row.claude_pid = None;
         agent.pane_witness = Default::default();
         self.dirty_agents.insert(id);
         self.set_flags(id, Some(false), None);
     }
 
+    /// False for news stamped no later than the agent's end (SessionEnd or the reaper): a
+    /// late hook of its last turn does not bring it back.
+    pub(super) fn news_after_reaping(&self, id: AgentId, at: Timestamp) -> bool {
+        self.agents
+            .get(&id)
+            .and_then(|a| a.ended_at)
+            .is_none_or(|ended| at > ended)
+    }
+
     /// What a transcript line tells about its agent besides its turn: its folder, when no
-    /// hook gave one, and the time its session began.
-    pub(super) fn learn_from_line(&mut self, id: AgentId, line: &[u8], at: Option<Timestamp>) {
+    /// hook gave one, and the time its session began; and a prompt written after the reaper
+    /// ended the agent says it lives (a resumed session). Other lines written late may be the
+    /// tail of its last turn.
+    pub(super) fn learn_from_line(
+        &mut self,
+        id: AgentId,
+        line: &[u8],
+        at: Option<Timestamp>,
+        prompt: bool,
+    ) {
         let Some(agent) = self.agents.get_mut(&id) else {
             return;
         };
@@ -168,7 +195,7 @@ impl Core {
                 self.dirty_agents.insert(id);
             }
         }
-        if let Some(at) = at {
+        if let (Some(at), true) = (at, prompt) {
             self.revive_if_reaped(id, at);
         }
     }

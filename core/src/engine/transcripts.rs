@@ -155,7 +155,8 @@ impl Core {
     fn process_whole_line(&mut self, path: &str, agent_id: AgentId, line: &[u8]) {
         let classified = entry::classify_mended(line);
         let at = classified.as_ref().ok().and_then(|(e, _)| e.timestamp());
-        self.learn_from_line(agent_id, line, at);
+        let prompt = matches!(classified, Ok((Entry::UserPrompt { .. }, _)));
+        self.learn_from_line(agent_id, line, at, prompt);
         match classified {
             Ok((Entry::Ignored, _)) => {}
             Ok((e, mended)) => {

@@ -91,8 +91,12 @@ impl Core {
             self.set_flags(agent_id, None, Some(permission));
         }
         let running = matches!(shown, Some(TaskState::Commanded | TaskState::Processing));
-        if idle_readings >= 2 && sent && self.agents[&agent_id].sent_by_pane {
-            debug!("[ACTIVITY] pane {pane} shows agent {agent_id} idle again; the prompt submitted there no longer counts as running");
+        // Only a finished agent can have a prompt submitted in its pane: one that waits on
+        // its own question goes on by itself once answered, and its answer line says so.
+        let finished = matches!(shown, None | Some(TaskState::Idle | TaskState::Complete));
+        let by_pane = sent && self.agents[&agent_id].sent_by_pane;
+        if by_pane && (idle_readings >= 2 || permission) {
+            debug!("[ACTIVITY] pane {pane} shows agent {agent_id} idle again or asking; the prompt submitted there no longer counts as running");
             let agent = self.agent_mut(agent_id);
             agent.row.sent_at = None;
             agent.sent_by_pane = false;
@@ -118,7 +122,8 @@ impl Core {
                 shown.map_or("-", TaskState::as_str),
                 crate::pane::tail(text, 6)
             );
-        } else if reading.state == crate::pane::PaneState::Busy && !running && !sent {
+        } else if reading.state == crate::pane::PaneState::Busy && finished && !permission && !sent
+        {
             debug!(
                 "[ACTIVITY] pane {pane} shows agent {agent_id} busy while it is {}: a prompt submitted in the pane; running until its turn ends. Last lines: {}",
                 shown.map_or("-", TaskState::as_str),

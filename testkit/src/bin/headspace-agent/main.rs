@@ -55,6 +55,10 @@ struct Args {
     /// Milliseconds the agent "works" between lines.
     #[arg(long, default_value_t = 300)]
     think_ms: u64,
+    /// Milliseconds between showing a submitted prompt and running its hook and writing its
+    /// line (Claude Code can take a while; meanwhile only the screen shows the turn began).
+    #[arg(long, default_value_t = 0)]
+    slow_submit_ms: u64,
     /// In --auto mode, still wait for a typed answer at questions (for demos).
     #[arg(long)]
     wait_on_questions: bool,
@@ -279,6 +283,9 @@ impl Agent {
     ) {
         let prompt = typed.unwrap_or_else(|| turn.prompt.clone());
         self.history.push(format!("> {prompt}"));
+        // As Claude Code does: the prompt and a spinner show at once, before any hook runs.
+        self.draw_busy("Thinking");
+        std::thread::sleep(Duration::from_millis(self.args.slow_submit_ms));
         self.stamp();
         self.hook("UserPromptSubmit", json!({"prompt": prompt}));
         let line = self.writer.typed(&prompt, None);

@@ -1,0 +1,366 @@
+//! Truth without hooks, on real parts: stand-in agents (run under the name `claude`, as
+//! Claude Code runs) in a real tmux server, every hook of theirs lost. Their panes and
+//! folders come from tmux's pane list and their transcripts; `wait`, `send` and `answer`
+//! work on the pane id; two agents in one folder started apart are told apart and an
+//! ambiguous one is left alone; a prompt typed in the pane is never reported idle by `wait`
+//! before its turn ends; a killed agent is ended with the reason.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A folder holding `claude`, a link to the stand-in: its process is named `claude`.
+fn claude_bin(root: &Path) -> PathBuf {
+    let bin = root.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let link = bin.join("claude");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(headspace_testkit::stand_in::stand_in_agent(), &link).unwrap();
+    link
+}
+
+fn script(dir: &Path, name: &str, turns: Value) -> PathBuf {
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, json!({ "turns": turns }).to_string()).unwrap();
+    path
+}
+
+/// Starts an agent in a new window of the session `s` (made on first use), in `folder`;
+/// returns its pane id.
+fn start_agent(world: &PaneWorld, folder: &Path, args: &str) -> String {
+    std::fs::create_dir_all(folder).unwrap();
+    let cmd = format!(
+        "{} --claude-dir {} {args}",
+        claude_bin(&world.claude).display(),
+        world.claude.display()
+    );
+    let folder = folder.to_str().unwrap();
+    let exists = std::process::Command::new("tmux")
+        .args(["-L", &world.tmux.0, "has-session", "-t", "s"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let target = if exists {
+        world.tmux.run(&[
+            "new-window",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "-t",
+            "s",
+            "-c",
+            folder,
+            &cmd,
+        ])
+    } else {
+        world.tmux.run(&[
+            "new-session",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "-s",
+            "s",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            "-c",
+            folder,
+            &cmd,
+        ])
+    };
+    target.trim().to_string()
+}
+
+fn type_line(world: &PaneWorld, pane: &str, text: &str) {
+    world.tmux.run(&["send-keys", "-t", pane, "-l", text]);
+    world.tmux.run(&["send-keys", "-t", pane, "Enter"]);
+}
+
+fn agent(server: &Server, session: &str) -> Option<Value> {
+    server.try_json(&format!("/api/agents/{session}"))
+}
+
+fn pane_ref(pane: &str) -> String {
+    pane.replace('%', "%25")
+}
+
+fn post(server: &Server, path: &str, body: Value) -> (u16, Value) {
+    let (status, text) = server.post(path, body.to_string().as_bytes());
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+#[test]
+fn with_every_hook_lost_the_pane_and_folder_come_from_tmux_and_the_transcript() {
+    let Some(world) = PaneWorld::start("discovery") else {
+        return;
+    };
+    let folder = world.claude.join("work").join("alpha");
+    let s = script(
+        &world.claude,
+        "alpha",
+        json!([
+            {"prompt": "one", "replies": ["First done."]},
+            {"prompt": "two", "replies": ["Second done."]},
+            {"prompt": "three", "replies": ["Third done."],
+             "question": {"question": "Which one?", "options": ["red", "blue"], "answer": "red"}}
+        ]),
+    );
+    let pane = start_agent(
+        &world,
+        &folder,
+        &format!(
+            "--script {} --session lost-a --think-ms 150 --drop-every 1 --stay",
+            s.display()
+        ),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    type_line(&world, &pane, "one");
+    let folder_s = folder.to_str().unwrap().to_string();
+    let card = wait_for(Duration::from_secs(15), || {
+        agent(&world.server, "lost-a").filter(|a| a["tmux_pane"] == pane.as_str())
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "never tied to {pane}: {:?}\n{}",
+            agent(&world.server, "lost-a"),
+            world.server.log()
+        )
+    });
+    assert_eq!(card["cwd"], folder_s.as_str(), "{card}");
+    assert_eq!(card["project"], "alpha", "{card}");
+    assert!(world.server.log().contains("[DISCOVERY] agent"));
+
+    // `wait` on the pane id, then `send` to it.
+    let (status, body) = world
+        .server
+        .get(&format!("/api/agents/{}/wait?timeout=20", pane_ref(&pane)));
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"idle\""), "{body}");
+    let (status, body) = post(
+        &world.server,
+        &format!("/api/agents/{}/send", pane_ref(&pane)),
+        json!({"text": "two"}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = world
+        .server
+        .get(&format!("/api/agents/{}/wait?timeout=20", pane_ref(&pane)));
+    assert_eq!(status, 200, "{body}");
+    let turns = world.server.json("/api/agents/lost-a/turns");
+    let texts: Vec<&str> = turns
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["text"].as_str())
+        .collect();
+    assert!(texts.contains(&"Second done."), "{texts:?}");
+
+    // The third turn asks; `answer` on the pane id picks an option.
+    type_line(&world, &pane, "three");
+    wait_for(Duration::from_secs(15), || {
+        agent(&world.server, "lost-a").filter(|a| a["question"].is_object())
+    })
+    .unwrap_or_else(|| panic!("no question: {:?}", agent(&world.server, "lost-a")));
+    let (status, body) = post(
+        &world.server,
+        &format!("/api/agents/{}/answer", pane_ref(&pane)),
+        json!({"option": 2}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let answered = wait_for(Duration::from_secs(15), || {
+        let turns = world.server.try_json("/api/agents/lost-a/turns")?;
+        turns
+            .as_array()?
+            .iter()
+            .any(|t| t["text"] == "Third done.")
+            .then_some(())
+    });
+    assert!(answered.is_some(), "{}", world.server.log());
+}
+
+#[test]
+fn two_agents_in_one_folder_started_apart_are_told_apart_and_an_ambiguous_one_is_left_alone() {
+    let Some(world) = PaneWorld::start("disc_two") else {
+        return;
+    };
+    let turns = json!([{"prompt": "go", "replies": ["Gone."]}]);
+    let s = script(&world.claude, "two", turns);
+    let args = |session: &str| {
+        format!(
+            "--script {} --session {session} --think-ms 100 --drop-every 1 --stay",
+            s.display()
+        )
+    };
+    let shared = world.claude.join("work").join("shared");
+    let first = start_agent(&world, &shared, &args("apart-1"));
+    std::thread::sleep(Duration::from_millis(300));
+    type_line(&world, &first, "go");
+    // The second starts after the first's first line, past the start-time tolerance.
+    wait_for(Duration::from_secs(10), || agent(&world.server, "apart-1"))
+        .expect("the first agent appears from its transcript");
+    std::thread::sleep(Duration::from_millis(2_500));
+    let second = start_agent(&world, &shared, &args("apart-2"));
+    std::thread::sleep(Duration::from_millis(300));
+    type_line(&world, &second, "go");
+    for (session, pane) in [("apart-1", &first), ("apart-2", &second)] {
+        wait_for(Duration::from_secs(15), || {
+            agent(&world.server, session).filter(|a| a["tmux_pane"] == pane.as_str())
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "{session} not tied to {pane}: {:?}\n{}",
+                agent(&world.server, session),
+                world.server.log()
+            )
+        });
+    }
+
+    // Two started together in another folder; only the second speaks: either could be it.
+    let other = world.claude.join("work").join("other");
+    let _c = start_agent(&world, &other, &args("amb-1"));
+    let d = start_agent(&world, &other, &args("amb-2"));
+    std::thread::sleep(Duration::from_millis(2_500));
+    type_line(&world, &d, "go");
+    wait_for(Duration::from_secs(10), || agent(&world.server, "amb-2"))
+        .expect("the agent appears from its transcript");
+    std::thread::sleep(Duration::from_secs(2));
+    let card = agent(&world.server, "amb-2").unwrap();
+    assert!(card["tmux_pane"].is_null(), "no guess: {card}");
+}
+
+#[test]
+fn wait_right_after_a_prompt_typed_in_the_pane_returns_only_after_its_turn() {
+    let Some(world) = PaneWorld::start("disc_wait") else {
+        return;
+    };
+    const REPS: usize = 20;
+    let turns: Vec<Value> = (0..REPS)
+        .map(|i| json!({"prompt": format!("p{i}"), "replies": [format!("working on {i}"), format!("finished {i}")]}))
+        .collect();
+    let s = script(&world.claude, "typed", json!(turns));
+    let folder = world.claude.join("work").join("typed");
+    let pane = start_agent(
+        &world,
+        &folder,
+        &format!(
+            // The prompt's hook and line come late, as when Claude Code is slow to write
+            // them: for a second only the screen tells that the turn began.
+            "--script {} --session typed-1 --think-ms 150 --stay --slow-submit-ms 1000",
+            s.display()
+        ),
+    );
+    wait_for(Duration::from_secs(10), || {
+        agent(&world.server, "typed-1").filter(|a| a["activity"] == "idle")
+    })
+    .expect("the agent registers, idle");
+    let transcript = || -> String {
+        let mut all = String::new();
+        for e in walk(&world.claude.join("projects")) {
+            all.push_str(&std::fs::read_to_string(e).unwrap_or_default());
+        }
+        all
+    };
+    for i in 0..REPS {
+        type_line(&world, &pane, &format!("p{i}"));
+        let (status, body) = world
+            .server
+            .get(&format!("/api/agents/{}/wait?timeout=30", pane_ref(&pane)));
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("\"idle\""), "rep {i}: {body}");
+        assert!(
+            transcript().contains(&format!("finished {i}")),
+            "rep {i}: wait answered {body} before the turn ended"
+        );
+    }
+}
+
+#[test]
+fn a_killed_agent_is_ended_with_the_reason() {
+    let Some(world) = PaneWorld::start("disc_reap") else {
+        return;
+    };
+    let s = script(
+        &world.claude,
+        "reap",
+        json!([{"prompt": "go", "replies": ["Gone."]}]),
+    );
+    let folder = world.claude.join("work").join("reap");
+    let pane = start_agent(
+        &world,
+        &folder,
+        &format!(
+            "--script {} --session reap-1 --think-ms 100 --stay",
+            s.display()
+        ),
+    );
+    // A shell stays in the pane when the agent dies: the pane is not closed, its process is.
+    world
+        .tmux
+        .run(&["set-option", "-t", &pane, "remain-on-exit", "on"]);
+    wait_for(Duration::from_secs(10), || {
+        agent(&world.server, "reap-1").filter(|a| a["tmux_pane"] == pane.as_str())
+    })
+    .expect("the agent registers in its pane");
+    // The watchdog lists the panes every 0.3 s: let it see the process (a busy machine runs
+    // four of these tests at once).
+    std::thread::sleep(Duration::from_secs(3));
+    // SIGKILL: no SessionEnd hook.
+    let pids = pids_running("reap-1");
+    assert!(!pids.is_empty(), "the agent's process is found");
+    for pid in pids {
+        std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .unwrap();
+    }
+    let card = wait_for(Duration::from_secs(20), || {
+        agent(&world.server, "reap-1").filter(|a| a["activity"] == "ended")
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "not ended: {:?}\n{}",
+            agent(&world.server, "reap-1"),
+            world.server.log()
+        )
+    });
+    assert_eq!(card["end_reason"], "process_exited", "{card}");
+    assert!(world.server.log().contains("[REAPER] agent"));
+}
+
+/// The pids of the stand-ins whose arguments name `session`.
+fn pids_running(session: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let args = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let args: Vec<&[u8]> = args.split(|b| *b == 0).collect();
+        let names = args
+            .windows(2)
+            .any(|w| w[0] == b"--session" && w[1] == session.as_bytes());
+        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        if names && comm.trim() == "claude" {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
