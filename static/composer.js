@@ -108,21 +108,34 @@ function wireComposer() {
 
 /// Keeps the conversation at its end while the user reads the end; otherwise shows "new below".
 function followEnd(force) {
-  const box = $('turns');
-  if (force || hs.atEnd) {
-    box.scrollTop = box.scrollHeight;
-    requestAnimationFrame(() => { box.scrollTop = box.scrollHeight; });
+  if (force) hs.atEnd = true;
+  if (hs.atEnd) {
     $('new-below').hidden = true;
+    pinEnd(30);
   } else {
     $('new-below').hidden = false;
   }
 }
 
+// Bubbles off screen are laid out lazily (content-visibility), so the height grows for a few
+// frames after a jump to the end: stay pinned to it until then, unless the user scrolls away.
+function pinEnd(frames) {
+  const box = $('turns');
+  if (!hs.atEnd) return;
+  box.scrollTop = box.scrollHeight;
+  if (frames > 0) requestAnimationFrame(() => pinEnd(frames - 1));
+}
+
 function wireFollow() {
   const box = $('turns');
   hs.atEnd = true;
+  let last = 0;
   box.addEventListener('scroll', () => {
-    hs.atEnd = box.scrollHeight - box.scrollTop - box.clientHeight < 48;
+    // Only the reader moving up leaves the end (content growing below does not); reaching
+    // the end again follows again.
+    if (box.scrollHeight - box.scrollTop - box.clientHeight < 48) hs.atEnd = true;
+    else if (box.scrollTop < last - 2) hs.atEnd = false;
+    last = box.scrollTop;
     if (hs.atEnd) $('new-below').hidden = true;
   });
   $('new-below').addEventListener('click', () => followEnd(true));
