@@ -180,7 +180,8 @@ function renderAgents() {
   const rank = (a) => SHOWN_ORDER.indexOf(shownState(a));
   for (const list of groups.values()) list.sort((x, y) => rank(x) - rank(y) || (rank(x) === 0 ? waitingSince(x) - waitingSince(y) : 0) || x.id - y.id);
   const urgency = (list) => Math.min(...list.map(rank));
-  for (const [p, list] of [...groups.entries()].sort((x, y) => urgency(x[1]) - urgency(y[1]) || x[0].localeCompare(y[0]))) {
+  const waited = (list) => (urgency(list) === 0 ? waitingSince(list[0]) : 0);
+  for (const [p, list] of [...groups.entries()].sort((x, y) => urgency(x[1]) - urgency(y[1]) || waited(x[1]) - waited(y[1]) || x[0].localeCompare(y[0]))) {
     const section = el('section', 'project');
     section.dataset.project = p;
     section.appendChild(el('h2', null, `${p} (${list.length})`));
