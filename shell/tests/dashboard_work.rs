@@ -194,7 +194,6 @@ fn the_needs_you_strip_orders_waiting_agents_and_answers_them() {
         "two cards",
         "return document.querySelectorAll('.card').length === 2",
     );
-    browser.screenshot("dashboard-grid");
     assert_eq!(browser.js("return document.title"), json!("Headspace"));
 
     send(&world, "need-a", "draw the diagram");
@@ -280,6 +279,15 @@ fn the_needs_you_strip_orders_waiting_agents_and_answers_them() {
         "the strip empty",
         "return document.getElementById('needs').hidden",
     );
+    browser.until(
+        "both done",
+        "return [...document.querySelectorAll('.card')].every(c => c.dataset.shown === 'done')",
+    );
+    assert_eq!(
+        browser.js("return document.querySelector('#summary .count').textContent"),
+        json!("2 done")
+    );
+    browser.screenshot("dashboard-grid");
 }
 
 /// Every visible element inside the viewport's width, except inside a box that scrolls
