@@ -7,7 +7,14 @@ use std::path::PathBuf;
 
 /// Colours used for text.
 const TEXT: [&str; 8] = [
-    "--text", "--muted", "--accent", "--idle", "--working", "--waiting", "--done", "--ended",
+    "--text",
+    "--muted",
+    "--accent",
+    "--idle",
+    "--working",
+    "--waiting",
+    "--done",
+    "--ended",
 ];
 /// Colours text sits on.
 const BACKGROUNDS: [&str; 5] = ["--bg", "--panel", "--user", "--agent", "--code-bg"];
@@ -19,14 +26,17 @@ fn css() -> String {
 
 /// The custom properties set in the first block that `selector` opens.
 fn theme(css: &str, selector: &str) -> BTreeMap<String, String> {
-    let start = css.find(selector).unwrap_or_else(|| panic!("no {selector}"));
+    let start = css
+        .find(selector)
+        .unwrap_or_else(|| panic!("no {selector}"));
     let body = &css[start..];
     let body = &body[body.find('{').unwrap() + 1..body.find('}').unwrap()];
     body.split(';')
         .filter_map(|decl| {
             let (k, v) = decl.split_once(':')?;
             let k = k.trim();
-            k.starts_with("--").then(|| (k.to_string(), v.trim().to_string()))
+            k.starts_with("--")
+                .then(|| (k.to_string(), v.trim().to_string()))
         })
         .collect()
 }
@@ -99,10 +109,15 @@ fn every_text_colour_in_the_stylesheet_is_a_checked_one() {
             unchecked.push(value.to_string());
         }
     }
-    assert!(unchecked.is_empty(), "text colours not checked: {unchecked:?}");
+    assert!(
+        unchecked.is_empty(),
+        "text colours not checked: {unchecked:?}"
+    );
     for shown in ["idle", "working", "waiting", "done", "ended"] {
         assert!(
-            css.contains(&format!("[data-shown=\"{shown}\"] {{ --state: var(--{shown}); }}")),
+            css.contains(&format!(
+                "[data-shown=\"{shown}\"] {{ --state: var(--{shown}); }}"
+            )),
             "--state for {shown} is the checked --{shown}"
         );
     }

@@ -201,7 +201,10 @@ fn the_needs_you_strip_orders_waiting_agents_and_answers_them() {
     std::thread::sleep(Duration::from_millis(1500));
     send(&world, "need-b", "tidy the build");
     let dialog = waiting(&world, "need-b");
-    assert_eq!(dialog["question"]["question"]["tool"]["summary"], "rm -rf target");
+    assert_eq!(
+        dialog["question"]["question"]["tool"]["summary"],
+        "rm -rf target"
+    );
 
     // Longest-waiting first; the permission shows its tool and command.
     let order = browser.until(
@@ -221,11 +224,14 @@ fn the_needs_you_strip_orders_waiting_agents_and_answers_them() {
     assert!(b_text.contains("Do you want to proceed?"), "{b_text}");
     // The summary and the title count from the same state as the cards.
     assert_eq!(
-        browser.js("return document.querySelector('#summary .count[data-shown=waiting]').textContent"),
+        browser
+            .js("return document.querySelector('#summary .count[data-shown=waiting]').textContent"),
         json!("2 needs you")
     );
     assert_eq!(
-        browser.js(&format!("return document.querySelector('.card[data-id=\"{b}\"]').dataset.shown")),
+        browser.js(&format!(
+            "return document.querySelector('.card[data-id=\"{b}\"]').dataset.shown"
+        )),
         json!("waiting"),
         "a permission wait is shown as waiting"
     );
@@ -244,7 +250,10 @@ fn the_needs_you_strip_orders_waiting_agents_and_answers_them() {
         "the answer's toast",
         "const t = document.querySelector('.toast'); return t && t.textContent",
     );
-    assert!(toast.as_str().unwrap().starts_with("Answered “Yes”"), "{toast}");
+    assert!(
+        toast.as_str().unwrap().starts_with("Answered “Yes”"),
+        "{toast}"
+    );
     browser.until(
         "the permission gone from the strip",
         &format!("return !document.querySelector('#needs .need[data-id=\"{b}\"]')"),
@@ -322,7 +331,10 @@ fn on_a_phone_nothing_overflows_and_a_conversation_follows_its_turns() {
     let file = claude.join(s.path());
     let mut text = String::new();
     for i in 0..30 {
-        text.push_str(&s.prompt(&format!("step {i}: look at `src/lib.rs`"), None).json);
+        text.push_str(
+            &s.prompt(&format!("step {i}: look at `src/lib.rs`"), None)
+                .json,
+        );
         text.push('\n');
         s.wait(1_000);
         text.push_str(&s.agent_text(&format!("Looked, step {i}:\n\n```rust\nfn main() {{ println!(\"a very long line of code that must scroll inside its block and never widen the page {i}\"); }}\n```")).json);
@@ -332,7 +344,13 @@ fn on_a_phone_nothing_overflows_and_a_conversation_follows_its_turns() {
     append(&file, &text);
     server.post(
         "/hook/SessionStart",
-        &hook(&s, &claude, "%3", "SessionStart", json!({"source": "startup"})),
+        &hook(
+            &s,
+            &claude,
+            "%3",
+            "SessionStart",
+            json!({"source": "startup"}),
+        ),
     );
     let id = wait_for(Duration::from_secs(20), || {
         let a = server.try_json(&format!("/api/agents/{}", s.session_id))?;
@@ -353,7 +371,8 @@ fn on_a_phone_nothing_overflows_and_a_conversation_follows_its_turns() {
         "const t = document.getElementById('turns'); return document.querySelectorAll('.bubble').length === 60 && t.scrollHeight > t.clientHeight && t.scrollHeight - t.scrollTop - t.clientHeight < 48",
     );
     // Code in a monospace face, inside its own scrolling block.
-    let font = browser.js("return getComputedStyle(document.querySelector('.bubble .text pre code')).fontFamily");
+    let font = browser
+        .js("return getComputedStyle(document.querySelector('.bubble .text pre code')).fontFamily");
     assert!(font.as_str().unwrap().contains("mono"), "{font}");
     assert_eq!(
         browser.js(NO_OVERFLOW),
@@ -370,7 +389,10 @@ fn on_a_phone_nothing_overflows_and_a_conversation_follows_its_turns() {
 
     // A new turn while at the end: followed.
     s.wait(1_000);
-    append(&file, &format!("{}\n", s.agent_text("Turn 61 arrives.").json));
+    append(
+        &file,
+        &format!("{}\n", s.agent_text("Turn 61 arrives.").json),
+    );
     browser.until(
         "the new turn, in view",
         "const t = document.getElementById('turns'); return [...document.querySelectorAll('.bubble .text')].some(x => x.textContent === 'Turn 61 arrives.') && t.scrollHeight - t.scrollTop - t.clientHeight < 48",
@@ -407,4 +429,3 @@ fn on_a_phone_nothing_overflows_and_a_conversation_follows_its_turns() {
     );
     server.stop();
 }
-

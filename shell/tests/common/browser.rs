@@ -127,7 +127,8 @@ impl Browser {
         let artifacts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../test-artifacts");
         std::fs::create_dir_all(&artifacts).unwrap();
         std::fs::write(artifacts.join(format!("{name}.png")), &png).unwrap();
-        let dir = std::env::temp_dir().join(format!("headspace-screenshots-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("headspace-screenshots-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join(format!("{name}.png"));
         std::fs::write(&file, &png).unwrap();
@@ -137,7 +138,11 @@ impl Browser {
 
     /// The WebDriver id of the first element `css` finds.
     pub fn element(&self, css: &str) -> String {
-        let v = self.call("POST", "/element", json!({"using": "css selector", "value": css}));
+        let v = self.call(
+            "POST",
+            "/element",
+            json!({"using": "css selector", "value": css}),
+        );
         v.as_object()
             .and_then(|o| o.values().next())
             .and_then(Value::as_str)
@@ -149,7 +154,11 @@ impl Browser {
     /// (`\u{E007}` is Enter, `\u{E008}` Shift, `\u{E00C}` Escape).
     pub fn type_into(&self, css: &str, text: &str) {
         let id = self.element(css);
-        self.call("POST", &format!("/element/{id}/value"), json!({"text": text}));
+        self.call(
+            "POST",
+            &format!("/element/{id}/value"),
+            json!({"text": text}),
+        );
     }
 
     /// Clicks the element `css` finds, with the pointer.
@@ -160,7 +169,11 @@ impl Browser {
 
     /// Sets the window's size; returns the page's inner width and height.
     pub fn resize(&self, width: u32, height: u32) -> (u64, u64) {
-        self.call("POST", "/window/rect", json!({"width": width, "height": height}));
+        self.call(
+            "POST",
+            "/window/rect",
+            json!({"width": width, "height": height}),
+        );
         let v = self.js("return [window.innerWidth, window.innerHeight]");
         (v[0].as_u64().unwrap(), v[1].as_u64().unwrap())
     }
@@ -207,4 +220,3 @@ pub fn base64(s: &str) -> Vec<u8> {
     }
     out
 }
-
