@@ -21,6 +21,7 @@ const attention = {
   waitingSince: new Map(), // agent id -> ms: when the page first saw it waiting (permissions)
   shown: new Map(),        // agent id -> the shown state last rendered
   unseenDone: new Set(),   // agents that finished while the page was not looked at
+  held: new Map(),         // agent id -> timer: a waiting notice held for its question
   focusAgent: null,        // the strip item number keys answer
 };
 
@@ -156,16 +157,32 @@ async function toggleNotifications() {
   $('notify').setAttribute('aria-pressed', String(localStorage.getItem('hs.notify') === '1'));
 }
 
-/// After a card changes: tells of an agent that started waiting or finished its task.
+/// After a card changes: tells of an agent that started waiting or finished its task. A
+/// permission's hook often comes a moment before its dialog is read from the pane: the
+/// notice waits for the question (at most two seconds) so that it can say what is asked.
 function noteTransition(a) {
   const now = shownState(a);
   const before = attention.shown.get(a.id);
   attention.shown.set(a.id, now);
+  const held = attention.held.get(a.id);
+  if (held && (now !== 'waiting' || a.question)) {
+    clearTimeout(held);
+    attention.held.delete(a.id);
+    if (now === 'waiting') notify(a, now);
+  }
   if (now !== 'waiting') attention.waitingSince.delete(a.id);
   if (before === undefined || before === now) return;
   const finished = now === 'done' && (before === 'working' || before === 'waiting');
   if (finished && (document.hidden || !document.hasFocus())) attention.unseenDone.add(a.id);
-  if (now !== 'waiting' && !finished) return;
+  if (now === 'waiting' && !a.question) {
+    attention.held.set(a.id, setTimeout(() => { attention.held.delete(a.id); notify(hs.agents.get(a.id) || a, 'waiting'); }, 2000));
+    return;
+  }
+  if (now === 'waiting' || finished) notify(a, now);
+}
+
+/// A browser notification, when they are on and the user is not looking at the page.
+function notify(a, now) {
   hs.metrics.notices = (hs.metrics.notices || 0) + 1;
   if (!notificationsOn() || (!document.hidden && document.hasFocus())) return;
   const body = now === 'waiting' ? ((a.question && a.question.text) || 'It waits on a permission.') : ((a.last_turn && a.last_turn.text) || '');

@@ -195,6 +195,13 @@ fn the_needs_you_strip_orders_waiting_agents_and_answers_them() {
         "return document.querySelectorAll('.card').length === 2",
     );
     assert_eq!(browser.js("return document.title"), json!("Headspace"));
+    // Browser notifications, turned on, with the user away: the browser's Notification is
+    // replaced by a recorder (a headless browser cannot be granted the permission).
+    browser.js(
+        "window.__notes = []; window.Notification = function (title, o) { window.__notes.push([title, o.body]); };
+         window.Notification.permission = 'granted'; localStorage.setItem('hs.notify', '1');
+         document.hasFocus = () => false; return true",
+    );
 
     send(&world, "need-a", "draw the diagram");
     waiting(&world, "need-a");
@@ -236,6 +243,17 @@ fn the_needs_you_strip_orders_waiting_agents_and_answers_them() {
         "a permission wait is shown as waiting"
     );
     browser.until("the title", "return document.title === '(2) Headspace'");
+    let notes = browser.until(
+        "two notifications",
+        "return window.__notes.length === 2 && window.__notes",
+    );
+    assert_eq!(
+        notes,
+        json!([
+            ["shop needs you", "Where should the diagram go?"],
+            ["garden needs you", "Do you want to proceed?"]
+        ])
+    );
     browser.screenshot("dashboard-needs-you");
 
     // The number key answers the focused item: pick the permission, press 1.
@@ -258,7 +276,10 @@ fn the_needs_you_strip_orders_waiting_agents_and_answers_them() {
         "the permission gone from the strip",
         &format!("return !document.querySelector('#needs .need[data-id=\"{b}\"]')"),
     );
-    browser.until("the title", "return document.title.startsWith('(1)')");
+    browser.until(
+        "one left in the strip",
+        "return document.querySelectorAll('#needs .need').length === 1",
+    );
 
     // The option the narrow pane wraps is found by its number and whole label.
     browser.js("document.querySelectorAll('.toast').forEach(t => t.remove()); return true");
@@ -296,6 +317,13 @@ fn the_needs_you_strip_orders_waiting_agents_and_answers_them() {
         browser.js("return document.querySelector('#summary .count').textContent"),
         json!("2 done")
     );
+    let done = browser
+        .js("return window.__notes.filter(n => n[0].endsWith(' is done')).map(n => n[0]).sort()");
+    assert_eq!(done, json!(["garden is done", "shop is done"]));
+    // Finished while unseen: counted in the title until the page is looked at.
+    assert_eq!(browser.js("return document.title"), json!("(2) Headspace"));
+    browser.js("window.dispatchEvent(new Event('focus')); return true");
+    assert_eq!(browser.js("return document.title"), json!("Headspace"));
     browser.screenshot("dashboard-grid");
 }
 
