@@ -129,9 +129,11 @@ function renderNeeds() {
   noteAttention(list.length);
 }
 
-/// Number keys answer the focused strip item (the top one unless another was picked).
+/// Number keys answer the selected card when it waits, else the focused strip item (the top
+/// one unless another was picked).
 function answerByKey(n) {
-  const a = hs.agents.get(attention.focusAgent);
+  const chosen = hs.agents.get(hs.selected);
+  const a = chosen && shownState(chosen) === 'waiting' ? chosen : hs.agents.get(attention.focusAgent);
   if (!a) return false;
   const b = document.querySelector(`#needs .need[data-id="${a.id}"] button.answer[data-answer="${n}"]`);
   if (!b || b.disabled) return false;
