@@ -142,7 +142,8 @@ function card(a) {
   if (a.command) c.appendChild(el('div', 'command', a.command));
   if (a.last_turn && a.last_turn.text !== a.command) {
     const last = el('div', 'last');
-    last.append(icon(a.last_turn.actor === 'user' ? 'user' : 'agent'), document.createTextNode(` ${a.last_turn.text}`));
+    last.append(icon(a.last_turn.actor === 'user' ? 'user' : 'agent'), document.createTextNode(' '));
+    inline(last, a.last_turn.text); // bold, code and links; blocks stay lines of text
     c.appendChild(last);
   }
   if (c.dataset.shown === 'waiting') {
