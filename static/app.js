@@ -15,6 +15,7 @@ const hs = {
   lastEventId: 0,           // the last SSE event applied: an event is never applied twice
   refresh: new Map(),       // agent id -> pending refresh timer
   dismissed: new Set(JSON.parse(localStorage.getItem('hs.dismissed') || '[]')),
+  names: JSON.parse(localStorage.getItem('hs.names') || '{}'), // agent id -> the user's name for it
   metrics: { firstRenderMs: null, lastLoadMs: null, eventsApplied: 0, gaps: 0 },
 };
 window.__hs = hs; // for the browser test and the curious
@@ -79,7 +80,6 @@ function clock(iso) {
   return isNaN(d) ? '' : d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
 }
 
-const STATE_LABEL = { idle: 'Idle', commanded: 'Commanded', processing: 'Processing', awaiting_input: 'Awaiting input', complete: 'Complete' };
 
 function options(question, agentId) {
   // AskUserQuestion: {questions: [{question, options: [{label}]}]}; permission: {options: [...]}.
@@ -118,104 +118,6 @@ async function answer(agentId, option, button) {
   }
 }
 
-// ---------- orchestrations ------------------------------------------------------------------
-// One panel per project with a run (`headspace orchestrate`): phase and steps, batches, cost
-// against budget, the last decisions, what needs attention, and the buttons the run's status
-// allows. Refreshed every few seconds and when a session's transcript grows.
-
-const STEPS = ['design', 'analyze', 'implement', 'verify', 'merge'];
-const ORCH_ACTIONS = {
-  running: [['pause', 'Pause'], ['cancel', 'Cancel']],
-  paused: [['resume', 'Resume'], ['cancel', 'Cancel']],
-  needs_attention: [['resume', 'Resume'], ['cancel', 'Cancel']],
-  waiting_merge: [['merge', 'Merge'], ['cancel', 'Cancel']],
-  waiting_user_gate: [['confirm-gate', 'Confirm gate'], ['cancel', 'Cancel']],
-};
-
-function orchestrationPanel(o) {
-  const p = el('article', 'orch');
-  p.dataset.project = o.project;
-  p.dataset.status = o.status;
-  const head = el('div', 'row');
-  const name = String(o.project).split('/').filter(Boolean).pop() || o.project;
-  const phase = o.phase && o.phase.number ? ` · phase ${o.phase.number}${o.phase.name ? ` ${o.phase.name}` : ''}` : '';
-  head.append(el('span', 'title', `${name}${phase}`), el('span', 'status', String(o.status).replace(/_/g, ' ')));
-  p.appendChild(head);
-  const bar = el('ol', 'steps-bar');
-  const current = o.step && o.step.current;
-  const at = STEPS.indexOf(current);
-  STEPS.forEach((s, i) => {
-    const li = el('li', null, s);
-    li.dataset.step = s;
-    if (i < at || (i === at && o.step.status === 'complete') || o.status === 'completed') li.classList.add('done');
-    if (i === at && o.status !== 'completed') li.classList.add('current');
-    if (i === at && (o.step.status === 'failed' || o.step.status === 'blocked')) li.classList.add('failed');
-    bar.appendChild(li);
-  });
-  p.appendChild(bar);
-  const facts = [];
-  if (o.batches && o.batches.total > 0) facts.push(`batch ${Math.min(o.batches.current + 1, o.batches.total)} of ${o.batches.total}`);
-  facts.push(`$${Number(o.costUsd || 0).toFixed(2)} of $${Number(o.budgetUsd || 0).toFixed(2)}`);
-  if (o.runner) facts.push(o.runner.alive ? `runner ${o.runner.pid}` : 'runner stopped');
-  p.appendChild(el('div', 'facts', facts.join(' · ')));
-  if (o.stateError) p.appendChild(el('div', 'attention', o.stateError));
-  if (o.recoveryContext) {
-    const r = el('div', 'attention', o.recoveryContext.issue || 'Needs attention');
-    const opts = o.recoveryContext.options || [];
-    if (opts.length) r.appendChild(el('div', 'hint', `Options: ${opts.map((x) => (typeof x === 'string' ? x : x.label || x.action || JSON.stringify(x))).join(' · ')}`));
-    p.appendChild(r);
-  }
-  const log = el('ul', 'decisions');
-  for (const d of (o.decisions || []).slice(-5).reverse()) {
-    const li = el('li');
-    li.append(el('span', 'time', clock(d.timestamp)), el('b', null, ` ${d.decision}`), document.createTextNode(` ${d.reason || ''}`));
-    log.appendChild(li);
-  }
-  if (log.childElementCount) p.appendChild(log);
-  const actions = el('div', 'actions');
-  for (const [command, label] of ORCH_ACTIONS[o.status] || []) {
-    const b = el('button', 'small', label);
-    b.dataset.orch = command;
-    b.dataset.project = o.project;
-    actions.appendChild(b);
-  }
-  if (actions.childElementCount) p.appendChild(actions);
-  return p;
-}
-
-function renderOrchestrations(list) {
-  const root = $('orchestrations');
-  root.replaceChildren(...list.map(orchestrationPanel));
-  root.hidden = list.length === 0;
-}
-
-async function loadOrchestrations() {
-  try {
-    renderOrchestrations(await api('/api/orchestrations'));
-  } catch (e) { /* the server is down: the next refresh tries again */ }
-}
-
-let orchTimer = null;
-function refreshOrchestrations() {
-  if (orchTimer) return;
-  orchTimer = setTimeout(() => { orchTimer = null; loadOrchestrations(); }, 500);
-}
-
-async function orchestrate(command, project, button) {
-  button.disabled = true;
-  try {
-    const r = await api(`/api/orchestrate/${command}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ project }),
-    });
-    toast(`Orchestration ${String(r.status).replace(/_/g, ' ')}`, 'ok');
-  } catch (e) {
-    toast(`Could not ${command}: ${e.message}`, 'error');
-  }
-  await loadOrchestrations();
-}
-
 // ---------- cards ---------------------------------------------------------------------------
 
 function card(a) {
@@ -223,26 +125,30 @@ function card(a) {
   c.dataset.id = a.id;
   c.dataset.state = a.state;
   c.dataset.activity = a.activity;
+  c.dataset.shown = shownState(a);
   c.tabIndex = -1;
   if (hs.selected === a.id) c.classList.add('selected');
   const row = el('div', 'row');
-  row.append(el('span', 'state', STATE_LABEL[a.state] || a.state), el('span', 'activity', a.activity));
+  row.append(el('span', 'state', SHOWN_LABEL[c.dataset.shown]));
   if (a.tmux_pane) row.appendChild(el('span', 'pane', a.tmux_pane));
-  const kebab = el('button', 'kebab', '⋯');
+  const kebab = el('button', 'kebab');
+  kebab.appendChild(icon('more'));
   kebab.title = 'Actions';
   kebab.setAttribute('aria-label', 'Actions');
   kebab.dataset.kebab = a.id;
   row.appendChild(kebab);
   c.appendChild(row);
-  c.appendChild(el('div', 'title', `${a.project || 'agent'} · ${String(a.session_id).slice(0, 8)}`));
+  c.appendChild(el('div', 'title', agentName(a)));
   if (a.command) c.appendChild(el('div', 'command', a.command));
   if (a.last_turn && a.last_turn.text !== a.command) {
-    c.appendChild(el('div', 'last', `${a.last_turn.actor === 'user' ? '›' : '⏺'} ${a.last_turn.text}`));
+    const last = el('div', 'last');
+    last.append(icon(a.last_turn.actor === 'user' ? 'user' : 'agent'), document.createTextNode(' '));
+    inline(last, a.last_turn.text); // bold, code and links; blocks stay lines of text
+    c.appendChild(last);
   }
-  if ((a.state === 'awaiting_input' || a.activity === 'waiting') && a.question) {
-    const q = el('div', 'question', a.question.text);
-    const o = options(a.question.question, a.id);
-    if (o) q.appendChild(o);
+  if (c.dataset.shown === 'waiting') {
+    const q = el('div', 'question');
+    q.appendChild(askedBlock(a, true));
     c.appendChild(q);
   }
   const foot = el('div', 'foot');
@@ -258,7 +164,7 @@ function visibleAgents() {
   const f = $('filter').value.trim().toLowerCase();
   return [...hs.agents.values()]
     .filter((a) => !hs.dismissed.has(a.id))
-    .filter((a) => !f || [a.project, a.session_id, a.tmux_pane, a.state, a.command].some((v) => v && String(v).toLowerCase().includes(f)));
+    .filter((a) => !f || [agentName(a), a.project, a.session_id, a.tmux_pane, a.state, SHOWN_LABEL[shownState(a)], a.command].some((v) => v && String(v).toLowerCase().includes(f)));
 }
 
 function renderAgents() {
@@ -271,7 +177,12 @@ function renderAgents() {
     groups.get(p).push(a);
   }
   const frag = document.createDocumentFragment();
-  for (const [p, list] of [...groups.entries()].sort((x, y) => x[0].localeCompare(y[0]))) {
+  // Who needs attention first: groups by their most urgent agent, cards likewise.
+  const rank = (a) => SHOWN_ORDER.indexOf(shownState(a));
+  for (const list of groups.values()) list.sort((x, y) => rank(x) - rank(y) || (rank(x) === 0 ? waitingSince(x) - waitingSince(y) : 0) || x.id - y.id);
+  const urgency = (list) => Math.min(...list.map(rank));
+  const waited = (list) => (urgency(list) === 0 ? waitingSince(list[0]) : 0);
+  for (const [p, list] of [...groups.entries()].sort((x, y) => urgency(x[1]) - urgency(y[1]) || waited(x[1]) - waited(y[1]) || x[0].localeCompare(y[0]))) {
     const section = el('section', 'project');
     section.dataset.project = p;
     section.appendChild(el('h2', null, `${p} (${list.length})`));
@@ -282,10 +193,21 @@ function renderAgents() {
   }
   root.replaceChildren(frag);
   if (!agents.length) root.appendChild(emptyNote());
+  renderSummary();
+  renderNeeds();
+}
+
+/// The header's counts, from the same shown state as the cards; kept current on every change.
+function renderSummary() {
   const counts = {};
-  for (const a of hs.agents.values()) counts[a.activity] = (counts[a.activity] || 0) + 1;
-  $('summary').textContent = `${hs.agents.size} agent${hs.agents.size === 1 ? '' : 's'}` +
-    ['running', 'waiting', 'idle', 'ended'].filter((k) => counts[k]).map((k) => ` · ${counts[k]} ${k}`).join('');
+  for (const a of hs.agents.values()) { const k = shownState(a); counts[k] = (counts[k] || 0) + 1; }
+  const parts = [el('span', 'count-total', `${hs.agents.size} agent${hs.agents.size === 1 ? '' : 's'}`)];
+  for (const k of SHOWN_ORDER.filter((x) => counts[x])) {
+    const c = el('span', 'count', `${counts[k]} ${SHOWN_LABEL[k]}`);
+    c.dataset.shown = k;
+    parts.push(c);
+  }
+  $('summary').replaceChildren(...parts);
 }
 
 let emptyTemplate = null;
@@ -294,11 +216,17 @@ function emptyNote() {
 }
 
 function updateCard(a) {
+  const before = hs.agents.get(a.id);
   hs.agents.set(a.id, a);
+  noteTransition(a);
   const old = document.querySelector(`.card[data-id="${a.id}"]`);
   const sameProject = old && old.closest('.project') && old.closest('.project').dataset.project === (a.project || 'other');
-  if (old && sameProject && !hs.dismissed.has(a.id)) old.replaceWith(card(a));
-  else renderAgents();
+  const sameRank = before && shownState(before) === shownState(a);
+  if (old && sameProject && sameRank && !hs.dismissed.has(a.id)) {
+    old.replaceWith(card(a));
+    renderSummary();
+    renderNeeds();
+  } else renderAgents();
   if (hs.open === a.id) convTitle(a);
 }
 
@@ -307,6 +235,7 @@ async function loadAgents() {
   // The stream starts where this list ends: an event committed in between is not missed.
   if (!hs.streamFrom) hs.streamFrom = lastEventId;
   hs.agents = new Map(list.map((a) => [a.id, a]));
+  for (const a of list) noteTransition(a);
   renderAgents();
   if (hs.open !== null) convTitle(hs.agents.get(hs.open));
 }
@@ -324,16 +253,20 @@ function refreshAgent(id) {
 // ---------- conversation --------------------------------------------------------------------
 
 function convTitle(a) {
-  $('conv-title').textContent = a ? `${a.project || 'agent'} · ${a.session_id} · ${STATE_LABEL[a.state] || a.state}` : '';
+  $('conv-title').textContent = a ? `${agentName(a)} · ${SHOWN_LABEL[shownState(a)]}` : '';
+  $('conv-title').title = a ? `session ${a.session_id}` : '';
 }
 
 function bubble(t) {
   const b = el('div', `bubble ${t.actor} ${t.intent}`);
   b.dataset.id = t.id;
   const meta = el('div', 'meta');
-  meta.append(el('span', null, t.actor === 'user' ? 'You' : 'Claude'), el('span', 'time', clock(t.timestamp)), el('span', 'tag', t.intent.replace('_', ' ')));
+  meta.append(el('span', null, t.actor === 'user' ? 'You' : 'Claude'), el('span', 'time', clock(t.timestamp)));
+  if (t.intent === 'question') meta.appendChild(el('span', 'tag', 'asks you'));
   b.appendChild(meta);
-  b.appendChild(el('div', 'text', t.text));
+  const text = el('div', 'text');
+  text.appendChild(renderMarkdown(t.text));
+  b.appendChild(text);
   if (t.question) {
     const o = options(t.question);
     if (o) b.appendChild(o);
@@ -456,6 +389,7 @@ function upsertTurn(t, bulk) {
     hs.done.add(t.task_id);
     if (!bulk) collapse(t.task_id);
   }
+  if (!bulk && index === hs.order.length - 1) followEnd(false);
 }
 
 // The open conversation's turn count, kept current as turns arrive live.
@@ -486,14 +420,16 @@ async function openConversation(id) {
   hs.turns = new Map();
   hs.order = [];
   hs.done = new Set();
+  dropPending();
+  hs.atEnd = true;
+  $('new-below').hidden = true;
   $('turns').replaceChildren();
   $('conversation').hidden = false;
   convTitle(hs.agents.get(id));
   $('conv-status').textContent = 'loading…';
   try {
     await loadTurns(id);
-    const box = $('turns');
-    box.scrollTop = box.scrollHeight;
+    followEnd(true);
   } catch (e) {
     $('conv-status').textContent = `could not load: ${e.message}`;
   }
@@ -502,71 +438,6 @@ async function openConversation(id) {
 function closeConversation() {
   hs.open = null;
   $('conversation').hidden = true;
-}
-
-// ---------- actions -------------------------------------------------------------------------
-
-async function reconcile(id) {
-  try {
-    const r = await api(`/api/agents/${id}/reconcile`, { method: 'POST' });
-    if (r.message) toast(r.message, '');
-    else if (r.status === 'partial') toast(`${r.created} turn(s) recovered so far; still reading`, '');
-    else if (r.created > 0) toast(`${r.created} turn(s) recovered`, 'ok');
-    else toast('No missing turns found', 'ok');
-  } catch (e) {
-    toast(`Reconcile failed: ${e.message}`, 'error');
-  }
-}
-
-// Starts (or continues) the orchestration of the agent's project, run by this agent.
-async function orchestrateProject(id) {
-  const a = hs.agents.get(id);
-  if (!a || !a.cwd) { toast('This agent has no project folder', 'error'); return; }
-  try {
-    const r = await api('/api/orchestrate/start', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ project: a.cwd, agent: String(a.id) }),
-    });
-    toast(`Orchestration started (runner ${r.pid}); its log is ${r.log}`, 'ok');
-    setTimeout(loadOrchestrations, 1000);
-  } catch (e) {
-    toast(`Could not start the orchestration: ${e.message}`, 'error');
-  }
-}
-
-function showInfo(id) {
-  const a = hs.agents.get(id);
-  $('info-body').textContent = JSON.stringify(a, null, 2);
-  $('info').showModal();
-}
-
-function dismiss(id) {
-  hs.dismissed.add(id);
-  localStorage.setItem('hs.dismissed', JSON.stringify([...hs.dismissed]));
-  renderAgents();
-  toast('Dismissed; it comes back when it does something', '');
-}
-
-function openMenu(id, anchor) {
-  const m = $('menu');
-  m.dataset.agent = id;
-  const r = anchor.getBoundingClientRect();
-  m.style.left = `${Math.min(r.left, window.innerWidth - 190)}px`;
-  m.style.top = `${r.bottom + 4}px`;
-  m.hidden = false;
-  m.querySelector('button').focus();
-}
-
-function closeMenu() {
-  $('menu').hidden = true;
-}
-
-function select(id) {
-  hs.selected = id;
-  for (const c of document.querySelectorAll('.card')) c.classList.toggle('selected', Number(c.dataset.id) === id);
-  const c = document.querySelector(`.card[data-id="${id}"]`);
-  if (c) c.scrollIntoView({ block: 'nearest' });
 }
 
 // ---------- live updates --------------------------------------------------------------------
@@ -589,7 +460,7 @@ function connect() {
   es.onopen = () => { $('conn').dataset.state = 'live'; $('conn').title = 'Live'; };
   es.onerror = () => { $('conn').dataset.state = 'down'; $('conn').title = 'Reconnecting…'; };
   es.addEventListener('turn_created', (ev) => applyOnce(ev, (t) => {
-    if (hs.open === t.agent_id) { upsertTurn(t); showTurnCount(); }
+    if (hs.open === t.agent_id) { settlePending(t); upsertTurn(t); showTurnCount(); }
     if (!hs.agents.has(t.agent_id)) loadAgents(); else refreshAgent(t.agent_id);
     if (hs.dismissed.delete(t.agent_id)) localStorage.setItem('hs.dismissed', JSON.stringify([...hs.dismissed]));
   }));
@@ -622,6 +493,19 @@ function applyTheme(t) {
 
 document.addEventListener('DOMContentLoaded', async () => {
   emptyTemplate = $('empty').cloneNode(true);
+  drawIcons();
+  wireComposer();
+  wireFollow();
+  $('notify').addEventListener('click', toggleNotifications);
+  $('notify').setAttribute('aria-pressed', String(localStorage.getItem('hs.notify') === '1'));
+  $('needs').addEventListener('click', (e) => {
+    const b = e.target.closest('[data-answer]');
+    if (b) { e.stopPropagation(); answer(b.dataset.agent, b.dataset.answer, b); return; }
+    const o = e.target.closest('[data-open]');
+    if (o) { openConversation(Number(o.dataset.open)); return; }
+    const item = e.target.closest('.need');
+    if (item) { attention.focusAgent = Number(item.dataset.id); renderNeeds(); }
+  });
   applyTheme(localStorage.getItem('hs.theme'));
   $('agents').addEventListener('click', (e) => {
     const k = e.target.closest('[data-kebab]');
@@ -638,7 +522,7 @@ document.addEventListener('DOMContentLoaded', async () => {
     if (!b) return;
     const id = Number($('menu').dataset.agent);
     closeMenu();
-    ({ open: openConversation, info: showInfo, reconcile, dismiss, orchestrate: orchestrateProject })[b.dataset.action](id);
+    ({ open: openConversation, info: showInfo, rename, reconcile, dismiss, orchestrate: orchestrateProject })[b.dataset.action](id);
   });
   document.addEventListener('click', (e) => { if (!e.target.closest('#menu')) closeMenu(); });
   $('conv-close').addEventListener('click', closeConversation);
@@ -667,6 +551,7 @@ document.addEventListener('DOMContentLoaded', async () => {
     else if (e.key === '/') { e.preventDefault(); $('filter').focus(); }
     else if (e.key === 't') $('theme').click();
     else if (e.key === '?') $('keys').showModal();
+    else if (/^[1-9]$/.test(e.key) && !e.ctrlKey && !e.metaKey && !e.altKey) { if (!answerByKey(Number(e.key))) return; }
     else return;
     e.preventDefault();
   });

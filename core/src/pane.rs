@@ -115,24 +115,91 @@ fn numbered_option(line: &str) -> Option<(Option<usize>, String)> {
         .then(|| (num.parse().ok(), rest.trim().to_string()))
 }
 
-/// The texts of the numbered options among `lines` (a dialog's, below its question), in
-/// screen order.
+/// The numbered options among `lines` (a dialog's, below its question), in screen order,
+/// each with its whole text: an option that wraps in a narrow pane goes on over the lines
+/// below it, indented under its text (Claude Code's wrapping) or filling the pane's whole
+/// width (the terminal's), and those lines are joined to it.
+fn options_with_text(lines: &[&str]) -> Vec<(Option<usize>, String)> {
+    // The pane's width, as far as the capture shows it: a line this long was cut by the
+    // terminal and goes on at the start of the next.
+    let width = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let mut out: Vec<(Option<usize>, String)> = Vec::new();
+    // The indentation a continuation line needs, and whether the last line ran to the edge.
+    let mut open: Option<(usize, bool)> = None;
+    for line in lines {
+        if let Some((num, text)) = numbered_option(line) {
+            // Wrapped text lines up under the option's text, right of its number.
+            let indent = indentation(strip_box_edges(line));
+            open = Some((indent + 1, width >= 20 && line.chars().count() >= width));
+            out.push((num, text));
+            continue;
+        }
+        let inner = strip_box(line);
+        let continues = match open {
+            Some((indent, cut)) => {
+                !inner.is_empty()
+                    && !inner.starts_with(['╭', '╰'])
+                    && !is_rule(line)
+                    && !is_footer(inner)
+                    && (cut || indentation(strip_box_edges(line)) >= indent)
+            }
+            None => false,
+        };
+        match out.last_mut() {
+            Some((_, text)) if continues => {
+                if !text.ends_with('-') {
+                    text.push(' ');
+                }
+                text.push_str(inner);
+                open =
+                    open.map(|(indent, _)| (indent, width >= 20 && line.chars().count() >= width));
+            }
+            _ => open = None,
+        }
+    }
+    out
+}
+
+/// `line` without its box edges, its indentation kept.
+fn strip_box_edges(line: &str) -> &str {
+    match line.trim_start().strip_prefix(['│', '┃']) {
+        Some(inner) => inner.trim_end().trim_end_matches(['│', '┃']),
+        None => line.trim_end(),
+    }
+}
+
+/// How many characters come before the first letter or digit of `line`: its blanks and a
+/// selection marker.
+fn indentation(line: &str) -> usize {
+    line.chars().take_while(|c| !c.is_alphanumeric()).count()
+}
+
+/// The texts of the numbered options among `lines`, wrapped ones whole.
 fn numbered_options(lines: &[&str]) -> Vec<String> {
-    lines
-        .iter()
-        .filter_map(|l| numbered_option(l))
+    options_with_text(lines)
+        .into_iter()
         .map(|(_, text)| text)
+        .collect()
+}
+
+/// `text` with every blank taken out: a label compared with the screen, wherever the pane
+/// wrapped it.
+fn squashed(text: &str) -> String {
+    text.chars()
+        .filter(|c| !c.is_whitespace() && *c != '\u{a0}')
         .collect()
 }
 
 /// True when `screen` shows option `n` of a dialog and its text starts with `label` (the
 /// label a hook gave may be cut shorter than the screen's). "1. Yes" is not found in
-/// "11. Yes": the number is read whole.
+/// "11. Yes": the number is read whole. An option wrapped over several lines in a narrow
+/// pane is read whole, and blanks do not count (a wrap may fall inside a word).
 pub fn shows_option(screen: &str, n: usize, label: &str) -> bool {
-    screen
-        .lines()
-        .filter_map(numbered_option)
-        .any(|(num, text)| num == Some(n) && text.starts_with(label.trim()))
+    let lines: Vec<&str> = screen.lines().map(str::trim_end).collect();
+    let label = squashed(label);
+    options_with_text(&lines)
+        .into_iter()
+        .any(|(num, text)| num == Some(n) && squashed(&text).starts_with(&label))
 }
 
 /// Reads a capture.
@@ -379,6 +446,43 @@ mod tests {
             3,
             "Type something."
         ));
+    }
+
+    #[test]
+    fn an_option_wrapped_in_a_narrow_pane_is_read_whole() {
+        // Claude Code wraps a long option under its text; the hook's label is the whole text.
+        let s = "☐ Where should the diagram go?\n\n❯ 1. docs/diagrams/, next to the other\n     request-flow pictures\n  2. docs/design/ (the design notes,\n     kept with the text)\n\nEnter to select · Esc to cancel\n";
+        assert!(shows_option(
+            s,
+            1,
+            "docs/diagrams/, next to the other request-flow pictures"
+        ));
+        assert!(shows_option(
+            s,
+            2,
+            "docs/design/ (the design notes, kept with the text)"
+        ));
+        assert!(
+            !shows_option(s, 1, "docs/design/"),
+            "another option's label"
+        );
+        // The terminal's own wrap: the line fills the pane and goes on at its start, even
+        // inside a word.
+        let s = "Do you want to proceed?\n❯ 1. Yes\n  2. No, and tell Claude what to do diff\nerently (esc)\n";
+        assert!(shows_option(
+            s,
+            2,
+            "No, and tell Claude what to do differently (esc)"
+        ));
+        // A permission dialog's wrapped option is one option.
+        let dialog = "│ Bash command            │\n│   rm -rf target         │\n│ Do you want to proceed? │\n│ ❯ 1. Yes                │\n│   2. No, and tell       │\n│      Claude what to do  │\n│      differently (esc)  │\n╰─────────────────────────╯\n";
+        let PaneState::Permission(q) = read_pane(dialog).state else {
+            panic!("a dialog")
+        };
+        assert_eq!(
+            q["options"],
+            json!(["Yes", "No, and tell Claude what to do differently (esc)"])
+        );
     }
 
     #[test]

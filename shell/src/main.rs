@@ -35,7 +35,8 @@ enum Cmd {
         database_url: String,
     },
     /// Start the server (hooks, API, SSE, dashboard).
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>), // boxed: its many flags would size every command
+
     /// Install, remove or show Headspace's Claude Code hooks.
     Hooks {
         #[command(subcommand)]
@@ -133,7 +134,7 @@ fn main() -> ExitCode {
                 .enable_all()
                 .build()
                 .expect("runtime");
-            match rt.block_on(serve::run(args)) {
+            match rt.block_on(serve::run(*args)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("headspace serve: {e}");

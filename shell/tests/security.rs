@@ -202,6 +202,35 @@ fn a_cross_site_page_cannot_act_or_read() {
         r#"{"text": "echo pwned-by-origin"}"#,
     );
     assert_eq!(status, 403, "{answer}");
+    // Every action the dashboard takes in a pane (its prompt box, Interrupt, Clear and the
+    // answer buttons): refused from another origin, and as a form's text/plain.
+    for (action, body) in [
+        ("send", r#"{"text": "echo pwned-by-prompt"}"#),
+        ("clear", "{}"),
+        ("interrupt", "{}"),
+        ("answer", r#"{"option": 1}"#),
+    ] {
+        let path = format!("/api/agents/{seg}/{action}");
+        for headers in [
+            [
+                host.as_str(),
+                "Content-Type: application/json",
+                "Origin: http://evil.example",
+            ],
+            [
+                host.as_str(),
+                "Content-Type: application/json",
+                "Sec-Fetch-Site: cross-site",
+            ],
+            [host.as_str(), "Content-Type: text/plain", "X-Any: 1"],
+        ] {
+            let (status, answer) = raw(&v.server.addr, "POST", &path, &headers, body);
+            assert!(
+                status == 403 || status == 415,
+                "POST {path} with {headers:?}: {answer}"
+            );
+        }
+    }
     let (status, _) = raw(
         &v.server.addr,
         "GET",

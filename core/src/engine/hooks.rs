@@ -114,10 +114,15 @@ impl Core {
             HookEvent::PreToolUse => {
                 if let Some(key) = hook_key {
                     self.hook_question(agent_id, &hook, stamp, key);
+                } else {
+                    self.note_asked_tool(agent_id, &hook);
                 }
             }
             HookEvent::PostToolUse => self.set_flags(agent_id, None, Some(false)),
-            HookEvent::PermissionRequest => self.set_flags(agent_id, None, Some(true)),
+            HookEvent::PermissionRequest => {
+                self.note_asked_tool(agent_id, &hook);
+                self.set_flags(agent_id, None, Some(true));
+            }
             HookEvent::Notification => match hook.notification_type.as_deref() {
                 Some("permission_prompt") => self.set_flags(agent_id, None, Some(true)),
                 Some("idle_prompt") => {
@@ -173,6 +178,33 @@ impl Core {
                 from: 0,
                 read,
             });
+        }
+    }
+
+    /// Remembers the tool a hook says the agent asks to use, and shows it with the permission
+    /// dialog already on its pane (the pane's next reading adds it otherwise).
+    pub(super) fn note_asked_tool(&mut self, agent_id: AgentId, hook: &Hook) {
+        let Some(name) = hook.tool_name.as_deref() else {
+            return;
+        };
+        if name == "AskUserQuestion" {
+            return; // a question, not a permission: its turn shows it
+        }
+        let tool = crate::tool::asked_tool(name, hook.tool_input.as_ref());
+        let agent = self.agent_mut(agent_id);
+        agent.asked_tool = Some(tool.clone());
+        let Some(dialog) = agent
+            .row
+            .permission
+            .as_mut()
+            .and_then(serde_json::Value::as_object_mut)
+        else {
+            return;
+        };
+        if dialog.get("tool") != Some(&tool) {
+            dialog.insert("tool".into(), tool);
+            self.dirty_agents.insert(agent_id);
+            self.publish(agent_id, "card_refresh", json!({"agent_id": agent_id}));
         }
     }
 

@@ -130,6 +130,9 @@ struct AgentState {
     last_signal_at: Timestamp,
     /// The text of the pending `send`, when known (lost on restart: the stamp decides then).
     sent_text: Option<u128>,
+    /// The tool it last asked to use (PreToolUse / PermissionRequest hook), shown with the
+    /// permission dialog its pane draws for it (see [`crate::tool::asked_tool`]).
+    asked_tool: Option<serde_json::Value>,
     /// When it was last brought back into memory (its quiet time starts again then).
     back_at: Timestamp,
     /// The transcript time of its earliest line: no process started after it runs it.
@@ -343,6 +346,7 @@ impl AgentState {
             pane_idle_since: None,
             last_signal_at: Timestamp(i64::MIN),
             sent_text: None,
+            asked_tool: None,
             back_at: Timestamp(i64::MIN),
             first_line_at: None,
             pane_witness,

@@ -50,7 +50,14 @@ impl Core {
         let trust = self.config.trust_ms;
         let agent = self.agent_mut(agent_id);
         let dialog = match &reading.state {
-            crate::pane::PaneState::Permission(q) => Some(q.clone()),
+            // With the tool its hook named (the pane shows only part of the input).
+            crate::pane::PaneState::Permission(q) => Some(crate::tool::with_tool(
+                q.clone(),
+                agent
+                    .asked_tool
+                    .as_ref()
+                    .or_else(|| agent.row.permission.as_ref()?.get("tool")),
+            )),
             _ => None,
         };
         let permission = dialog.is_some();

@@ -6,6 +6,7 @@ pub mod embedded_pg;
 pub mod http;
 pub mod metrics;
 pub mod migrate;
+pub mod notifier;
 pub mod peer;
 pub mod pgstore;
 pub mod record;
@@ -108,6 +109,11 @@ pub struct ServeArgs {
     /// tmux socket name (`tmux -L NAME`); the default server when unset.
     #[arg(long, env = "HEADSPACE_TMUX_SOCKET")]
     pub tmux_socket: Option<String>,
+    /// A command run through `sh -c` when an agent starts waiting on you or finishes a task,
+    /// with the notice as JSON on its stdin (rate-limited; sub-agents and slash commands are
+    /// not told).
+    #[arg(long, env = "HEADSPACE_NOTIFY_COMMAND")]
+    pub notify_command: Option<String>,
 }
 
 fn default_static() -> PathBuf {
@@ -270,6 +276,9 @@ async fn serve(
     };
     let app = start(&world, settings, recorder).await?;
     crate::server::watcher::start_notify(claude_dir.clone(), app.core.clone());
+    if let Some(command) = args.notify_command.clone() {
+        crate::server::notifier::start(app.hub.clone(), app.store.clone(), command);
+    }
     eprintln!(
         "headspace: listening on http://{local}/ (claude dir {})",
         claude_dir.display()

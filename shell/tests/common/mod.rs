@@ -1,6 +1,8 @@
 //! Helpers for tests that run the real server binary against the throwaway PostgreSQL.
 #![allow(dead_code)]
 
+pub mod browser;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};

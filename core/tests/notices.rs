@@ -1,0 +1,120 @@
+//! What `--notify-command` is told: an agent starting to wait, a task finishing; not noise,
+//! not sub-agents, not too often. No clock: the times are given.
+
+use headspace_core::model::{AgentRow, TaskRow};
+use headspace_core::notice::{Notices, AGENT_QUIET_MS, MAX_PER_MINUTE};
+use headspace_core::view::AgentView;
+use headspace_core::{TaskState, Timestamp};
+
+fn t(ms: i64) -> Timestamp {
+    Timestamp(1_793_523_600_000 + ms)
+}
+
+fn agent(id: u64) -> AgentRow {
+    AgentRow {
+        id,
+        session_id: format!("s{id}"),
+        sessions: vec![format!("s{id}")],
+        project: Some("shop".into()),
+        cwd: Some("/w/shop".into()),
+        transcript_path: Some(format!("projects/-w-shop/s{id}.jsonl")),
+        tmux_pane: Some(format!("%{id}")),
+        ended: false,
+        waiting_permission: false,
+        sent_at: None,
+        permission: None,
+        last_seen_at: t(0),
+    }
+}
+
+fn view(a: &AgentRow, state: TaskState, command: &str) -> AgentView {
+    let task = TaskRow {
+        id: 1,
+        agent_id: a.id,
+        session_id: None,
+        state,
+        transcript_state: state,
+        started_at: t(0),
+        hook_turn_end_at: None,
+        state_since: t(0),
+    };
+    let mut v = AgentView::from_rows(a, [&task], []);
+    v.command = Some(command.into());
+    v
+}
+
+#[test]
+fn starting_to_wait_and_finishing_are_told_once() {
+    let mut n = Notices::new();
+    let a = agent(1);
+    assert_eq!(
+        n.observe(&view(&a, TaskState::Processing, "go"), t(0)),
+        None
+    );
+    let told = n
+        .observe(&view(&a, TaskState::AwaitingInput, "go"), t(1_000))
+        .expect("waiting is told");
+    assert_eq!(told["event"], "needs_you");
+    assert_eq!(told["title"], "shop needs you");
+    assert_eq!(told["agent_id"], 1);
+    assert_eq!(
+        n.observe(&view(&a, TaskState::AwaitingInput, "go"), t(1_500)),
+        None,
+        "the same state again is no news"
+    );
+    let done = n
+        .observe(&view(&a, TaskState::Complete, "go"), t(2_000))
+        .expect("finishing is told");
+    assert_eq!(done["event"], "finished");
+    assert_eq!(done["title"], "shop is done");
+}
+
+#[test]
+fn a_complete_agent_seen_first_a_slash_command_a_sub_agent_and_an_ended_one_are_not_told() {
+    let mut n = Notices::new();
+    let a = agent(1);
+    assert_eq!(n.observe(&view(&a, TaskState::Complete, "go"), t(0)), None);
+    n.observe(&view(&a, TaskState::Commanded, "/clear"), t(10));
+    assert_eq!(
+        n.observe(&view(&a, TaskState::Complete, "/clear"), t(20)),
+        None
+    );
+    let mut sub = agent(2);
+    sub.transcript_path = Some("projects/-w-shop/s1/subagents/agent-a1.jsonl".into());
+    assert_eq!(
+        n.observe(&view(&sub, TaskState::AwaitingInput, "go"), t(30)),
+        None
+    );
+    let mut gone = agent(3);
+    n.observe(&view(&gone, TaskState::Processing, "go"), t(40));
+    gone.ended = true;
+    assert_eq!(
+        n.observe(&view(&gone, TaskState::Complete, "go"), t(50)),
+        None
+    );
+}
+
+#[test]
+fn the_same_news_is_rate_limited_per_agent_and_in_all() {
+    let mut n = Notices::new();
+    let a = agent(1);
+    let flap = |n: &mut Notices, at: i64| {
+        n.observe(&view(&a, TaskState::Processing, "go"), t(at));
+        n.observe(&view(&a, TaskState::AwaitingInput, "go"), t(at + 1))
+    };
+    assert!(flap(&mut n, 0).is_some());
+    assert!(flap(&mut n, 1_000).is_none(), "again within the quiet time");
+    assert!(flap(&mut n, AGENT_QUIET_MS + 10).is_some());
+    // Many agents at once: only so many a minute.
+    let mut n = Notices::new();
+    let told = (10..30)
+        .filter(|id| {
+            n.observe(&view(&agent(*id), TaskState::AwaitingInput, "go"), t(0))
+                .is_some()
+        })
+        .count();
+    assert_eq!(told, MAX_PER_MINUTE);
+    assert!(n
+        .observe(&view(&agent(40), TaskState::AwaitingInput, "go"), t(61_000))
+        .is_some());
+}

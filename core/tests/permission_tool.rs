@@ -1,0 +1,104 @@
+//! The permission dialog an agent waits on carries the tool and input its hook named: the
+//! pane shows only part of a long command, the hook has it whole. No tmux, no clock.
+
+use headspace_core::{Command, Config, Core, Input, Timestamp, Write};
+use headspace_testkit::synth::{SessionWriter, CLAUDE_DIR};
+use serde_json::{json, Value};
+
+const DIALOG: &str = "│ Bash command            │\n│   rm -rf tar…           │\n│ Do you want to proceed? │\n│ ❯ 1. Yes                │\n│   2. No                 │\n";
+
+/// The permission the agent's last stored row holds, after draining the core's commands.
+fn stored_permission(core: &mut Core) -> Option<Option<Value>> {
+    let mut last = None;
+    while let Some(c) = core.poll_command() {
+        if let Command::Store(Write::Agent(row)) = c {
+            last = Some(row.permission);
+        }
+    }
+    last
+}
+
+fn core_with_agent() -> (Core, SessionWriter) {
+    let mut config = Config::new(CLAUDE_DIR);
+    config.evict_after_ms = 0;
+    let mut core = Core::new(config);
+    let s = SessionWriter::new(1, Timestamp(0));
+    core.handle(
+        Timestamp(1_000),
+        Input::Hook {
+            event: None,
+            body: s.hook(
+                "UserPromptSubmit",
+                Some("%4"),
+                None,
+                json!({"prompt": "tidy"}),
+            ),
+        },
+    );
+    while core.poll_command().is_some() {}
+    (core, s)
+}
+
+fn permission_hook(s: &SessionWriter, command: &str) -> Input {
+    Input::Hook {
+        event: None,
+        body: s.hook(
+            "PermissionRequest",
+            Some("%4"),
+            None,
+            json!({"tool_name": "Bash", "tool_input": {"command": command}}),
+        ),
+    }
+}
+
+#[test]
+fn the_hooks_tool_joins_the_dialog_read_from_the_pane() {
+    let (mut core, s) = core_with_agent();
+    core.handle(
+        Timestamp(2_000),
+        permission_hook(&s, "rm -rf target/debug/deps"),
+    );
+    while core.poll_command().is_some() {}
+    core.handle(
+        Timestamp(2_500),
+        Input::Pane {
+            pane: "%4".into(),
+            text: DIALOG.into(),
+        },
+    );
+    let permission = stored_permission(&mut core).flatten().expect("a dialog");
+    assert_eq!(permission["question"], "Do you want to proceed?");
+    assert_eq!(permission["tool"]["name"], "Bash");
+    assert_eq!(
+        permission["tool"]["summary"], "rm -rf target/debug/deps",
+        "the whole command, not the pane's cut one"
+    );
+}
+
+#[test]
+fn a_hook_after_the_dialog_was_read_adds_its_tool_to_it() {
+    let (mut core, s) = core_with_agent();
+    core.handle(
+        Timestamp(2_000),
+        Input::Pane {
+            pane: "%4".into(),
+            text: DIALOG.into(),
+        },
+    );
+    let first = stored_permission(&mut core).flatten().expect("a dialog");
+    assert_eq!(first.get("tool"), None, "no hook yet: no tool");
+    core.handle(Timestamp(2_100), permission_hook(&s, "rm -rf target"));
+    let permission = stored_permission(&mut core)
+        .flatten()
+        .expect("the dialog again");
+    assert_eq!(permission["tool"]["summary"], "rm -rf target");
+    // The same screen read again keeps it.
+    core.handle(
+        Timestamp(2_600),
+        Input::Pane {
+            pane: "%4".into(),
+            text: DIALOG.into(),
+        },
+    );
+    assert_eq!(stored_permission(&mut core), None, "nothing changed");
+}

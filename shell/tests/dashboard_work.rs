@@ -1,0 +1,459 @@
+//! The dashboard a user works from, in a real headless Chromium against the real server and
+//! stand-in agents in real tmux panes: a prompt typed in the page reaches the agent's pane
+//! and comes back as its turn; the "Needs you" strip orders waiting agents by waiting time,
+//! shows a permission's command, and answers by number key and by button (also an option
+//! the narrow pane wraps); the page fits a 390 px phone; a conversation follows new turns.
+
+mod common;
+use common::browser::*;
+use common::*;
+use headspace_core::Timestamp;
+use headspace_testkit::synth::SessionWriter;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// Starts a stand-in agent in its own tmux session, in folder `project` (its project name),
+/// `columns` wide, playing `turns`.
+fn stand_in(world: &PaneWorld, session: &str, project: &str, columns: u32, turns: Value) {
+    let dir = world.claude.join("work").join(project);
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = world.claude.join(format!("{session}.json"));
+    std::fs::write(&script, json!({ "turns": turns }).to_string()).unwrap();
+    let cmd = format!(
+        "{} --claude-dir {} --script {} --session {session} --think-ms 200 --stay",
+        headspace_testkit::stand_in::stand_in_agent(),
+        world.claude.display(),
+        script.display()
+    );
+    world.tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        session,
+        "-x",
+        &columns.to_string(),
+        "-y",
+        "40",
+        "-c",
+        dir.to_str().unwrap(),
+        &cmd,
+    ]);
+    let registered = wait_for(Duration::from_secs(15), || {
+        world
+            .server
+            .try_json(&format!("/api/agents/{session}"))
+            .filter(|a| a["activity"] == "idle" && !a["tmux_pane"].is_null())
+    });
+    assert!(registered.is_some(), "{session} registers, idle");
+}
+
+fn agent_id(world: &PaneWorld, session: &str) -> u64 {
+    world.server.json(&format!("/api/agents/{session}"))["id"]
+        .as_u64()
+        .unwrap()
+}
+
+fn send(world: &PaneWorld, session: &str, text: &str) {
+    let (status, body) = world.server.post(
+        &format!("/api/agents/{session}/send"),
+        json!({ "text": text }).to_string().as_bytes(),
+    );
+    assert_eq!(status, 200, "{body}");
+}
+
+fn waiting(world: &PaneWorld, session: &str) -> Value {
+    wait_for(Duration::from_secs(20), || {
+        world
+            .server
+            .try_json(&format!("/api/agents/{session}"))
+            .filter(|a| a["activity"] == "waiting" && !a["question"].is_null())
+    })
+    .unwrap_or_else(|| panic!("{session} waits: {}", world.server.log()))
+}
+
+#[test]
+fn a_prompt_typed_in_the_page_reaches_the_pane_and_comes_back_as_its_turn() {
+    let Some(world) = PaneWorld::start("dash_prompt") else {
+        return;
+    };
+    let Some(browser) = Browser::start() else {
+        return;
+    };
+    stand_in(
+        &world,
+        "ui-1",
+        "kiosk",
+        120,
+        json!([{"prompt": "tidy the build", "replies": ["Looking.", "Done. **All** tidy."]}]),
+    );
+    let id = agent_id(&world, "ui-1");
+    browser.goto(&format!("http://{}/", world.server.addr));
+    browser.until(
+        "the card",
+        &format!("return !!document.querySelector('.card[data-id=\"{id}\"]')"),
+    );
+    browser.click(&format!(".card[data-id=\"{id}\"]"));
+    browser.until(
+        "the prompt box",
+        "return !document.getElementById('conversation').hidden",
+    );
+
+    // Shift+Enter is a new line, not a send (the modifier is released by U+E000).
+    browser.type_into("#prompt", "first line\u{E008}\u{E007}\u{E000}second line");
+    assert_eq!(
+        browser.js("return document.getElementById('prompt').value"),
+        json!("first line\nsecond line")
+    );
+    browser.js("document.getElementById('prompt').value = ''; return true");
+
+    // Enter sends: the pending turn shows at once.
+    browser.type_into("#prompt", "tidy the build\u{E007}");
+    let pending = browser.until(
+        "the pending turn",
+        "const p = document.querySelector('.bubble.pending .text'); return p && p.textContent",
+    );
+    assert_eq!(pending, "tidy the build");
+    assert_eq!(
+        browser.js("return document.getElementById('prompt').value"),
+        json!("")
+    );
+    // It reached the agent's pane, typed there.
+    let pane = world.server.json("/api/agents/ui-1")["tmux_pane"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let typed = wait_for(Duration::from_secs(15), || {
+        let screen = world.tmux.run(&["capture-pane", "-p", "-t", &pane]);
+        screen.contains("> tidy the build").then_some(screen)
+    });
+    assert!(typed.is_some(), "the prompt reached the pane");
+    // Its real turn replaces the pending one, and the agent's reply follows, rendered.
+    browser.until(
+        "the real turn, the pending one gone",
+        "const b = [...document.querySelectorAll('.bubble.user')]; return !document.querySelector('.bubble.pending') && b.some(x => x.dataset.id && x.querySelector('.text').textContent === 'tidy the build')",
+    );
+    browser.until(
+        "the reply with its bold word",
+        "return [...document.querySelectorAll('.bubble.agent .text strong')].some(s => s.textContent === 'All')",
+    );
+    let bubbles = browser.js(
+        "return [...document.querySelectorAll('.bubble.user')].filter(b => b.querySelector('.text').textContent === 'tidy the build').length",
+    );
+    assert_eq!(bubbles, json!(1), "the prompt is one turn, not two");
+    // The conversation follows: its end is in view.
+    browser.until(
+        "the end in view",
+        "const t = document.getElementById('turns'); return t.scrollHeight - t.scrollTop - t.clientHeight < 48",
+    );
+    // ↑ brings the prompt back.
+    browser.type_into("#prompt", "\u{E013}");
+    assert_eq!(
+        browser.js("return document.getElementById('prompt').value"),
+        json!("tidy the build")
+    );
+    browser.screenshot("dashboard-conversation-prompt");
+
+    // Interrupt (the button) presses Escape in the pane.
+    browser.js("document.querySelectorAll('.toast').forEach(t => t.remove()); return true");
+    browser.click("#interrupt");
+    let toast = browser.until(
+        "the interrupt's toast",
+        "const t = document.querySelector('.toast'); return t && t.textContent",
+    );
+    assert_eq!(toast, "Interrupted (Escape sent)");
+}
+
+#[test]
+fn the_needs_you_strip_orders_waiting_agents_and_answers_them() {
+    let Some(world) = PaneWorld::start("dash_needs") else {
+        return;
+    };
+    let Some(browser) = Browser::start() else {
+        return;
+    };
+    let long = "docs/design/, next to the notes that describe the whole request flow";
+    // A narrow pane: the long option wraps over two lines there.
+    stand_in(
+        &world,
+        "need-a",
+        "shop",
+        50,
+        json!([{"prompt": "draw the diagram", "replies": ["Looking.", "Drawn."],
+                "question": {"question": "Where should the diagram go?", "options": ["docs/diagrams/", long], "answer": "docs/diagrams/"}}]),
+    );
+    stand_in(
+        &world,
+        "need-b",
+        "garden",
+        120,
+        json!([{"prompt": "tidy the build", "replies": ["Looking.", "Done."], "permission": true}]),
+    );
+    let (a, b) = (agent_id(&world, "need-a"), agent_id(&world, "need-b"));
+    browser.goto(&format!("http://{}/", world.server.addr));
+    browser.until(
+        "two cards",
+        "return document.querySelectorAll('.card').length === 2",
+    );
+    assert_eq!(browser.js("return document.title"), json!("Headspace"));
+    // Browser notifications, turned on, with the user away: the browser's Notification is
+    // replaced by a recorder (a headless browser cannot be granted the permission).
+    browser.js(
+        "window.__notes = []; window.Notification = function (title, o) { window.__notes.push([title, o.body]); };
+         window.Notification.permission = 'granted'; localStorage.setItem('hs.notify', '1');
+         document.hasFocus = () => false; return true",
+    );
+
+    send(&world, "need-a", "draw the diagram");
+    waiting(&world, "need-a");
+    std::thread::sleep(Duration::from_millis(1500));
+    send(&world, "need-b", "tidy the build");
+    let dialog = waiting(&world, "need-b");
+    assert_eq!(
+        dialog["question"]["question"]["tool"]["summary"],
+        "rm -rf target"
+    );
+
+    // Longest-waiting first; the permission shows its tool and command.
+    let order = browser.until(
+        "both in the strip",
+        "const n = [...document.querySelectorAll('#needs .need')].map(n => Number(n.dataset.id)); return n.length === 2 && n",
+    );
+    assert_eq!(order, json!([a, b]), "longest-waiting first");
+    let b_text = browser.until(
+        "the permission's command in the strip",
+        &format!("const t = document.querySelector('#needs .need[data-id=\"{b}\"]').textContent; return t.includes('rm -rf target') && t"),
+    );
+    let b_text = b_text.as_str().unwrap();
+    assert!(
+        b_text.contains("Bash") && b_text.contains("rm -rf target"),
+        "{b_text}"
+    );
+    assert!(b_text.contains("Do you want to proceed?"), "{b_text}");
+    // The summary and the title count from the same state as the cards.
+    assert_eq!(
+        browser
+            .js("return document.querySelector('#summary .count[data-shown=waiting]').textContent"),
+        json!("2 needs you")
+    );
+    assert_eq!(
+        browser.js(&format!(
+            "return document.querySelector('.card[data-id=\"{b}\"]').dataset.shown"
+        )),
+        json!("waiting"),
+        "a permission wait is shown as waiting"
+    );
+    browser.until("the title", "return document.title === '(2) Headspace'");
+    let notes = browser.until(
+        "two notifications",
+        "return window.__notes.length === 2 && window.__notes",
+    );
+    assert_eq!(
+        notes,
+        json!([
+            ["shop needs you", "Where should the diagram go?"],
+            ["garden needs you", "Do you want to proceed?"]
+        ])
+    );
+    browser.screenshot("dashboard-needs-you");
+
+    // The number key answers the focused item: pick the permission, press 1.
+    browser.click(&format!("#needs .need[data-id=\"{b}\"] .asked-text"));
+    browser.until(
+        "the permission focused",
+        &format!("return document.querySelector('#needs .need.focused').dataset.id === '{b}'"),
+    );
+    browser.js("document.querySelectorAll('.toast').forEach(t => t.remove()); document.activeElement.blur(); return true");
+    browser.type_into("body", "1");
+    let toast = browser.until(
+        "the answer's toast",
+        "const t = document.querySelector('.toast'); return t && t.textContent",
+    );
+    assert!(
+        toast.as_str().unwrap().starts_with("Answered “Yes”"),
+        "{toast}"
+    );
+    browser.until(
+        "the permission gone from the strip",
+        &format!("return !document.querySelector('#needs .need[data-id=\"{b}\"]')"),
+    );
+    browser.until(
+        "one left in the strip",
+        "return document.querySelectorAll('#needs .need').length === 1",
+    );
+
+    // The option the narrow pane wraps is found by its number and whole label.
+    browser.js("document.querySelectorAll('.toast').forEach(t => t.remove()); return true");
+    browser.click(&format!(
+        "#needs .need[data-id=\"{a}\"] button.answer[data-answer=\"2\"]"
+    ));
+    let toast = browser.until(
+        "the answer's toast",
+        "const t = document.querySelector('.toast'); return t && t.textContent",
+    );
+    assert!(
+        toast.as_str().unwrap().starts_with("Answered"),
+        "the wrapped option was answered: {toast}"
+    );
+    let answered = wait_for(Duration::from_secs(15), || {
+        world
+            .server
+            .try_json("/api/agents/need-a/turns")?
+            .as_array()?
+            .iter()
+            .find(|t| t["intent"] == "answer")
+            .cloned()
+    })
+    .expect("the answer turn");
+    assert_eq!(answered["text"], long);
+    browser.until(
+        "the strip empty",
+        "return document.getElementById('needs').hidden",
+    );
+    browser.until(
+        "both done",
+        "return [...document.querySelectorAll('.card')].every(c => c.dataset.shown === 'done')",
+    );
+    assert_eq!(
+        browser.js("return document.querySelector('#summary .count').textContent"),
+        json!("2 done")
+    );
+    let done = browser
+        .js("return window.__notes.filter(n => n[0].endsWith(' is done')).map(n => n[0]).sort()");
+    assert_eq!(done, json!(["garden is done", "shop is done"]));
+    // Finished while unseen: counted in the title until the page is looked at.
+    assert_eq!(browser.js("return document.title"), json!("(2) Headspace"));
+    browser.js("window.dispatchEvent(new Event('focus')); return true");
+    assert_eq!(browser.js("return document.title"), json!("Headspace"));
+    browser.screenshot("dashboard-grid");
+}
+
+/// Every visible element inside the viewport's width, except inside a box that scrolls
+/// sideways on purpose (code); and the document does not scroll sideways.
+const NO_OVERFLOW: &str = "
+  const w = window.innerWidth;
+  if (document.documentElement.scrollWidth > w) return 'the page scrolls sideways: ' + document.documentElement.scrollWidth;
+  for (const e of document.querySelectorAll('body *')) {
+    const r = e.getBoundingClientRect();
+    if (!r.width || !r.height) continue;
+    let p = e.parentElement, clipped = false;
+    while (p) { const o = getComputedStyle(p).overflowX; if (o === 'auto' || o === 'scroll' || o === 'hidden') { clipped = p.getBoundingClientRect().right <= w + 1; break; } p = p.parentElement; }
+    if (!clipped && (r.right > w + 1 || r.left < -1)) return (e.id || e.className || e.tagName) + ' spans ' + r.left + '..' + r.right;
+  }
+  return 'fits';";
+
+#[test]
+fn on_a_phone_nothing_overflows_and_a_conversation_follows_its_turns() {
+    let Some(db) = fresh_db("dash_phone") else {
+        return;
+    };
+    let Some(browser) = Browser::start() else {
+        return;
+    };
+    let claude = temp_dir("dash_phone");
+    let server = Server::start(&db, &claude, &[]);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let mut s = SessionWriter::new(11, Timestamp(now - 600_000));
+    let file = claude.join(s.path());
+    let mut text = String::new();
+    for i in 0..30 {
+        text.push_str(
+            &s.prompt(&format!("step {i}: look at `src/lib.rs`"), None)
+                .json,
+        );
+        text.push('\n');
+        s.wait(1_000);
+        text.push_str(&s.agent_text(&format!("Looked, step {i}:\n\n```rust\nfn main() {{ println!(\"a very long line of code that must scroll inside its block and never widen the page {i}\"); }}\n```")).json);
+        text.push('\n');
+        s.wait(1_000);
+    }
+    append(&file, &text);
+    server.post(
+        "/hook/SessionStart",
+        &hook(
+            &s,
+            &claude,
+            "%3",
+            "SessionStart",
+            json!({"source": "startup"}),
+        ),
+    );
+    let id = wait_for(Duration::from_secs(20), || {
+        let a = server.try_json(&format!("/api/agents/{}", s.session_id))?;
+        (a["turn_count"] == 60).then(|| a["id"].as_u64().unwrap())
+    })
+    .expect("60 turns stored");
+
+    let (w, h) = browser.resize(390, 844);
+    assert!(w <= 390 && h <= 844, "{w}x{h}");
+    browser.goto(&format!("http://{}/", server.addr));
+    browser.until("the card", "return !!document.querySelector('.card')");
+    assert_eq!(browser.js(NO_OVERFLOW), json!("fits"), "the grid at 390 px");
+    browser.screenshot("dashboard-mobile");
+
+    browser.click(&format!(".card[data-id=\"{id}\"]"));
+    browser.until(
+        "the conversation, opened at its end",
+        "const t = document.getElementById('turns'); return document.querySelectorAll('.bubble').length === 60 && t.scrollHeight > t.clientHeight && t.scrollHeight - t.scrollTop - t.clientHeight < 48",
+    );
+    // Code in a monospace face, inside its own scrolling block.
+    let font = browser
+        .js("return getComputedStyle(document.querySelector('.bubble .text pre code')).fontFamily");
+    assert!(font.as_str().unwrap().contains("mono"), "{font}");
+    assert_eq!(
+        browser.js(NO_OVERFLOW),
+        json!("fits"),
+        "the conversation at 390 px"
+    );
+    // The header never covers the close button or the prompt box.
+    let covered = browser.js(
+        "return ['conv-close', 'prompt', 'interrupt'].filter(id => { const e = document.getElementById(id); const r = e.getBoundingClientRect();
+           const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2); return !(hit === e || e.contains(hit)); })",
+    );
+    assert_eq!(covered, json!([]), "controls under something else");
+    browser.screenshot("dashboard-mobile-conversation");
+
+    // A new turn while at the end: followed.
+    s.wait(1_000);
+    append(
+        &file,
+        &format!("{}\n", s.agent_text("Turn 61 arrives.").json),
+    );
+    browser.until(
+        "the new turn, in view",
+        "const t = document.getElementById('turns'); return [...document.querySelectorAll('.bubble .text')].some(x => x.textContent === 'Turn 61 arrives.') && t.scrollHeight - t.scrollTop - t.clientHeight < 48",
+    );
+    // Scrolled up: the view stays, a "new below" marker shows; it brings the end back.
+    browser.js("const t = document.getElementById('turns'); t.scrollTop = 0; t.dispatchEvent(new Event('scroll')); return true");
+    s.wait(1_000);
+    let evil = "Turn 62 <img src=x onerror=\"window.__xss=1\"> **still text**";
+    append(&file, &format!("{}\n", s.agent_text(evil).json));
+    browser.until(
+        "the marker",
+        "return !document.getElementById('new-below').hidden",
+    );
+    assert_eq!(
+        browser.js("return document.getElementById('turns').scrollTop"),
+        json!(0),
+        "the reader's place is kept"
+    );
+    // Agent text is never HTML, Markdown or not.
+    assert_eq!(
+        browser.js("return document.querySelectorAll('#turns img').length"),
+        json!(0)
+    );
+    assert_eq!(browser.js("return window.__xss === undefined"), json!(true));
+    let shown = browser.js("return [...document.querySelectorAll('.bubble .text')].map(x => x.textContent).find(x => x.startsWith('Turn 62'))");
+    assert_eq!(
+        shown,
+        json!("Turn 62 <img src=x onerror=\"window.__xss=1\"> still text")
+    );
+    browser.click("#new-below");
+    browser.until(
+        "the end again",
+        "const t = document.getElementById('turns'); return t.scrollHeight - t.scrollTop - t.clientHeight < 48 && document.getElementById('new-below').hidden",
+    );
+    server.stop();
+}

@@ -1,0 +1,92 @@
+// Headspace dashboard: what the card menu and the keys do to an agent (reconcile, orchestrate,
+// info, rename, dismiss) and the menu itself.
+'use strict';
+
+// ---------- actions -------------------------------------------------------------------------
+
+async function reconcile(id) {
+  try {
+    const r = await api(`/api/agents/${id}/reconcile`, { method: 'POST' });
+    if (r.message) toast(r.message, '');
+    else if (r.status === 'partial') toast(`${r.created} turn(s) recovered so far; still reading`, '');
+    else if (r.created > 0) toast(`${r.created} turn(s) recovered`, 'ok');
+    else toast('No missing turns found', 'ok');
+  } catch (e) {
+    toast(`Reconcile failed: ${e.message}`, 'error');
+  }
+}
+
+// Starts (or continues) the orchestration of the agent's project, run by this agent.
+async function orchestrateProject(id) {
+  const a = hs.agents.get(id);
+  if (!a || !a.cwd) { toast('This agent has no project folder', 'error'); return; }
+  try {
+    const r = await api('/api/orchestrate/start', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ project: a.cwd, agent: String(a.id) }),
+    });
+    toast(`Orchestration started (runner ${r.pid}); its log is ${r.log}`, 'ok');
+    setTimeout(loadOrchestrations, 1000);
+  } catch (e) {
+    toast(`Could not start the orchestration: ${e.message}`, 'error');
+  }
+}
+
+function showInfo(id) {
+  const a = hs.agents.get(id);
+  const rows = [
+    ['Name', agentName(a)], ['Project', a.project], ['Folder', a.cwd], ['State', SHOWN_LABEL[shownState(a)]],
+    ['Since', a.state_since ? `${clock(a.state_since)} (${since(a.state_since)} ago)` : ''], ['tmux pane', a.tmux_pane],
+    ['Machine', a.machine], ['Turns', a.turn_count], ['Last heard', a.last_seen_at ? clock(a.last_seen_at) : ''],
+    ['Session', a.session_id], ['Earlier sessions', (a.sessions || []).filter((s) => s !== a.session_id).join('\n')],
+    ['Transcript', a.transcript_path], ['Agent id', a.id],
+  ];
+  const table = el('table', 'info-table');
+  for (const [k, v] of rows) {
+    if (v === undefined || v === null || v === '') continue;
+    const tr = el('tr');
+    tr.append(el('th', null, k), el('td', null, v));
+    table.appendChild(tr);
+  }
+  $('info-body').replaceChildren(table);
+  $('info').showModal();
+}
+
+function rename(id) {
+  const a = hs.agents.get(id);
+  const name = prompt('Name this agent (empty: its project)', (hs.names || {})[id] || '');
+  if (name === null) return;
+  if (name.trim()) hs.names[id] = name.trim(); else delete hs.names[id];
+  localStorage.setItem('hs.names', JSON.stringify(hs.names));
+  renderAgents();
+  if (hs.open === id) convTitle(a);
+}
+
+function dismiss(id) {
+  hs.dismissed.add(id);
+  localStorage.setItem('hs.dismissed', JSON.stringify([...hs.dismissed]));
+  renderAgents();
+  toast('Dismissed; it comes back when it does something', '');
+}
+
+function openMenu(id, anchor) {
+  const m = $('menu');
+  m.dataset.agent = id;
+  const r = anchor.getBoundingClientRect();
+  m.style.left = `${Math.min(r.left, window.innerWidth - 190)}px`;
+  m.style.top = `${r.bottom + 4}px`;
+  m.hidden = false;
+  m.querySelector('button').focus();
+}
+
+function closeMenu() {
+  $('menu').hidden = true;
+}
+
+function select(id) {
+  hs.selected = id;
+  for (const c of document.querySelectorAll('.card')) c.classList.toggle('selected', Number(c.dataset.id) === id);
+  const c = document.querySelector(`.card[data-id="${id}"]`);
+  if (c) c.scrollIntoView({ block: 'nearest' });
+}

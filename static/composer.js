@@ -1,0 +1,142 @@
+// Headspace dashboard: the prompt box under a conversation. Enter sends, Shift+Enter makes a
+// new line, ↑ and ↓ walk the prompts sent before; Interrupt (Escape) and Clear use the
+// agent's routes. What was sent shows at once as a pending turn, which the real turn (from
+// the transcript or the prompt hook) replaces.
+'use strict';
+
+const composer = {
+  history: JSON.parse(localStorage.getItem('hs.history') || '[]'), // newest last
+  at: null,      // index into history while walking it
+  draft: '',     // what was typed before walking the history
+  pending: [],   // [{ agentId, text, el }]
+};
+
+function rememberPrompt(text) {
+  composer.history = composer.history.filter((h) => h !== text).concat([text]).slice(-100);
+  localStorage.setItem('hs.history', JSON.stringify(composer.history));
+  composer.at = null;
+}
+
+/// Shows `text` as the user's turn, pending until the real one arrives.
+function showPending(agentId, text) {
+  const b = el('div', 'bubble user command pending');
+  const meta = el('div', 'meta');
+  meta.append(el('span', null, 'You'), el('span', 'time', 'sending…'));
+  const body = el('div', 'text');
+  body.appendChild(renderMarkdown(text));
+  b.append(meta, body);
+  $('turns').appendChild(b);
+  const entry = { agentId, text: text.trim(), el: b };
+  composer.pending.push(entry);
+  followEnd(true);
+  return entry;
+}
+
+/// A real user turn arrived: the pending one with its text goes.
+function settlePending(turn) {
+  if (turn.actor !== 'user') return;
+  const i = composer.pending.findIndex((p) => p.agentId === turn.agent_id && p.text === String(turn.text).trim());
+  if (i < 0) return;
+  composer.pending[i].el.remove();
+  composer.pending.splice(i, 1);
+}
+
+function dropPending() {
+  for (const p of composer.pending) p.el.remove();
+  composer.pending = [];
+}
+
+async function sendPrompt() {
+  const box = $('prompt');
+  const text = box.value;
+  const id = hs.open;
+  if (!text.trim() || id === null) return;
+  rememberPrompt(text);
+  box.value = '';
+  const pending = showPending(id, text);
+  try {
+    const r = await api(`/api/agents/${id}/send`, { method: 'POST', body: JSON.stringify({ text }) });
+    pending.el.querySelector('.time').textContent = r.verified ? 'sent' : 'sent (not confirmed on screen)';
+  } catch (e) {
+    pending.el.classList.add('failed');
+    pending.el.querySelector('.time').textContent = `not sent: ${e.message}`;
+    composer.pending = composer.pending.filter((p) => p !== pending);
+    if (!box.value) box.value = text; // nothing lost
+  }
+}
+
+async function paneAction(action, label) {
+  const id = hs.open;
+  if (id === null) return;
+  try {
+    await api(`/api/agents/${id}/${action}`, { method: 'POST', body: '{}' });
+    toast(label, 'ok');
+  } catch (e) {
+    toast(`Could not ${action}: ${e.message}`, 'error');
+  }
+}
+
+function walkHistory(step) {
+  const box = $('prompt');
+  const h = composer.history;
+  if (!h.length) return false;
+  if (composer.at === null) { if (step > 0) return false; composer.draft = box.value; composer.at = h.length; }
+  const next = composer.at + step;
+  if (next < 0) return true;
+  if (next >= h.length) { composer.at = null; box.value = composer.draft; return true; }
+  composer.at = next;
+  box.value = h[next];
+  return true;
+}
+
+function wireComposer() {
+  const box = $('prompt');
+  box.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); sendPrompt(); return; }
+    if (e.key === 'Escape') { e.preventDefault(); e.stopPropagation(); paneAction('interrupt', 'Interrupted (Escape sent)'); return; }
+    const before = box.value.slice(0, box.selectionStart);
+    if (e.key === 'ArrowUp' && !before.includes('\n') && walkHistory(-1)) e.preventDefault();
+    else if (e.key === 'ArrowDown' && !box.value.slice(box.selectionEnd).includes('\n') && walkHistory(1)) e.preventDefault();
+  });
+  box.addEventListener('input', () => { composer.at = null; });
+  $('composer').addEventListener('submit', (e) => { e.preventDefault(); sendPrompt(); });
+  $('interrupt').addEventListener('click', () => paneAction('interrupt', 'Interrupted (Escape sent)'));
+  $('clear').addEventListener('click', () => {
+    if (confirm('Send /clear to this agent? Its context is emptied.')) paneAction('clear', 'Cleared (/clear sent)');
+  });
+}
+
+/// Keeps the conversation at its end while the user reads the end; otherwise shows "new below".
+function followEnd(force) {
+  if (force) hs.atEnd = true;
+  if (hs.atEnd) {
+    $('new-below').hidden = true;
+    pinEnd(30);
+  } else {
+    $('new-below').hidden = false;
+  }
+}
+
+// Bubbles off screen are laid out lazily (content-visibility), so the height grows for a few
+// frames after a jump to the end: stay pinned to it until then, unless the user scrolls away.
+function pinEnd(frames) {
+  const box = $('turns');
+  if (!hs.atEnd) return;
+  box.scrollTop = box.scrollHeight;
+  if (frames > 0) requestAnimationFrame(() => pinEnd(frames - 1));
+}
+
+function wireFollow() {
+  const box = $('turns');
+  hs.atEnd = true;
+  let last = 0;
+  box.addEventListener('scroll', () => {
+    // Only the reader moving up leaves the end (content growing below does not); reaching
+    // the end again follows again.
+    if (box.scrollHeight - box.scrollTop - box.clientHeight < 48) hs.atEnd = true;
+    else if (box.scrollTop < last - 2) hs.atEnd = false;
+    last = box.scrollTop;
+    if (hs.atEnd) $('new-below').hidden = true;
+  });
+  $('new-below').addEventListener('click', () => followEnd(true));
+}

@@ -1,0 +1,206 @@
+// Headspace dashboard: what needs the user. The plain-word state of an agent (the one rule
+// the cards, the summary, the strip and the title all use), the "Needs you" strip (agents
+// waiting on a question or a permission, longest-waiting first, answered by button or
+// number key), and the notifications (tab title, opt-in browser notifications).
+'use strict';
+
+const SHOWN_LABEL = { waiting: 'needs you', working: 'working', done: 'done', idle: 'idle', ended: 'ended' };
+const SHOWN_ORDER = ['waiting', 'working', 'done', 'idle', 'ended'];
+
+/// The one state an agent is shown in. Waiting always wins: an agent on a permission dialog
+/// is waiting, whatever its task's state says.
+function shownState(a) {
+  if (a.activity === 'ended') return 'ended';
+  if (a.activity === 'waiting' || a.state === 'awaiting_input') return 'waiting';
+  if (a.activity === 'running') return 'working';
+  if (a.state === 'complete') return 'done';
+  return 'idle';
+}
+
+const attention = {
+  waitingSince: new Map(), // agent id -> ms: when the page first saw it waiting (permissions)
+  shown: new Map(),        // agent id -> the shown state last rendered
+  unseenDone: new Set(),   // agents that finished while the page was not looked at
+  held: new Map(),         // agent id -> timer: a waiting notice held for its question
+  focusAgent: null,        // the strip item number keys answer
+};
+
+/// When the agent started waiting, in ms: its question's time, or when the page saw it.
+function waitingSince(a) {
+  if (a.state === 'awaiting_input' && a.state_since) return Date.parse(a.state_since);
+  if (!attention.waitingSince.has(a.id)) attention.waitingSince.set(a.id, Date.now());
+  return attention.waitingSince.get(a.id);
+}
+
+/// Agents waiting on the user, longest-waiting first.
+function waitingAgents() {
+  return [...hs.agents.values()]
+    .filter((a) => shownState(a) === 'waiting' && !hs.dismissed.has(a.id))
+    .sort((x, y) => waitingSince(x) - waitingSince(y) || x.id - y.id);
+}
+
+/// The display name: the user's, else the project (and the worktree's folder when it differs).
+function agentName(a) {
+  const own = (hs.names || {})[a.id];
+  if (own) return own;
+  const folder = a.cwd ? String(a.cwd).split('/').filter(Boolean).pop() : null;
+  const p = a.project || folder || 'agent';
+  return folder && folder !== p ? `${p} (${folder})` : p;
+}
+
+/// What the agent asks, as elements: the question, the tool and its input, the options.
+function askedBlock(a, withOptions) {
+  const box = el('div', 'asked');
+  const q = a.question;
+  if (!q) {
+    box.appendChild(el('div', 'asked-text', 'Waiting for a permission (open its pane to see it).'));
+    return box;
+  }
+  const dialog = q.question || {};
+  const tool = dialog.tool;
+  if (tool && (tool.summary || tool.name)) {
+    const t = el('div', 'tool');
+    const head = el('div', 'tool-name');
+    head.append(icon('tool'), document.createTextNode(` ${tool.name}`));
+    t.appendChild(head);
+    if (tool.summary) t.appendChild(el('pre', 'tool-input', tool.summary));
+    if (tool.detail) t.appendChild(el('div', 'tool-detail', tool.detail));
+    box.appendChild(t);
+  } else if (Array.isArray(dialog.detail) && dialog.detail.length) {
+    box.appendChild(el('pre', 'tool-input', dialog.detail.join('\n')));
+  }
+  box.appendChild(el('div', 'asked-text', q.text));
+  const qs = dialog.questions || [];
+  qs.slice(1).forEach((more) => box.appendChild(el('div', 'asked-more', more.question)));
+  if (withOptions) {
+    const o = options(dialog, a.id);
+    if (o) box.appendChild(o);
+    else box.appendChild(replyBox(a.id));
+  }
+  return box;
+}
+
+/// A free-text answer for a question with no options to pick (typed into the pane).
+function replyBox(agentId) {
+  const f = el('form', 'reply');
+  const input = el('input');
+  input.type = 'text';
+  input.placeholder = 'Answer…';
+  input.setAttribute('aria-label', 'Answer');
+  const b = el('button', 'small', 'Send');
+  f.append(input, b);
+  f.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    if (!input.value.trim()) return;
+    b.disabled = true;
+    try {
+      await api(`/api/agents/${agentId}/send`, { method: 'POST', body: JSON.stringify({ text: input.value }) });
+      toast('Sent', 'ok');
+      input.value = '';
+    } catch (err) {
+      toast(`Could not send: ${err.message}`, 'error');
+    }
+    b.disabled = false;
+  });
+  return f;
+}
+
+function renderNeeds() {
+  const root = $('needs');
+  const list = waitingAgents();
+  root.hidden = list.length === 0;
+  if (!list.some((a) => a.id === attention.focusAgent)) attention.focusAgent = list.length ? list[0].id : null;
+  const items = list.map((a) => {
+    const item = el('article', 'need');
+    item.dataset.id = a.id;
+    if (a.id === attention.focusAgent) item.classList.add('focused');
+    const head = el('div', 'need-head');
+    const name = el('button', 'need-name', agentName(a));
+    name.dataset.open = a.id;
+    const from = new Date(waitingSince(a)).toISOString();
+    const waited = el('span', 'since', since(from));
+    waited.dataset.since = from;
+    head.append(name, el('span', 'need-pane', a.tmux_pane || ''), waited);
+    item.append(head, askedBlock(a, true));
+    return item;
+  });
+  const title = el('h2', 'needs-title', `Needs you (${list.length})`);
+  root.replaceChildren(title, ...items);
+  noteAttention(list.length);
+}
+
+/// Number keys answer the selected card when it waits, else the focused strip item (the top
+/// one unless another was picked).
+function answerByKey(n) {
+  const chosen = hs.agents.get(hs.selected);
+  const a = chosen && shownState(chosen) === 'waiting' ? chosen : hs.agents.get(attention.focusAgent);
+  if (!a) return false;
+  const b = document.querySelector(`#needs .need[data-id="${a.id}"] button.answer[data-answer="${n}"]`);
+  if (!b || b.disabled) return false;
+  answer(b.dataset.agent, b.dataset.answer, b);
+  return true;
+}
+
+// ---------- notifications ---------------------------------------------------------------------
+
+function notificationsOn() {
+  return localStorage.getItem('hs.notify') === '1' && 'Notification' in window && Notification.permission === 'granted';
+}
+
+async function toggleNotifications() {
+  if (localStorage.getItem('hs.notify') === '1') {
+    localStorage.removeItem('hs.notify');
+    toast('Browser notifications off', '');
+  } else if ('Notification' in window) {
+    const p = await Notification.requestPermission();
+    if (p === 'granted') { localStorage.setItem('hs.notify', '1'); toast('Browser notifications on', 'ok'); }
+    else toast('The browser did not allow notifications', 'error');
+  }
+  $('notify').setAttribute('aria-pressed', String(localStorage.getItem('hs.notify') === '1'));
+}
+
+/// After a card changes: tells of an agent that started waiting or finished its task. A
+/// permission's hook often comes a moment before its dialog is read from the pane: the
+/// notice waits for the question (at most two seconds) so that it can say what is asked.
+function noteTransition(a) {
+  const now = shownState(a);
+  const before = attention.shown.get(a.id);
+  attention.shown.set(a.id, now);
+  const held = attention.held.get(a.id);
+  if (held && (now !== 'waiting' || a.question)) {
+    clearTimeout(held);
+    attention.held.delete(a.id);
+    if (now === 'waiting') notify(a, now);
+  }
+  if (now !== 'waiting') attention.waitingSince.delete(a.id);
+  if (before === undefined || before === now) return;
+  const finished = now === 'done' && (before === 'working' || before === 'waiting');
+  if (finished && (document.hidden || !document.hasFocus())) attention.unseenDone.add(a.id);
+  if (now === 'waiting' && !a.question) {
+    attention.held.set(a.id, setTimeout(() => { attention.held.delete(a.id); notify(hs.agents.get(a.id) || a, 'waiting'); }, 2000));
+    return;
+  }
+  if (now === 'waiting' || finished) notify(a, now);
+}
+
+/// A browser notification, when they are on and the user is not looking at the page.
+function notify(a, now) {
+  hs.metrics.notices = (hs.metrics.notices || 0) + 1;
+  if (!notificationsOn() || (!document.hidden && document.hasFocus())) return;
+  const body = now === 'waiting' ? ((a.question && a.question.text) || 'It waits on a permission.') : ((a.last_turn && a.last_turn.text) || '');
+  try {
+    const n = new Notification(`${agentName(a)} ${now === 'waiting' ? 'needs you' : 'is done'}`, { body: body.slice(0, 300), tag: `hs-${a.id}` });
+    n.onclick = () => { window.focus(); openConversation(a.id); };
+  } catch (e) { /* notifications unavailable here */ }
+}
+
+/// The tab title: how many agents need the user, plus those that finished unseen.
+function noteAttention(waiting) {
+  const n = waiting + attention.unseenDone.size;
+  document.title = n ? `(${n}) Headspace` : 'Headspace';
+}
+
+document.addEventListener('visibilitychange', () => {
+  if (!document.hidden) { attention.unseenDone.clear(); noteAttention(waitingAgents().length); }
+});
+window.addEventListener('focus', () => { attention.unseenDone.clear(); noteAttention(waitingAgents().length); });
