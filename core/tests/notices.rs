@@ -24,6 +24,8 @@ fn agent(id: u64) -> AgentRow {
         sent_at: None,
         permission: None,
         last_seen_at: t(0),
+        end_reason: None,
+        claude_pid: None,
     }
 }
 
