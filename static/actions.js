@@ -36,7 +36,7 @@ async function orchestrateProject(id) {
 function showInfo(id) {
   const a = hs.agents.get(id);
   const rows = [
-    ['Name', agentName(a)], ['Project', a.project], ['Folder', a.cwd], ['State', SHOWN_LABEL[shownState(a)]],
+    ['Name', agentName(a)], ['Project', a.project], ['Folder', a.cwd], ['State', SHOWN_LABEL[shownState(a)] + (a.end_reason ? ` (${a.end_reason.replace('_', ' ')})` : '')],
     ['Since', a.state_since ? `${clock(a.state_since)} (${since(a.state_since)} ago)` : ''], ['tmux pane', a.tmux_pane],
     ['Machine', a.machine], ['Turns', a.turn_count], ['Last heard', a.last_seen_at ? clock(a.last_seen_at) : ''],
     ['Session', a.session_id], ['Earlier sessions', (a.sessions || []).filter((s) => s !== a.session_id).join('\n')],

@@ -120,6 +120,12 @@ async function answer(agentId, option, button) {
 
 // ---------- cards ---------------------------------------------------------------------------
 
+const END_REASON = {
+  pane_closed: 'its tmux pane closed',
+  process_exited: 'its Claude Code process exited',
+  silent: 'nothing was heard from it for hours',
+};
+
 function card(a) {
   const c = el('article', 'card');
   c.dataset.id = a.id;
@@ -129,7 +135,10 @@ function card(a) {
   c.tabIndex = -1;
   if (hs.selected === a.id) c.classList.add('selected');
   const row = el('div', 'row');
-  row.append(el('span', 'state', SHOWN_LABEL[c.dataset.shown]));
+  const stateTag = el('span', 'state', SHOWN_LABEL[c.dataset.shown]);
+  // Why the reaper ended it, in plain words (the card's end_reason).
+  if (a.end_reason) stateTag.title = END_REASON[a.end_reason] || a.end_reason;
+  row.append(stateTag);
   if (a.tmux_pane) row.appendChild(el('span', 'pane', a.tmux_pane));
   const kebab = el('button', 'kebab');
   kebab.appendChild(icon('more'));
