@@ -575,5 +575,7 @@ document.addEventListener('DOMContentLoaded', async () => {
   hs.metrics.firstRenderMs = performance.now();
   loadOrchestrations();
   setInterval(loadOrchestrations, 5000);
+  loadAudit();
+  setInterval(loadAudit, 30000);
   connect();
 });

@@ -141,3 +141,60 @@ fn line_of(text: &str, uuid: &str) -> String {
         .unwrap_or_default()
         .to_string()
 }
+
+#[test]
+fn the_background_audit_reports_a_lost_row_on_metrics_and_the_summary_until_repaired() {
+    let Some(db) = fresh_db("audit_periodic") else {
+        return;
+    };
+    let claude = temp_dir("audit-periodic");
+    // An audit every 0.6 s.
+    let server = Server::start(&db, &claude, &["--audit-minutes", "0.01"]);
+    let mut a = SessionWriter::new(1, Timestamp::parse_rfc3339("2026-11-22T05:00:00Z").unwrap());
+    let lines = [a.prompt("tidy up", None), a.agent_text("Tidied.")];
+    let text: String = lines.iter().map(|l| format!("{}\n", l.json)).collect();
+    append(&claude.join(a.path()), &text);
+    let summary = |want: &dyn Fn(&serde_json::Value) -> bool| {
+        wait_for(Duration::from_secs(15), || {
+            server
+                .try_json("/api/audit/summary")
+                .filter(|s| s["status"] == "done" && want(s))
+        })
+    };
+    summary(&|s| s["clean"] == true && s["checked"] == 2)
+        .unwrap_or_else(|| panic!("a clean audit of 2 lines:\n{}", server.log()));
+    let (_, metrics) = server.get("/metrics");
+    assert!(
+        metrics.contains("headspace_audit_checked_lines 2\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("headspace_audit_missing_turns 0\n"),
+        "{metrics}"
+    );
+
+    psql(
+        &db,
+        &format!("DELETE FROM turns WHERE entry_uuid = '{}'", lines[1].uuid),
+    );
+    let found = summary(&|s| s["missing"] == 1).expect("the periodic audit finds the lost row");
+    let agent = found["agents"][0].as_u64().expect("the agent named");
+    let (_, metrics) = server.get("/metrics");
+    assert!(
+        metrics.contains("headspace_audit_missing_turns 1\n"),
+        "{metrics}"
+    );
+    assert!(server.log().contains("[AUDIT] of 2 lines, 1 missing"));
+
+    // The dashboard's repair: reconcile the agents named, then audit again.
+    let (status, body) = server.post(&format!("/api/agents/{agent}/reconcile"), b"{}");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"created\":1"), "{body}");
+    let all = server.json("/api/audit");
+    assert_eq!(all["clean"], true, "{all}");
+    let now = server.json("/api/audit/summary");
+    assert_eq!(
+        now["clean"], true,
+        "the summary follows an audit asked for: {now}"
+    );
+}

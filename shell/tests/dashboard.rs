@@ -76,6 +76,29 @@ fn the_dashboard_shows_live_cards_and_conversations_in_a_real_browser() {
         json!(["fix the build", "Looking at the build script."]),
         "a corrected timestamp moves the bubble"
     );
+    // The header's proof: the audit accounts for both lines; a lost row shows with a Repair
+    // button that brings it back.
+    server.json("/api/audit");
+    browser.js("loadAudit(); return true");
+    browser.until(
+        "the audit in the header",
+        "return document.getElementById('audit').textContent.includes('all 2 turns accounted for')",
+    );
+    psql(
+        &db,
+        &format!("DELETE FROM turns WHERE entry_uuid = '{}'", a.uuid),
+    );
+    server.json("/api/audit");
+    browser.js("loadAudit(); return true");
+    browser.until(
+        "the missing turn in the header",
+        "return document.getElementById('audit').textContent.includes('1 missing')",
+    );
+    browser.click("#audit .audit-repair");
+    browser.until(
+        "the repair",
+        "return document.getElementById('audit').textContent.includes('all 2 turns accounted for')",
+    );
     assert_ne!(
         browser.js("return document.querySelector('.bubble .time').textContent"),
         hook_time
@@ -94,7 +117,8 @@ fn the_dashboard_shows_live_cards_and_conversations_in_a_real_browser() {
     assert_eq!(browser.js("return window.__xss === undefined"), json!(true));
     browser.screenshot("dashboard-conversation");
 
-    // Reconcile from the kebab menu: its toast.
+    // Reconcile from the kebab menu: its toast (the repair's toast cleared first).
+    browser.js("document.querySelectorAll('.toast').forEach(t => t.remove()); return true");
     browser.js("document.querySelector('.card .kebab').click(); return true");
     browser.js("document.querySelector('#menu [data-action=reconcile]').click(); return true");
     let toast = browser.until(

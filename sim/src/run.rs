@@ -74,6 +74,7 @@ async fn server(world: SimWorld, bug: Option<Bug>) -> turmoil::Result {
         sweep_every: Duration::from_millis(500),
         pane_interval: Duration::from_secs(2),
         pane_lines: 20,
+        audit_every: None,
         max_body: 1 << 20,
         access: AccessPolicy::new(["server"], None),
         token: None,

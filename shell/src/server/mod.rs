@@ -1,5 +1,6 @@
 //! `headspace serve`: the server around the core.
 
+pub mod audit_loop;
 pub mod connections;
 pub mod driver;
 pub mod embedded_pg;
@@ -97,6 +98,10 @@ pub struct ServeArgs {
     /// Lines of each pane captured.
     #[arg(long, env = "HEADSPACE_PANE_LINES", default_value_t = 20)]
     pub pane_lines: u32,
+    /// Minutes between background audits of every transcript line against the stored turns
+    /// (`/metrics`, the dashboard's "all N turns accounted for"). 0: never.
+    #[arg(long, env = "HEADSPACE_AUDIT_MINUTES", default_value_t = 10.0)]
+    pub audit_minutes: f64,
     /// Seconds an agent may say nothing before it leaves memory (the database keeps it; any
     /// news of it brings it back); an ended agent leaves after a minute. 0: never.
     #[arg(long, env = "HEADSPACE_EVICT_AFTER_SECONDS", default_value_t = 1800.0)]
@@ -259,6 +264,8 @@ async fn serve(
         sweep_every: Duration::from_secs_f64(args.sweep_seconds.max(0.05)),
         pane_interval: Duration::from_secs_f64(args.pane_poll_seconds.max(0.05)),
         pane_lines: args.pane_lines,
+        audit_every: (args.audit_minutes > 0.0)
+            .then(|| Duration::from_secs_f64((args.audit_minutes * 60.0).max(0.5))),
         max_body: args.max_body,
         access: AccessPolicy::new(hosts, token.as_deref()),
         token,
@@ -328,6 +335,8 @@ pub struct Settings {
     pub pane_interval: Duration,
     /// Lines of each pane captured.
     pub pane_lines: u32,
+    /// Time between background audits; `None`: never.
+    pub audit_every: Option<Duration>,
     /// Largest request body accepted.
     pub max_body: usize,
     /// Who may call which route.
@@ -390,6 +399,17 @@ pub async fn start(
         settings.pane_interval,
         settings.pane_lines,
     );
+    let audit = Arc::new(crate::server::audit_loop::AuditStatus::default());
+    if let Some(every) = settings.audit_every {
+        crate::server::audit_loop::start(
+            world.store.clone(),
+            world.files.clone(),
+            world.clock.clone(),
+            max_line_bytes,
+            audit.clone(),
+            every,
+        );
+    }
     Ok(Arc::new(App {
         core,
         store: world.store.clone(),
@@ -407,6 +427,8 @@ pub async fn start(
         panes: world.panes.clone(),
         files: world.files.clone(),
         max_line_bytes,
+        audit,
+        clock: world.clock.clone(),
     }))
 }
 

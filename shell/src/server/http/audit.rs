@@ -6,6 +6,8 @@
 use super::agents::resolve;
 use super::body::{error, json_response, Body};
 use super::App;
+use crate::server::audit_loop::AuditSummary;
+use crate::server::store::Store;
 use crate::server::world::{Files, READ_CHUNK};
 use headspace_core::audit::{audit, AuditReport, ConversationScan};
 use hyper::{Response, StatusCode};
@@ -24,19 +26,16 @@ pub(super) async fn audit_agent(app: &App, reference: &str) -> Response<Body> {
     }
 }
 
-/// `GET /api/audit`: every agent.
+/// `GET /api/audit`: every agent. The summary is kept as the latest audit's (what
+/// `/metrics` and the dashboard show), so a repair is seen at once.
 pub(super) async fn audit_all(app: &App) -> Response<Body> {
-    let agents = match app.store.agents().await {
-        Ok(a) => a,
+    let reports = match audit_every_agent(&*app.store, &app.files, app.max_line_bytes).await {
+        Ok(r) => r,
         Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
     };
-    let mut reports = Vec::new();
-    for view in agents {
-        match report(app, view.agent.id).await {
-            Ok(r) => reports.push(r),
-            Err(r) => return r,
-        }
-    }
+    let summary = AuditSummary::of(app.clock.now(), &reports);
+    crate::server::audit_loop::log(&summary);
+    app.audit.set(summary);
     let count = |f: fn(&AuditReport) -> usize| reports.iter().map(f).sum::<usize>();
     let body = json!({
         "clean": reports.iter().all(AuditReport::clean),
@@ -49,18 +48,54 @@ pub(super) async fn audit_all(app: &App) -> Response<Body> {
     json_response(StatusCode::OK, &body)
 }
 
+/// `GET /api/audit/summary`: what the latest audit (periodic, or asked for) found.
+pub(super) async fn audit_summary(app: &App) -> Response<Body> {
+    let body = app.audit.last().map_or_else(
+        || json!({"status": "pending", "message": "no audit has run yet: GET /api/audit runs one now"}),
+        |s| s.to_json(),
+    );
+    json_response(StatusCode::OK, &body)
+}
+
 /// Audits one agent: its files' conversational uuids, then the turns holding them.
 async fn report(app: &App, agent_id: u64) -> Result<AuditReport, Response<Body>> {
-    let unavailable = |e| error(StatusCode::SERVICE_UNAVAILABLE, e);
-    let paths = app.store.agent_files(agent_id).await.map_err(unavailable)?;
-    let files = app.files.clone();
-    let max_line = app.max_line_bytes;
+    audit_one(&*app.store, &app.files, app.max_line_bytes, agent_id)
+        .await
+        .map_err(|e| error(StatusCode::SERVICE_UNAVAILABLE, e))
+}
+
+/// Audits one agent from the store and the files.
+async fn audit_one(
+    store: &dyn Store,
+    files: &SharedFiles,
+    max_line: usize,
+    agent_id: u64,
+) -> Result<AuditReport, String> {
+    let paths = store
+        .agent_files(agent_id)
+        .await
+        .map_err(|e| e.to_string())?;
+    let files = files.clone();
     let uuids =
         tokio::task::spawn_blocking(move || conversational_uuids(&*files, &paths, max_line))
             .await
-            .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-    let stored = app.store.entry_turns(&uuids).await.map_err(unavailable)?;
+            .map_err(|e| e.to_string())?;
+    let stored = store.entry_turns(&uuids).await.map_err(|e| e.to_string())?;
     Ok(audit(agent_id, &uuids, &stored))
+}
+
+/// Audits every agent the store holds (the route and the periodic audit).
+pub(crate) async fn audit_every_agent(
+    store: &dyn Store,
+    files: &SharedFiles,
+    max_line: usize,
+) -> Result<Vec<AuditReport>, String> {
+    let agents = store.agents().await.map_err(|e| e.to_string())?;
+    let mut reports = Vec::new();
+    for view in agents {
+        reports.push(audit_one(store, files, max_line, view.agent.id).await?);
+    }
+    Ok(reports)
 }
 
 /// The uuids of the conversational lines of `paths`, read chunk by chunk to each file's

@@ -25,14 +25,14 @@ use tracing::{debug, warn};
 
 mod agents;
 mod assets;
-mod audit;
+pub(crate) mod audit;
 mod body;
 mod login;
 mod orchestration;
 
 use agents::*;
 use assets::*;
-use audit::{audit_agent, audit_all};
+use audit::{audit_agent, audit_all, audit_summary};
 use body::*;
 pub use body::{with_guard, Body};
 use login::*;
@@ -72,6 +72,10 @@ pub struct App {
     pub files: audit::SharedFiles,
     /// The longest transcript line kept whole (as the core reads).
     pub max_line_bytes: usize,
+    /// The latest audit's summary.
+    pub audit: Arc<crate::server::audit_loop::AuditStatus>,
+    /// The clock (the audit's time).
+    pub clock: Arc<dyn crate::server::world::Clock>,
 }
 
 /// Handles one request from `peer`: the access checks first ([`AccessPolicy::check`]), then
@@ -157,10 +161,12 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
         (&Method::GET, ["healthz"]) => healthz(&app).await,
         (&Method::GET, ["metrics"]) => Response::builder()
             .header("content-type", "text/plain; version=0.0.4")
-            .body(full(app.metrics.render(
-                app.hub.clients.load(Relaxed),
-                app.health.healthy.load(Relaxed),
-            )))
+            .body(full(
+                app.metrics.render(
+                    app.hub.clients.load(Relaxed),
+                    app.health.healthy.load(Relaxed),
+                ) + &app.audit.render(),
+            ))
             .expect("response"),
         (&Method::GET, ["api", "agents"]) => {
             // Read before the list: a page that streams events from this id misses nothing
@@ -186,6 +192,7 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
         (&Method::POST, ["api", "agents", id, "reconcile"]) => reconcile(&app, id).await,
         (&Method::GET, ["api", "agents", id, "audit"]) => audit_agent(&app, id).await,
         (&Method::GET, ["api", "audit"]) => audit_all(&app).await,
+        (&Method::GET, ["api", "audit", "summary"]) => audit_summary(&app).await,
         (&Method::GET, ["api", "agents", id, "wait"]) => wait(&app, id, req.uri().query()).await,
         (&Method::POST, ["api", "agents", id, "send"]) => {
             let id = id.to_string();
