@@ -138,6 +138,7 @@ pub mod store;
 pub mod time;
 pub mod trace;
 pub mod truncated;
+pub mod usage;
 pub mod view;
 pub mod wait;
 

@@ -14,6 +14,7 @@
 //! | [`decide`](mod@decide) | [`decide()`](decide::decide): gates (budget, duration), batches ([`decide_batch`]), workflow status, step status (G1, G2) |
 //! | [`validate`](mod@validate) | [`validate()`](validate::validate): the consistency checks (G7), each a [`Violation`] |
 //! | [`apply`](mod@apply) | [`apply()`](apply::apply) / [`apply_to_state`]: a decision's bookkeeping on the files (decision log, batch index, heal attempts, status) |
+//! | [`blocked`] | tasks the run skips ([`blocked_tasks`]), kept out of batch prompts ([`batch_context`]) until [`unblock_all`] |
 //! | [`spawn`] | the spawn-intent guard: [`spawn_intent_is_stale`], [`spawn_check`] |
 //! | [`observe`] | [`observe_workflow`]: the linked workflow's cost and end folded into the files before deciding |
 //! | [`recovery`] | the helper's three cases and their fallback chains: [`recovered_state`], [`stale_recovery`], [`failed_recovery`] |
@@ -81,6 +82,7 @@
 //! an ERROR.
 
 pub mod apply;
+pub mod blocked;
 pub mod carry_out;
 pub mod corrupt_state;
 pub mod decide;
@@ -102,6 +104,7 @@ pub mod validate;
 pub mod workflow;
 
 pub use apply::{apply, apply_to_state};
+pub use blocked::{batch_context, blocked_tasks, open_tasks, unblock_all};
 pub use carry_out::{carry_out, failed_context, stale_context, unlink_current, Diagnosed};
 pub use decide::{
     backoff_ms, decide, decide_batch, decide_checked, linked_workflow_id, MAX_DURATION_MS,

@@ -242,11 +242,7 @@ pub async fn run(
             });
         }
     }
-    files.write_runner(&RunnerRecord {
-        orchestration_id: id.into(),
-        pid: me,
-        started_at: deps.now_ms(),
-    })?;
+    files.write_runner(&RunnerRecord::of_this_process(id, deps.now_ms()))?;
     let result = run_loop(deps, id, wake, poll, &mut on_iteration).await;
     let _ = files.clear_runner(id);
     result

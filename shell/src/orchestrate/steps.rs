@@ -3,6 +3,7 @@
 //! is the workflow's status — running, waiting for input, and idle after the send meaning
 //! done — so a lost hook never makes a step look stale. Alternatively a headless
 //! `claude -p --output-format json` process, whose `total_cost_usd` counts against the budget.
+//! An agent's step costs what its transcript's `usage` says, priced by the price table.
 //!
 //! Each workflow has a record, `.specflow/workflows/workflow-{id}.json`, so that a restarted
 //! runner (or `orchestrate status`) still finds it; a finished workflow's record keeps its
@@ -14,6 +15,7 @@ use headspace_core::orchestration::{
     activity_named, follow_agent, headless_exit, headless_running, Progress, SpawnRequest,
     WorkflowStatus, WorkflowView,
 };
+use headspace_core::usage::{transcript_cost_usd, PriceTable};
 use headspace_core::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -120,6 +122,7 @@ pub struct Steps {
     project: PathBuf,
     records: PathBuf,
     read_only: bool,
+    prices: PriceTable,
 }
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -133,7 +136,14 @@ impl Steps {
             project: project.to_path_buf(),
             records: records.to_path_buf(),
             read_only,
+            prices: PriceTable::builtin(),
         }
+    }
+
+    /// These workflows with an agent's steps priced by `prices` instead of the shipped table.
+    pub fn with_prices(mut self, prices: PriceTable) -> Self {
+        self.prices = prices;
+        self
     }
 
     fn record_path(&self, id: &str) -> PathBuf {
@@ -276,13 +286,22 @@ impl Steps {
                 )
                 .ok()?;
                 let activity = activity_named(w["activity"].as_str()?)?;
+                let info = call(addr, token, "GET", &format!("/api/agents/{seg}"), None).ok();
                 // When it last did something, for a running step: the agent's last sighting.
                 let last_seen = (activity == headspace_core::Activity::Running)
-                    .then(|| call(addr, token, "GET", &format!("/api/agents/{seg}"), None).ok())
+                    .then_some(info.as_ref())
                     .flatten()
                     .and_then(|a| Timestamp::from_json(&a["last_seen_at"]))
                     .map(Timestamp::millis);
                 let mut p = r.progress();
+                // The step's cost: what its agent's transcript used since the step was sent.
+                // Never lowered: a later session of the agent does not undo what was spent.
+                if let Some(path) = info.as_ref().and_then(|a| a["transcript_path"].as_str()) {
+                    if let Ok(text) = std::fs::read_to_string(path) {
+                        let cost = transcript_cost_usd(&text, Some(r.started_at_ms), &self.prices);
+                        p.cost_usd = p.cost_usd.max(cost);
+                    }
+                }
                 follow_agent(&mut p, activity, last_seen, &agent, now_ms);
                 r.set_progress(p);
             }

@@ -270,6 +270,12 @@ async fn serve(
     };
     let app = start(&world, settings, recorder).await?;
     crate::server::watcher::start_notify(claude_dir.clone(), app.core.clone());
+    // Orchestration runs whose runner died with the machine or the server: shown as such,
+    // and restarted where the user chose it.
+    tokio::spawn({
+        let app = app.clone();
+        async move { http::revive_runners(&app).await }
+    });
     eprintln!(
         "headspace: listening on http://{local}/ (claude dir {})",
         claude_dir.display()

@@ -37,6 +37,7 @@ use body::*;
 pub use body::{with_guard, Body};
 use login::*;
 use orchestration::*;
+pub use orchestration::revive_runners;
 
 /// Everything a request handler needs.
 pub struct App {

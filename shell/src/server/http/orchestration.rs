@@ -149,3 +149,20 @@ pub(super) async fn start_orchestration(app: &App, body: &[u8]) -> Response<Body
         Err(e) => error(StatusCode::BAD_REQUEST, e),
     }
 }
+
+/// At the server's start-up: every run of a known agent's project whose runner is gone is
+/// logged, and restarted when it was started with `--restart-on-server-start`.
+pub async fn revive_runners(app: &App) {
+    let Ok(projects) = agent_projects(app).await else {
+        return;
+    };
+    let (token, addr) = (app.token.clone(), app.self_addr.clone());
+    let _ = tokio::task::spawn_blocking(move || {
+        crate::orchestrate::revive::revive_at_start_up(
+            projects.iter().map(PathBuf::as_path),
+            &addr,
+            token.as_deref(),
+        )
+    })
+    .await;
+}
