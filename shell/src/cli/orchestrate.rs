@@ -105,7 +105,7 @@ pub(crate) struct StartArgs {
     #[arg(long)]
     phase: Option<String>,
     /// Seconds between looks when nothing wakes the runner.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, env = "HEADSPACE_ORCHESTRATE_POLL", default_value_t = 5.0)]
     poll: f64,
     /// Claude's folder (headless activity is read from its transcripts).
     #[arg(long, env = "HEADSPACE_CLAUDE_DIR")]

@@ -297,7 +297,7 @@ impl RunnerRecord {
     /// Whether the process it names still runs: its pid exists and, where the start time
     /// was recorded and can be read, it is the same process.
     pub fn is_alive(&self) -> bool {
-        if !pid_alive(self.pid) {
+        if !pid_alive(self.pid) || is_zombie(self.pid) {
             return false;
         }
         match (self.pid_started, process_identity(self.pid)) {
@@ -305,6 +305,18 @@ impl RunnerRecord {
             _ => true,
         }
     }
+}
+
+/// Whether process `pid` has ended and waits to be reaped (state `Z` in `/proc/PID/stat`):
+/// a runner killed while its parent lives on still has a `/proc` entry, but runs nothing.
+fn is_zombie(pid: u32) -> bool {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    stat.rfind(')')
+        .and_then(|i| stat.get(i + 1..))
+        .and_then(|rest| rest.split_whitespace().next())
+        == Some("Z")
 }
 
 /// Opens (creating it and its folder) a file that only carries a lock.
