@@ -110,7 +110,8 @@ pub fn perform(
 
 /// Resume: a paused run, or one that needs attention, runs again; and a run whose runner is
 /// gone gets a new one (talking to `addr`, default 127.0.0.1:5055), whatever its status.
-/// The answer adds `"runner": PID` when one was started.
+/// The answer adds `"runner": PID` when one was started, `"runnerError"` when starting one
+/// failed after the run was resumed.
 fn resume(
     deps: &LiveDeps,
     project: &Path,
@@ -133,11 +134,16 @@ fn resume(
         exec
     };
     let mut answer = json!({"id": exec.id, "status": exec.status});
-    if gone {
+    // A run with no stored way to run its steps (an agent or headless) is only resumed in
+    // its file: `start` gives it one.
+    if gone && super::revive::relaunch(project, &exec).is_some() {
         let addr = addr.unwrap_or(crate::config::DEFAULT_ADDR);
-        let pid = super::revive::restart(project, &exec, addr, token)
-            .map_err(ControlError::Refused)?;
-        answer["runner"] = json!(pid);
+        match super::revive::restart(project, &exec, addr, token) {
+            Ok(pid) => answer["runner"] = json!(pid),
+            // The file may have changed already: the answer says what did not happen.
+            Err(e) if waits_for_user => answer["runnerError"] = json!(e),
+            Err(e) => return Err(ControlError::Refused(e)),
+        }
     }
     Ok(answer)
 }
