@@ -249,3 +249,153 @@ fn skipped_tasks_stay_out_of_the_next_batch_until_unblocked() {
     e.extra.insert(BLOCKED_TASKS_KEY.into(), json!([{"task": "T001"}]));
     assert!(user_command(UserCommand::Unblock, &mut s, &mut e, now()).is_err());
 }
+
+// ============================== a runner that died while spawning ==============================
+
+use headspace_core::orchestration::{
+    Effect, Input, Next, Orchestrator, SpawnIntent, StateRead, Step, WorkflowStatus,
+    WorkflowView, ORPHAN_BACKOFF_MS, ORPHAN_GRACE_MS, SPAWN_INTENT_TTL_MS, SPAWN_INTENT_KEY,
+};
+
+fn drain(m: &mut Orchestrator) -> Vec<Effect> {
+    std::iter::from_fn(|| m.poll_effect()).collect()
+}
+
+/// A run whose runner recorded a spawn intent for design at `intent_ms`, naming `wf-dead`,
+/// and died before recording the spawn.
+fn orphaned(intent_ms: i64) -> (OrchestrationState, OrchestrationExecution) {
+    let s = state("design", 0, "in_progress");
+    let mut e = exec("design", "running");
+    let request = headspace_core::orchestration::SpawnRequest {
+        step: Step::Design,
+        skill: "flow.design".into(),
+        batch: None,
+        healer: false,
+        context: None,
+    };
+    e.extra.insert(
+        SPAWN_INTENT_KEY.into(),
+        serde_json::to_value(SpawnIntent {
+            skill: "flow.design".into(),
+            timestamp: intent_ms,
+            workflow_id: Some("wf-dead".into()),
+            request: Some(request),
+        })
+        .unwrap(),
+    );
+    (s, e)
+}
+
+/// Begins an iteration on `(s, e)` and feeds the locked read; the effects after it.
+fn locked_read(m: &mut Orchestrator, s: &OrchestrationState, e: &OrchestrationExecution) -> Vec<Effect> {
+    m.handle(now(), Input::Begin);
+    drain(m);
+    let files = |e: &OrchestrationExecution| Input::Files {
+        execution: Some(e.clone()),
+        state: StateRead::Read(s.clone()),
+    };
+    m.handle(now(), files(e));
+    drain(m);
+    m.handle(now(), files(e));
+    drain(m)
+}
+
+#[test]
+fn a_workflow_started_by_a_runner_that_died_is_adopted_not_started_again() {
+    let (s, e) = orphaned(now() - SPAWN_INTENT_TTL_MS);
+    let mut m = Orchestrator::new("/p", "/p/s.json");
+    let fx = locked_read(&mut m, &s, &e);
+    assert_eq!(fx, [Effect::LookUp("wf-dead".into())]);
+    m.handle(
+        now(),
+        Input::Workflow(Some(WorkflowView {
+            id: "wf-dead".into(),
+            status: WorkflowStatus::Running,
+            last_activity_ms: now(),
+            cost_usd: 0.0,
+        })),
+    );
+    let fx = drain(&mut m);
+    let Effect::WriteExecution(written) = &fx[0] else {
+        panic!("{fx:?}")
+    };
+    assert_eq!(written.executions.design.as_deref(), Some("wf-dead"));
+    assert!(!written.extra.contains_key(SPAWN_INTENT_KEY));
+    let last = written.decision_log.last().unwrap();
+    assert_eq!(last.decision, "spawned");
+    assert!(last.reason.contains("adopted"), "{}", last.reason);
+    assert_eq!(fx[1], Effect::Unlock);
+    assert!(
+        !fx.iter().any(|f| matches!(f, Effect::Spawn { .. })),
+        "not spawned again: {fx:?}"
+    );
+}
+
+#[test]
+fn a_dead_runners_spawn_that_never_started_is_spawned_again_and_a_fresh_intent_waits() {
+    // Not found soon after: perhaps the server cannot be asked now; looked for again.
+    let (s, e) = orphaned(now() - SPAWN_INTENT_TTL_MS);
+    let mut m = Orchestrator::new("/p", "/p/s.json");
+    assert_eq!(locked_read(&mut m, &s, &e), [Effect::LookUp("wf-dead".into())]);
+    m.handle(now(), Input::Workflow(None));
+    let fx = drain(&mut m);
+    assert!(
+        !fx.iter().any(|f| matches!(f, Effect::Spawn { .. })),
+        "{fx:?}"
+    );
+    assert!(fx.contains(&Effect::Wake(Next::Backoff(ORPHAN_BACKOFF_MS))), "{fx:?}");
+
+    // Still not found after the grace: it never started; spawned again, under a new id.
+    let (s, e) = orphaned(now() - ORPHAN_GRACE_MS);
+    let mut m = Orchestrator::new("/p", "/p/s.json");
+    assert_eq!(locked_read(&mut m, &s, &e), [Effect::LookUp("wf-dead".into())]);
+    m.handle(now(), Input::Workflow(None));
+    let fx = drain(&mut m);
+    let spawned: Vec<&String> = fx
+        .iter()
+        .filter_map(|f| match f {
+            Effect::Spawn { workflow_id, .. } => Some(workflow_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(spawned.len(), 1, "{fx:?}");
+    assert_ne!(spawned[0], "wf-dead");
+    // The new intent names the id the workflow is started under, before it starts.
+    let intent = fx.iter().find_map(|f| match f {
+        Effect::WriteExecution(e) => e.extra.get(SPAWN_INTENT_KEY).cloned(),
+        _ => None,
+    });
+    assert_eq!(intent.unwrap()["workflowId"], json!(spawned[0]));
+
+    // A fresh intent may be a spawn still under way: no lookup, no spawn, a wait.
+    let (s, e) = orphaned(now() - 1_000);
+    let mut m = Orchestrator::new("/p", "/p/s.json");
+    let fx = locked_read(&mut m, &s, &e);
+    assert!(
+        !fx.iter()
+            .any(|f| matches!(f, Effect::Spawn { .. } | Effect::LookUp(_))),
+        "{fx:?}"
+    );
+}
+
+#[test]
+fn a_transition_cut_between_its_two_writes_is_mended_not_escalated() {
+    use headspace_core::orchestration::{evaluate, mend_torn_transition, ExecutionPhase};
+    // The state moved on to analyze (and its spawn marked it in progress); the run did not.
+    let mut s = state("analyze", 1, "in_progress");
+    let mut e = exec("design", "running");
+    let d = evaluate(&mut s, &mut e, None, now());
+    assert_eq!(d.action, Action::Spawn, "{d:?}");
+    assert_eq!(d.skill.as_deref(), Some("flow.analyze"));
+    assert_eq!(e.current_phase, Some(ExecutionPhase::Analyze));
+    assert_eq!(e.decision_log.last().unwrap().decision, "mended");
+
+    // Two steps apart is not a cut write: validation reports it.
+    let s = state("implement", 2, "in_progress");
+    let mut e = exec("design", "running");
+    assert!(!mend_torn_transition(&s, &mut e, now()));
+    let mut s = s;
+    let d = evaluate(&mut s, &mut e, None, now());
+    assert_eq!(d.action, Action::NeedsAttention);
+    assert_eq!(d.reason, "Step mismatch: state has implement, execution has design");
+}

@@ -314,11 +314,14 @@ fn a_runner_killed_after_each_stage_is_resumed_and_does_each_step_once() {
     let mut runner = first.id();
     // After design (1 step done), analyze (2), the first batch (3) and verify (5).
     for (stage, after) in [("design", 1), ("analyze", 2), ("a batch", 3), ("verify", 5)] {
-        wait_for(stage, Duration::from_secs(60), || lines(&done) >= after);
+        wait_for(stage, Duration::from_secs(120), || lines(&done) >= after);
         sigkill(runner);
         if runner == first.id() {
             let _ = first.wait();
         }
+        wait_for("the runner to die", Duration::from_secs(10), || {
+            gone(runner)
+        });
         let status = json_of(&headspace(
             &["orchestrate", "status", "--project", p, "--json"],
             &env,
@@ -340,7 +343,8 @@ fn a_runner_killed_after_each_stage_is_resumed_and_does_each_step_once() {
         });
         runner = control::runner_record(&files, &id).unwrap().pid;
     }
-    wait_for("completion", Duration::from_secs(60), || {
+    // A step killed between its start and its record holds the next spawn for 30 s.
+    wait_for("completion", Duration::from_secs(240), || {
         json_of(&headspace(
             &["orchestrate", "status", "--project", p, "--json"],
             &env,
@@ -357,12 +361,23 @@ fn a_runner_killed_after_each_stage_is_resumed_and_does_each_step_once() {
         &["orchestrate", "status", "--project", p, "--json"],
         &env,
     ));
-    assert_eq!(v["costUsd"], 1.5, "each step counted once");
+    let files = ProjectFiles::new(dir.path());
+    let run = files.find_execution(true).unwrap().unwrap();
+    assert_eq!(
+        v["costUsd"],
+        1.5,
+        "each step counted once: {:#?}",
+        (&run.extra, &run.decision_log)
+    );
     assert_eq!(v["runnerGone"], false);
     // The last runner ends with the run.
     wait_for("the last runner to end", Duration::from_secs(20), || {
-        !std::path::Path::new(&format!("/proc/{runner}")).exists()
-            || std::fs::read_to_string(format!("/proc/{runner}/stat"))
-                .is_ok_and(|s| s.contains(") Z "))
+        gone(runner)
     });
+}
+
+/// Whether process `pid` has ended (gone, or a zombie waiting to be reaped).
+fn gone(pid: u32) -> bool {
+    !Path::new(&format!("/proc/{pid}")).exists()
+        || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
 }

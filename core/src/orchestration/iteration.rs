@@ -7,7 +7,9 @@ use super::decide::{decide_checked, linked_workflow_id};
 use super::decision::{Action, Decision};
 use super::observe::observe_workflow;
 use super::spawn::{spawn_check, SpawnCheck, SpawnIntent};
-use super::specflow_files::{DecisionLogEntry, OrchestrationExecution, OrchestrationState, Step};
+use super::specflow_files::{
+    next_step, DecisionLogEntry, ExecutionPhase, OrchestrationExecution, OrchestrationState, Step,
+};
 use super::workflow::WorkflowView;
 use crate::time::Timestamp;
 use serde_json::{Map, Value};
@@ -104,6 +106,7 @@ pub fn evaluate(
     workflow: Option<&WorkflowView>,
     now_ms: i64,
 ) -> Decision {
+    mend_torn_transition(state, execution, now_ms);
     if let Some(wf) = workflow {
         observe_workflow(state, execution, wf);
     }
@@ -127,6 +130,36 @@ pub fn evaluate(
         ),
         SpawnCheck::WorkflowActive => Decision::new(Action::Wait, "Workflow already active"),
     }
+}
+
+/// A transition is written as two files, the state first: a runner that died between the
+/// two leaves the state on the next step and the run on the one before (found by killing
+/// the runner after each step). The state is the file the runner trusts and nothing was
+/// spawned yet (the spawn comes after both writes), so the run moves on with it, logged.
+/// Only that exact case: a state further ahead, or behind, is left to validation (G7.7).
+/// Returns whether the run was mended.
+pub fn mend_torn_transition(
+    state: &OrchestrationState,
+    execution: &mut OrchestrationExecution,
+    now_ms: i64,
+) -> bool {
+    let (Some(step), Some(phase)) = (&state.orchestration.step.current, &execution.current_phase)
+    else {
+        return false;
+    };
+    let behind = Step::parse(phase.as_str());
+    if execution.status.is_finished() || next_step(&behind).as_ref() != Some(step) {
+        return false;
+    }
+    execution.current_phase = Some(ExecutionPhase::from(step));
+    log(
+        execution,
+        "mended",
+        format!("The run moves on to {step} with the state (its last write was cut short)"),
+        None,
+        now_ms,
+    );
+    true
 }
 
 /// What the loop does after `decision` when it carried out nothing slow (no spawn, no

@@ -26,7 +26,7 @@
 //! | [`rebuild`] | [`heuristic_state`]: a lost state rebuilt from the run or the branch name |
 //! | [`user`] | [`user_command`] (pause, resume, cancel, merge, confirm-gate), [`new_execution`], [`fresh_state`], [`link_run`], [`status_json`] |
 //! | [`progress`] | a step's workflow seen through its agent's activity ([`follow_agent`]) or its headless process |
-//! | [`machine`] / [`machine_io`] / [`corrupt_state`] | the [`Orchestrator`] machine, its [`Input`]s and [`Effect`]s |
+//! | [`machine`] / [`machine_io`] / [`corrupt_state`] / [`adoption`] | the [`Orchestrator`] machine, its [`Input`]s and [`Effect`]s |
 //!
 //! ## The orchestration machine ([`Orchestrator`])
 //!
@@ -81,6 +81,7 @@
 //! Unknown statuses are never a silent default: they decide [`Action::RecoverUnknown`] and log
 //! an ERROR.
 
+pub mod adoption;
 pub mod apply;
 pub mod blocked;
 pub mod carry_out;
@@ -112,7 +113,8 @@ pub use decide::{
 };
 pub use decision::{Action, Decision};
 pub use iteration::{
-    acknowledged, escalate, evaluate, is_repeat, linked, log, next_after, spawns, Iteration, Next,
+    acknowledged, escalate, evaluate, is_repeat, linked, log, mend_torn_transition, next_after,
+    spawns, Iteration, Next,
     BLOCKED_TASKS_KEY, MAX_SPAWN_FAILURES, PHASE_KEY, SPAWN_FAILURES_KEY, SPAWN_INTENT_KEY,
     STALE_ACK_KEY,
 };
@@ -126,7 +128,10 @@ pub use recovery::{
     failed_needs_helper, failed_recovery, recovered_state, stale_recovery, HelperCase, Recovery,
     RecoveryPlan,
 };
-pub use spawn::{spawn_check, spawn_intent_is_stale, SpawnCheck, SpawnIntent, SPAWN_INTENT_TTL_MS};
+pub use spawn::{
+    orphaned_spawn, spawn_check, spawn_intent_is_stale, workflow_id_for, SpawnCheck, SpawnIntent,
+    ORPHAN_BACKOFF_MS, ORPHAN_GRACE_MS, SPAWN_INTENT_TTL_MS,
+};
 pub use spawn_request::{link, prompt_for, record_spawn, spawn_request, SpawnRequest};
 pub use specflow_files::{
     next_step, BatchItem, BatchStatus, Batches, Budget, DecisionLogEntry, ExecutionConfig,

@@ -219,6 +219,13 @@ impl Deps for LiveDeps {
             .spawn(req, now_ms())
     }
 
+    fn spawn_as(&self, req: &SpawnRequest, id: &str) -> Result<String, String> {
+        self.steps
+            .as_ref()
+            .ok_or("no agent or headless command configured for this orchestration")?
+            .spawn_with_id(req, id, now_ms())
+    }
+
     fn kill(&self, id: &str) {
         if let Some(s) = &self.steps {
             s.kill(id);

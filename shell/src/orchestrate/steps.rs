@@ -170,6 +170,27 @@ impl Steps {
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
         );
+        self.spawn_with_id(req, &id, now_ms)
+    }
+
+    /// Starts the workflow for `req` as `id` (an id that is not a plain file name gets one
+    /// of this process's). Its record is written before the step is typed or started, so
+    /// a runner that dies in between leaves a trace the next one can adopt.
+    pub fn spawn_with_id(
+        &self,
+        req: &SpawnRequest,
+        id: &str,
+        now_ms: i64,
+    ) -> Result<String, String> {
+        let plain = !id.is_empty()
+            && id.len() <= 100
+            && id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !plain || self.read(id).is_some() {
+            return self.spawn(req, now_ms);
+        }
+        let id = id.to_string();
         let prompt = prompt_for(req);
         let mut record = WorkflowRecord {
             id: id.clone(),
@@ -184,6 +205,31 @@ impl Steps {
             last_activity_ms: now_ms,
             error: None,
         };
+        if let StepRunner::Agent { agent, .. } = &self.runner {
+            record.agent = Some(agent.clone());
+        }
+        // Recorded before it starts: see above.
+        self.write(&record);
+        match self.start(&id, &prompt) {
+            Ok(pid) => {
+                record.pid = pid;
+                record.pid_started =
+                    pid.and_then(|p| super::project_files::process_identity(p).map(|(s, _)| s));
+            }
+            Err(e) => {
+                record.status = WorkflowStatus::Failed;
+                record.error = Some(e.clone());
+                self.write(&record);
+                return Err(e);
+            }
+        }
+        self.write(&record);
+        Ok(id)
+    }
+
+    /// Types `prompt` into the agent's pane (after `/clear`), or starts it headless as
+    /// workflow `id`; the headless process's pid.
+    fn start(&self, id: &str, prompt: &str) -> Result<Option<u32>, String> {
         match &self.runner {
             StepRunner::Agent {
                 agent,
@@ -216,16 +262,12 @@ impl Steps {
                     &format!("/api/agents/{seg}/send"),
                     Some(json!({"text": prompt})),
                 )?;
-                record.agent = Some(agent.clone());
+                Ok(None)
             }
             StepRunner::Headless { command, .. } => {
-                let pid = self.spawn_headless(&id, command, &prompt)?;
-                record.pid = Some(pid);
-                record.pid_started = super::project_files::process_identity(pid).map(|(s, _)| s);
+                self.spawn_headless(id, command, prompt).map(Some)
             }
         }
-        self.write(&record);
-        Ok(id)
     }
 
     /// Runs `command prompt` detached in the project, its output and exit code going to
