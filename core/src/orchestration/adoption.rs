@@ -10,6 +10,7 @@ use super::machine_io::Effect;
 use super::observe::count_cost;
 use super::spawn::{orphaned_spawn, SpawnIntent, ORPHAN_BACKOFF_MS, ORPHAN_GRACE_MS};
 use super::spawn_request::{record_spawn, SpawnRequest};
+use super::specflow_files::Step;
 use super::workflow::{WorkflowStatus, WorkflowView};
 
 impl Orchestrator {
@@ -71,6 +72,21 @@ impl Orchestrator {
         };
         if view.status == WorkflowStatus::Failed {
             return self.look_up_linked(work, early, now_ms);
+        }
+        // The run moved past its step meanwhile (the step's skill marked it complete before
+        // its last words): once adopted it would never be looked up again, nor its cost
+        // counted; it is waited for, as a linked workflow would be, until it ends.
+        let exec = &work.exec;
+        let moved_on = work.state.orchestration.step.current.as_ref() != Some(&request.step)
+            || (request.step == Step::Implement && request.batch != Some(exec.batches.current));
+        if view.is_active() && moved_on {
+            self.emit(Effect::Unlock);
+            let mut d = Decision::new(
+                Action::WaitWithBackoff,
+                format!("Waiting for workflow {workflow}, started by a runner that died, to end"),
+            );
+            d.backoff_ms = Some(ORPHAN_BACKOFF_MS);
+            return self.finish(d, false, Next::Backoff(ORPHAN_BACKOFF_MS));
         }
         record_spawn(&mut work.exec, &request, &Ok(workflow.clone()), now_ms);
         // Its cost now: the run may have moved past its step while the intent stood, and

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 pub const SPAWN_INTENT_TTL_MS: i64 = 30_000;
 
 /// How long after a dead runner's spawn intent its workflow is looked for before the step
-/// is spawned again (a lookup that finds nothing may be a server restarting): 3 minutes.
-pub const ORPHAN_GRACE_MS: i64 = 3 * 60_000;
+/// is spawned again (a lookup that finds nothing may be a server restarting): a minute.
+pub const ORPHAN_GRACE_MS: i64 = 60_000;
 /// The wait between those lookups.
 pub const ORPHAN_BACKOFF_MS: u64 = 5_000;
 
