@@ -110,7 +110,10 @@ fn a_paused_run_over_budget_fails_and_an_inconsistent_paused_run_waits() {
         Action::Wait
     );
     e.total_cost_usd = 10.0;
-    assert_eq!(decide_checked(&broken, &e, None, now()).action, Action::Fail);
+    assert_eq!(
+        decide_checked(&broken, &e, None, now()).action,
+        Action::Fail
+    );
 }
 
 #[test]
@@ -146,9 +149,10 @@ fn the_shipped_price_table_reads_and_prices_by_model_family() {
     // An unknown model is priced as the dearest, so a budget is never silently unspent.
     assert_eq!(p.price_of("some-new-model").unwrap().output, 75.0);
     // A user's table replaces entries.
-    let mine =
-        PriceTable::parse(r#"{"claude-sonnet-4": {"input": 1, "output": 2, "cache_write": 0, "cache_read": 0}}"#)
-            .unwrap();
+    let mine = PriceTable::parse(
+        r#"{"claude-sonnet-4": {"input": 1, "output": 2, "cache_write": 0, "cache_read": 0}}"#,
+    )
+    .unwrap();
     let p = p.overridden_by(mine);
     assert_eq!(p.price_of("claude-sonnet-4-5").unwrap().output, 2.0);
     assert!(PriceTable::parse("{\"x\": {\"input\": \"free\"}}").is_err());
@@ -246,15 +250,16 @@ fn skipped_tasks_stay_out_of_the_next_batch_until_unblocked() {
     assert_eq!(e, before);
     // A finished run is not changed.
     e.status = ExecutionStatus::Completed;
-    e.extra.insert(BLOCKED_TASKS_KEY.into(), json!([{"task": "T001"}]));
+    e.extra
+        .insert(BLOCKED_TASKS_KEY.into(), json!([{"task": "T001"}]));
     assert!(user_command(UserCommand::Unblock, &mut s, &mut e, now()).is_err());
 }
 
 // ============================== a runner that died while spawning ==============================
 
 use headspace_core::orchestration::{
-    Effect, Input, Next, Orchestrator, SpawnIntent, StateRead, Step, WorkflowStatus,
-    WorkflowView, ORPHAN_BACKOFF_MS, ORPHAN_GRACE_MS, SPAWN_INTENT_TTL_MS, SPAWN_INTENT_KEY,
+    Effect, Input, Next, Orchestrator, SpawnIntent, StateRead, Step, WorkflowStatus, WorkflowView,
+    ORPHAN_BACKOFF_MS, ORPHAN_GRACE_MS, SPAWN_INTENT_KEY, SPAWN_INTENT_TTL_MS,
 };
 
 fn drain(m: &mut Orchestrator) -> Vec<Effect> {
@@ -287,7 +292,11 @@ fn orphaned(intent_ms: i64) -> (OrchestrationState, OrchestrationExecution) {
 }
 
 /// Begins an iteration on `(s, e)` and feeds the locked read; the effects after it.
-fn locked_read(m: &mut Orchestrator, s: &OrchestrationState, e: &OrchestrationExecution) -> Vec<Effect> {
+fn locked_read(
+    m: &mut Orchestrator,
+    s: &OrchestrationState,
+    e: &OrchestrationExecution,
+) -> Vec<Effect> {
     m.handle(now(), Input::Begin);
     drain(m);
     let files = |e: &OrchestrationExecution| Input::Files {
@@ -336,19 +345,28 @@ fn a_dead_runners_spawn_that_never_started_is_spawned_again_and_a_fresh_intent_w
     // Not found soon after: perhaps the server cannot be asked now; looked for again.
     let (s, e) = orphaned(now() - SPAWN_INTENT_TTL_MS);
     let mut m = Orchestrator::new("/p", "/p/s.json");
-    assert_eq!(locked_read(&mut m, &s, &e), [Effect::LookUp("wf-dead".into())]);
+    assert_eq!(
+        locked_read(&mut m, &s, &e),
+        [Effect::LookUp("wf-dead".into())]
+    );
     m.handle(now(), Input::Workflow(None));
     let fx = drain(&mut m);
     assert!(
         !fx.iter().any(|f| matches!(f, Effect::Spawn { .. })),
         "{fx:?}"
     );
-    assert!(fx.contains(&Effect::Wake(Next::Backoff(ORPHAN_BACKOFF_MS))), "{fx:?}");
+    assert!(
+        fx.contains(&Effect::Wake(Next::Backoff(ORPHAN_BACKOFF_MS))),
+        "{fx:?}"
+    );
 
     // Still not found after the grace: it never started; spawned again, under a new id.
     let (s, e) = orphaned(now() - ORPHAN_GRACE_MS);
     let mut m = Orchestrator::new("/p", "/p/s.json");
-    assert_eq!(locked_read(&mut m, &s, &e), [Effect::LookUp("wf-dead".into())]);
+    assert_eq!(
+        locked_read(&mut m, &s, &e),
+        [Effect::LookUp("wf-dead".into())]
+    );
     m.handle(now(), Input::Workflow(None));
     let fx = drain(&mut m);
     let spawned: Vec<&String> = fx
@@ -397,5 +415,8 @@ fn a_transition_cut_between_its_two_writes_is_mended_not_escalated() {
     let mut s = s;
     let d = evaluate(&mut s, &mut e, None, now());
     assert_eq!(d.action, Action::NeedsAttention);
-    assert_eq!(d.reason, "Step mismatch: state has implement, execution has design");
+    assert_eq!(
+        d.reason,
+        "Step mismatch: state has implement, execution has design"
+    );
 }

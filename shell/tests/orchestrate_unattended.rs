@@ -174,7 +174,11 @@ fn an_agent_mode_run_over_budget_stops_with_fail_and_the_reason() {
     assert_eq!(d.reason, "Budget exceeded: $0.71 (limit $0.50)");
     let e = files.read_execution(&exec.id).unwrap();
     assert_eq!(e.status, ExecutionStatus::Failed);
-    assert!((e.total_cost_usd - 0.708).abs() < 1e-9, "{}", e.total_cost_usd);
+    assert!(
+        (e.total_cost_usd - 0.708).abs() < 1e-9,
+        "{}",
+        e.total_cost_usd
+    );
     assert_eq!(
         e.error_message.as_deref(),
         Some("Budget exceeded: $0.71 (limit $0.50)")
@@ -221,7 +225,10 @@ fn blocked_tasks_are_shown_and_unblocked_from_the_cli() {
         &["orchestrate", "status", "--project", p, "--json"],
         &[],
     ));
-    assert_eq!(v["blockedTasks"], json!([{"task": "T004", "reason": "needs a key"}]));
+    assert_eq!(
+        v["blockedTasks"],
+        json!([{"task": "T004", "reason": "needs a key"}])
+    );
     let text = headspace(&["orchestrate", "status", "--project", p], &[]);
     assert!(String::from_utf8_lossy(&text.stdout).contains("blocked tasks: T004"));
 
@@ -232,7 +239,10 @@ fn blocked_tasks_are_shown_and_unblocked_from_the_cli() {
         &[],
     ));
     assert_eq!(v["blockedTasks"], json!([]));
-    assert_eq!(v["decisions"].as_array().unwrap().last().unwrap()["decision"], "unblock");
+    assert_eq!(
+        v["decisions"].as_array().unwrap().last().unwrap()["decision"],
+        "unblock"
+    );
     // Nothing left: refused (exit 1), nothing written.
     let o = headspace(&["orchestrate", "unblock", "--project", p], &[]);
     assert_eq!(o.status.code(), Some(1));
@@ -304,7 +314,14 @@ fn a_runner_killed_after_each_stage_is_resumed_and_does_each_step_once() {
     let done = dir.path().join("done.log");
     // The first runner, in the foreground of a child process.
     let mut first = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
-        .args(["orchestrate", "start", "--project", p, "--headless", "--auto-merge"])
+        .args([
+            "orchestrate",
+            "start",
+            "--project",
+            p,
+            "--headless",
+            "--auto-merge",
+        ])
         .envs(env)
         .env_remove("HEADSPACE_ADDR")
         .stdout(std::process::Stdio::null())
@@ -316,9 +333,6 @@ fn a_runner_killed_after_each_stage_is_resumed_and_does_each_step_once() {
     for (stage, after) in [("design", 1), ("analyze", 2), ("a batch", 3), ("verify", 5)] {
         wait_for(stage, Duration::from_secs(120), || lines(&done) >= after);
         sigkill(runner);
-        if runner == first.id() {
-            let _ = first.wait();
-        }
         wait_for("the runner to die", Duration::from_secs(10), || {
             gone(runner)
         });
@@ -344,6 +358,8 @@ fn a_runner_killed_after_each_stage_is_resumed_and_does_each_step_once() {
         runner = control::runner_record(&files, &id).unwrap().pid;
     }
     // A step killed between its start and its record holds the next spawn for 30 s.
+    // Reaped here (a zombie till then, which counts as gone).
+    let _ = first.wait();
     wait_for("completion", Duration::from_secs(240), || {
         json_of(&headspace(
             &["orchestrate", "status", "--project", p, "--json"],

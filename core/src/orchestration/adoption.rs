@@ -13,12 +13,27 @@ use super::spawn_request::{record_spawn, SpawnRequest};
 use super::specflow_files::Step;
 use super::workflow::{WorkflowStatus, WorkflowView};
 
+/// A dead runner's spawn, as its intent names it.
+pub(super) struct Orphan {
+    /// The workflow it started (or was about to).
+    pub(super) workflow: String,
+    /// What for.
+    pub(super) request: SpawnRequest,
+    /// When the intent was recorded.
+    pub(super) intent_ms: i64,
+}
+
 impl Orchestrator {
     /// Stretch 1 with the files read under the lock. A stale spawn intent that names its
     /// workflow is a runner that died while spawning: that workflow is looked up first, and
     /// adopted if it started. Then the linked workflow, looked up again unless the early
     /// lookup was of the same one.
-    pub(super) fn locked(&mut self, work: Work, early: Option<(String, Option<WorkflowView>)>, now_ms: i64) {
+    pub(super) fn locked(
+        &mut self,
+        work: Work,
+        early: Option<(String, Option<WorkflowView>)>,
+        now_ms: i64,
+    ) {
         let orphan = work
             .exec
             .extra
@@ -34,9 +49,11 @@ impl Orchestrator {
             self.stage = Stage::Adopting {
                 work,
                 early,
-                workflow,
-                request,
-                intent_ms,
+                orphan: Orphan {
+                    workflow,
+                    request,
+                    intent_ms,
+                },
             };
             return;
         }
@@ -52,12 +69,15 @@ impl Orchestrator {
         &mut self,
         mut work: Work,
         early: Option<(String, Option<WorkflowView>)>,
-        workflow: String,
-        request: SpawnRequest,
+        orphan: Orphan,
         view: Option<WorkflowView>,
-        intent_ms: i64,
         now_ms: i64,
     ) {
+        let Orphan {
+            workflow,
+            request,
+            intent_ms,
+        } = orphan;
         let Some(view) = view else {
             if now_ms.saturating_sub(intent_ms) < ORPHAN_GRACE_MS {
                 self.emit(Effect::Unlock);

@@ -2,6 +2,7 @@
 //! effects out, with the same shape as the turn core. See the module documentation of
 //! [`orchestration`](super) for the inputs, the effects and the drain rule.
 
+use super::adoption::Orphan;
 use super::apply::{apply, apply_to_state};
 use super::carry_out::{carry_out, failed_context, stale_context, Diagnosed};
 use super::decide::backoff_ms;
@@ -61,9 +62,7 @@ pub(super) enum Stage {
     Adopting {
         work: Work,
         early: Option<(String, Option<WorkflowView>)>,
-        workflow: String,
-        request: SpawnRequest,
-        intent_ms: i64,
+        orphan: Orphan,
     },
     /// Waits for `tasks.md`, to initialise implement's batches.
     ReadingTasks {
@@ -270,12 +269,10 @@ impl Orchestrator {
                 Stage::Adopting {
                     work,
                     early,
-                    workflow,
-                    request,
-                    intent_ms,
+                    orphan,
                 },
                 Input::Workflow(view),
-            ) => self.adopt(work, early, workflow, request, view, intent_ms, now_ms),
+            ) => self.adopt(work, early, orphan, view, now_ms),
             (Stage::LookingUp { work, workflow }, Input::Workflow(view)) => {
                 let view = view.map(|v| acknowledged(v, &work.exec, &workflow));
                 self.evaluate(work, view, now_ms);

@@ -114,9 +114,8 @@ pub use decide::{
 pub use decision::{Action, Decision};
 pub use iteration::{
     acknowledged, escalate, evaluate, is_repeat, linked, log, mend_torn_transition, next_after,
-    spawns, Iteration, Next,
-    BLOCKED_TASKS_KEY, MAX_SPAWN_FAILURES, PHASE_KEY, SPAWN_FAILURES_KEY, SPAWN_INTENT_KEY,
-    STALE_ACK_KEY,
+    spawns, Iteration, Next, BLOCKED_TASKS_KEY, MAX_SPAWN_FAILURES, PHASE_KEY, SPAWN_FAILURES_KEY,
+    SPAWN_INTENT_KEY, STALE_ACK_KEY,
 };
 pub use lenient::Nullable;
 pub use machine::{Orchestrator, SETTLE_PAUSE_MS, SETTLE_READS};

@@ -277,7 +277,10 @@ fn print_status(v: &serde_json::Value) {
         .map(|b| s(&b["task"]))
         .collect();
     if !blocked.is_empty() {
-        println!("blocked tasks: {} (unblock includes them again)", blocked.join(", "));
+        println!(
+            "blocked tasks: {} (unblock includes them again)",
+            blocked.join(", ")
+        );
     }
     println!("last decisions:");
     for d in v["decisions"].as_array().into_iter().flatten() {

@@ -100,7 +100,12 @@ pub fn perform(
             control::decide_now(&deps).map(|d| serde_json::to_value(d).unwrap_or(Value::Null))
         }
         Command::Pause => changed(control::pause(&deps)),
-        Command::Resume => resume(&deps, project, addr_for_runner.as_deref(), token_for_runner.as_deref()),
+        Command::Resume => resume(
+            &deps,
+            project,
+            addr_for_runner.as_deref(),
+            token_for_runner.as_deref(),
+        ),
         Command::Cancel => changed(control::cancel(&deps)),
         Command::Merge => changed(control::merge(&deps)),
         Command::ConfirmGate => changed(control::confirm_gate(&deps)),

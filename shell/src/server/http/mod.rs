@@ -36,8 +36,8 @@ use audit::{audit_agent, audit_all};
 use body::*;
 pub use body::{with_guard, Body};
 use login::*;
-use orchestration::*;
 pub use orchestration::revive_runners;
+use orchestration::*;
 
 /// Everything a request handler needs.
 pub struct App {
