@@ -179,6 +179,18 @@ function orchestrationPanel(o) {
     log.appendChild(li);
   }
   if (log.childElementCount) p.appendChild(log);
+  const past = o.pastRuns || [];
+  if (past.length) {
+    const d = el('details', 'past-runs');
+    d.appendChild(el('summary', 'hint', `${past.length} earlier run${past.length > 1 ? 's' : ''}`));
+    const ul = el('ul', 'decisions');
+    for (const r of past) {
+      const why = r.error || (r.lastDecision && r.lastDecision.reason) || '';
+      ul.appendChild(el('li', null, `${clock(r.startedAt)} ${String(r.status).replace(/_/g, ' ')} · $${Number(r.costUsd || 0).toFixed(2)} of $${Number(r.budgetUsd || 0).toFixed(2)}${why ? ` · ${why}` : ''}`));
+    }
+    d.appendChild(ul);
+    p.appendChild(d);
+  }
   const actions = el('div', 'actions');
   const buttons = [...(ORCH_ACTIONS[o.status] || [])];
   // Resume restarts a gone runner, whatever the run's status.

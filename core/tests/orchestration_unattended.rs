@@ -402,7 +402,20 @@ fn a_transition_cut_between_its_two_writes_is_mended_not_escalated() {
     // The state moved on to analyze (and its spawn marked it in progress); the run did not.
     let mut s = state("analyze", 1, "in_progress");
     let mut e = exec("design", "running");
-    let d = evaluate(&mut s, &mut e, None, now());
+    e.executions.design = Some("wf-design".into());
+    // The design workflow is the one looked up, so its cost (lost with the cut write) counts.
+    assert_eq!(
+        headspace_core::orchestration::linked(&s, &e),
+        Some("wf-design")
+    );
+    let design = headspace_core::orchestration::WorkflowView {
+        id: "wf-design".into(),
+        status: headspace_core::orchestration::WorkflowStatus::Completed,
+        last_activity_ms: now(),
+        cost_usd: 0.25,
+    };
+    let d = evaluate(&mut s, &mut e, Some(&design), now());
+    assert_eq!(e.total_cost_usd, 0.25);
     assert_eq!(d.action, Action::Spawn, "{d:?}");
     assert_eq!(d.skill.as_deref(), Some("flow.analyze"));
     assert_eq!(e.current_phase, Some(ExecutionPhase::Analyze));

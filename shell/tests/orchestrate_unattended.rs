@@ -203,6 +203,23 @@ fn decide_on_a_cancelled_run_stops_instead_of_starting_over() {
         d,
         json!({"action": "stop", "reason": "Orchestration is cancelled"})
     );
+    // A new run lists the cancelled one among its past runs, with its outcome.
+    let mut cancelled_id = None;
+    if let Ok(Some(e)) = ProjectFiles::new(dir.path()).find_execution(true) {
+        cancelled_id = Some(e.id);
+    }
+    let files = ProjectFiles::new(dir.path());
+    let deps = LiveDeps::new(files, &Settings::default(), None, false);
+    let (next, created) = control::start(&deps, &StartOptions::default()).unwrap();
+    assert!(created);
+    let v = json_of(&headspace(
+        &["orchestrate", "status", "--project", p, "--json"],
+        &[],
+    ));
+    assert_eq!(v["id"], json!(next.id));
+    assert_eq!(v["pastRuns"][0]["id"], json!(cancelled_id.unwrap()));
+    assert_eq!(v["pastRuns"][0]["status"], "cancelled");
+    assert_eq!(v["pastRuns"][0]["lastDecision"]["decision"], "cancel");
 }
 
 #[test]

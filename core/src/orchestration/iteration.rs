@@ -58,12 +58,22 @@ pub struct Iteration {
     pub next: Next,
 }
 
-/// The workflow the run's current step is linked to.
+/// The workflow the run's current step is linked to. While a transition's two writes are
+/// cut in half (see [`mend_torn_transition`]), the run's own step's: its cost still counts.
 pub fn linked<'a>(
     state: &OrchestrationState,
     execution: &'a OrchestrationExecution,
 ) -> Option<&'a str> {
-    linked_workflow_id(execution, state.orchestration.step.current.as_ref()?)
+    let step = torn_from(state, execution).or_else(|| state.orchestration.step.current.clone())?;
+    linked_workflow_id(execution, &step)
+}
+
+/// The run's step when the state is exactly one step ahead of it (a transition whose
+/// second write was cut short).
+fn torn_from(state: &OrchestrationState, execution: &OrchestrationExecution) -> Option<Step> {
+    let step = state.orchestration.step.current.as_ref()?;
+    let behind = Step::parse(execution.current_phase.as_ref()?.as_str());
+    (!execution.status.is_finished() && next_step(&behind).as_ref() == Some(step)).then_some(behind)
 }
 
 /// `view` of workflow `id` with the helper's "it is alive" as activity, when that came
@@ -110,6 +120,9 @@ pub fn evaluate(
     if let Some(wf) = workflow {
         observe_workflow(state, execution, wf);
     }
+    // A mended run's view is of the step before (its cost is counted above): the matrix
+    // judges the current step, which has no workflow yet.
+    let workflow = workflow.filter(|wf| linked(state, execution) == Some(wf.id.as_str()));
     let decision = decide_checked(state, execution, workflow, now_ms);
     if !spawns(&decision) {
         return decision;
@@ -143,14 +156,12 @@ pub fn mend_torn_transition(
     execution: &mut OrchestrationExecution,
     now_ms: i64,
 ) -> bool {
-    let (Some(step), Some(phase)) = (&state.orchestration.step.current, &execution.current_phase)
-    else {
+    let (Some(step), Some(_)) = (
+        &state.orchestration.step.current,
+        torn_from(state, execution),
+    ) else {
         return false;
     };
-    let behind = Step::parse(phase.as_str());
-    if execution.status.is_finished() || next_step(&behind).as_ref() != Some(step) {
-        return false;
-    }
     execution.current_phase = Some(ExecutionPhase::from(step));
     log(
         execution,

@@ -230,7 +230,8 @@ fn linked_run_id(state: &OrchestrationState) -> Option<String> {
 
 /// The run's status as JSON: `{"id", "status", "startedAt", "phase", "step", "batches",
 /// "costUsd", "budgetUsd", "workflow", "runner", "runnerGone", "recoveryContext",
-/// "blockedTasks", "stateError", "decisions"}` (the last 10). The newest finished run when
+/// "blockedTasks", "stateError", "decisions", "pastRuns"}` (the last 10 decisions; the
+/// project's other runs). The newest finished run when
 /// none is active.
 pub fn status(deps: &dyn Deps) -> Result<Value, ControlError> {
     let files = deps.files();
@@ -247,7 +248,32 @@ pub fn status(deps: &dyn Deps) -> Result<Value, ControlError> {
     let runner = record.as_ref().map(|r| json!({"pid": r.pid, "startedAt": Timestamp(r.started_at).to_string(), "alive": r.is_alive()}));
     let mut v = status_json(&exec, &state, state_error, view.as_ref(), runner);
     v["runnerGone"] = json!(runner_gone(files, &exec));
+    v["pastRuns"] = Value::Array(past_runs(files, &exec.id));
     Ok(v)
+}
+
+/// The project's other runs, newest first (at most 10): `{"id", "status", "startedAt",
+/// "completedAt", "costUsd", "budgetUsd", "error", "lastDecision"}`.
+pub fn past_runs(files: &ProjectFiles, except: &str) -> Vec<Value> {
+    files
+        .executions()
+        .into_iter()
+        .filter_map(|(_, r)| r.ok())
+        .filter(|e| e.id != except)
+        .take(10)
+        .map(|e| {
+            json!({
+                "id": e.id,
+                "status": e.status,
+                "startedAt": e.started_at,
+                "completedAt": e.completed_at,
+                "costUsd": e.total_cost_usd,
+                "budgetUsd": e.config.budget.max_total,
+                "error": e.error_message,
+                "lastDecision": e.decision_log.last(),
+            })
+        })
+        .collect()
 }
 
 /// The record of the process that runs orchestration `id`, if there is one.
