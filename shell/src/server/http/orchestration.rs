@@ -120,7 +120,7 @@ pub(super) async fn start_orchestration(app: &App, body: &[u8]) -> Response<Body
         Err(e) => {
             return error(
                 StatusCode::BAD_REQUEST,
-                format!("body must be {{\"project\": DIR, \"agent\": ID, \"auto_merge\"?: bool, \"budget\"?: dollars}}: {e}"),
+                format!("body must be {{\"project\": DIR, \"agent\": ID, \"auto_merge\"?: bool, \"budget\"?: dollars, \"pause_between_batches\"?: bool, \"max_heal_attempts\"?: N, \"restart_on_server_start\"?: bool}}: {e}"),
             )
         }
     };
