@@ -16,21 +16,84 @@ async function reconcile(id) {
   }
 }
 
-// Starts (or continues) the orchestration of the agent's project, run by this agent.
-async function orchestrateProject(id) {
+// Starts (or continues) the orchestration of the agent's project, run by this agent: a form
+// with the run's options (auto-merge, budget, heal attempts, pause between batches, restart
+// when the server starts) opens above the panels, and nothing starts until it is confirmed.
+function orchestrateProject(id) {
   const a = hs.agents.get(id);
   if (!a || !a.cwd) { toast('This agent has no project folder', 'error'); return; }
-  try {
-    const r = await api('/api/orchestrate/start', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ project: a.cwd, agent: String(a.id) }),
-    });
-    toast(`Orchestration started (runner ${r.pid}); its log is ${r.log}`, 'ok');
-    setTimeout(loadOrchestrations, 1000);
-  } catch (e) {
-    toast(`Could not start the orchestration: ${e.message}`, 'error');
-  }
+  const root = $('orchestrations');
+  root.querySelectorAll('.orch-start').forEach((f) => f.remove());
+  const f = el('form', 'orch-start');
+  f.dataset.project = a.cwd;
+  const name = String(a.cwd).split('/').filter(Boolean).pop() || a.cwd;
+  f.appendChild(el('div', 'title', `Orchestrate ${name}, run by this agent?`));
+  const check = (key, label) => {
+    const l = el('label', 'hint');
+    const i = el('input');
+    i.type = 'checkbox';
+    i.name = key;
+    l.append(i, document.createTextNode(` ${label}`));
+    return l;
+  };
+  const number = (key, label, value, step) => {
+    const l = el('label', 'hint', `${label} `);
+    const i = el('input');
+    i.type = 'number';
+    i.name = key;
+    i.min = step === 1 ? '0' : '0.01';
+    i.step = String(step);
+    i.value = String(value);
+    i.style.width = '6em';
+    l.appendChild(i);
+    return l;
+  };
+  f.append(
+    check('auto_merge', 'merge when verify is done'),
+    check('pause_between_batches', 'pause between batches'),
+    check('restart_on_server_start', 'restart its runner when the server starts'),
+    number('budget', 'budget $', 50, 0.01),
+    number('max_heal_attempts', 'heal attempts', 1, 1),
+  );
+  const actions = el('div', 'actions');
+  const go = el('button', 'small', 'Start');
+  go.type = 'submit';
+  go.dataset.start = '';
+  const no = el('button', 'small', 'Cancel');
+  no.type = 'button';
+  no.addEventListener('click', () => { f.remove(); root.hidden = !root.querySelector('.orch'); });
+  actions.append(go, no);
+  f.appendChild(actions);
+  f.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    go.disabled = true;
+    const v = (k) => f.elements[k];
+    const body = {
+      project: a.cwd,
+      agent: String(a.id),
+      auto_merge: v('auto_merge').checked,
+      pause_between_batches: v('pause_between_batches').checked,
+      restart_on_server_start: v('restart_on_server_start').checked,
+      budget: Number(v('budget').value) || undefined,
+      max_heal_attempts: v('max_heal_attempts').value === '' ? undefined : Number(v('max_heal_attempts').value),
+    };
+    try {
+      const r = await api('/api/orchestrate/start', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      f.remove();
+      toast(`Orchestration started (runner ${r.pid}); its log is ${r.log}`, 'ok');
+      setTimeout(loadOrchestrations, 1000);
+    } catch (err) {
+      go.disabled = false;
+      toast(`Could not start the orchestration: ${err.message}`, 'error');
+    }
+  });
+  root.prepend(f);
+  root.hidden = false;
+  go.focus();
 }
 
 function showInfo(id) {

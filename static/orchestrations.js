@@ -22,7 +22,9 @@ function orchestrationPanel(o) {
   const head = el('div', 'row');
   const name = String(o.project).split('/').filter(Boolean).pop() || o.project;
   const phase = o.phase && o.phase.number ? ` · phase ${o.phase.number}${o.phase.name ? ` ${o.phase.name}` : ''}` : '';
-  head.append(el('span', 'title', `${name}${phase}`), el('span', 'status', String(o.status).replace(/_/g, ' ')));
+  // A run nothing drives is not shown as running: its runner is gone until it is resumed.
+  const shown = o.runnerGone ? `${String(o.status).replace(/_/g, ' ')} · runner gone` : String(o.status).replace(/_/g, ' ');
+  head.append(el('span', 'title', `${name}${phase}`), el('span', 'status', shown));
   p.appendChild(head);
   const bar = el('ol', 'steps-bar');
   const current = o.step && o.step.current;
@@ -39,7 +41,8 @@ function orchestrationPanel(o) {
   const facts = [];
   if (o.batches && o.batches.total > 0) facts.push(`batch ${Math.min(o.batches.current + 1, o.batches.total)} of ${o.batches.total}`);
   facts.push(`$${Number(o.costUsd || 0).toFixed(2)} of $${Number(o.budgetUsd || 0).toFixed(2)}`);
-  if (o.runner) facts.push(o.runner.alive ? `runner ${o.runner.pid}` : 'runner stopped');
+  if (o.runner && o.runner.alive) facts.push(`runner ${o.runner.pid}`);
+  else if (o.runner || o.runnerGone) facts.push('runner stopped');
   p.appendChild(el('div', 'facts', facts.join(' · ')));
   if (o.stateError) p.appendChild(el('div', 'attention', o.stateError));
   if (o.recoveryContext) {
@@ -48,6 +51,10 @@ function orchestrationPanel(o) {
     if (opts.length) r.appendChild(el('div', 'hint', `Options: ${opts.map((x) => (typeof x === 'string' ? x : x.label || x.action || JSON.stringify(x))).join(' · ')}`));
     p.appendChild(r);
   }
+  const blocked = o.blockedTasks || [];
+  if (blocked.length) {
+    p.appendChild(el('div', 'hint blocked', `Skipped: ${blocked.map((b) => (b.reason ? `${b.task} (${b.reason})` : b.task)).join(', ')}`));
+  }
   const log = el('ul', 'decisions');
   for (const d of (o.decisions || []).slice(-5).reverse()) {
     const li = el('li');
@@ -55,8 +62,24 @@ function orchestrationPanel(o) {
     log.appendChild(li);
   }
   if (log.childElementCount) p.appendChild(log);
+  const past = o.pastRuns || [];
+  if (past.length) {
+    const d = el('details', 'past-runs');
+    d.appendChild(el('summary', 'hint', `${past.length} earlier run${past.length > 1 ? 's' : ''}`));
+    const ul = el('ul', 'decisions');
+    for (const r of past) {
+      const why = r.error || (r.lastDecision && r.lastDecision.reason) || '';
+      ul.appendChild(el('li', null, `${clock(r.startedAt)} ${String(r.status).replace(/_/g, ' ')} · $${Number(r.costUsd || 0).toFixed(2)} of $${Number(r.budgetUsd || 0).toFixed(2)}${why ? ` · ${why}` : ''}`));
+    }
+    d.appendChild(ul);
+    p.appendChild(d);
+  }
   const actions = el('div', 'actions');
-  for (const [command, label] of ORCH_ACTIONS[o.status] || []) {
+  const buttons = [...(ORCH_ACTIONS[o.status] || [])];
+  // Resume restarts a gone runner, whatever the run's status.
+  if (o.runnerGone && !buttons.some(([c]) => c === 'resume')) buttons.unshift(['resume', 'Resume']);
+  if (blocked.length && ORCH_ACTIONS[o.status]) buttons.push(['unblock', 'Unblock tasks']);
+  for (const [command, label] of buttons) {
     const b = el('button', 'small', label);
     b.dataset.orch = command;
     b.dataset.project = o.project;
@@ -68,8 +91,10 @@ function orchestrationPanel(o) {
 
 function renderOrchestrations(list) {
   const root = $('orchestrations');
-  root.replaceChildren(...list.map(orchestrationPanel));
-  root.hidden = list.length === 0;
+  // A start form being filled in stays across refreshes.
+  const form = root.querySelector('.orch-start');
+  root.replaceChildren(...(form ? [form] : []), ...list.map(orchestrationPanel));
+  root.hidden = list.length === 0 && !form;
 }
 
 async function loadOrchestrations() {

@@ -141,6 +141,7 @@ pub mod time;
 pub mod tool;
 pub mod trace;
 pub mod truncated;
+pub mod usage;
 pub mod view;
 pub mod wait;
 

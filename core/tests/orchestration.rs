@@ -1041,6 +1041,8 @@ fn spawn_intent_blocks_for_thirty_seconds() {
     let intent = SpawnIntent {
         skill: "flow.design".into(),
         timestamp: now(),
+        workflow_id: None,
+        request: None,
     };
     assert!(!spawn_intent_is_stale(
         now(),

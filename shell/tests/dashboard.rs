@@ -416,6 +416,12 @@ fn an_orchestration_panel_shows_the_run_and_its_buttons_drive_it() {
         "document.querySelector('.card[data-id=\"{}\"] .kebab').click(); document.querySelector('#menu [data-action=orchestrate]').click(); return true",
         card.as_str().unwrap()
     ));
+    // The start asks first, with the run's options; confirmed as offered.
+    browser.until(
+        "the start form",
+        "const f = document.querySelector('.orch-start'); return f && !!f.querySelector('[name=budget]') && !!f.querySelector('[name=auto_merge]')",
+    );
+    browser.js("document.querySelector('.orch-start [data-start]').click(); return true");
     let toast = browser.until(
         "the start toast",
         "const t = [...document.querySelectorAll('.toast')].map(t => t.textContent).find(t => t.startsWith('Orchestration started') || t.startsWith('Could not')); return t",

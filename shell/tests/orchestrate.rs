@@ -866,11 +866,13 @@ fn orphaned_runner_files_are_cleared_at_start_up() {
         orchestration_id: "dead".into(),
         pid: i32::MAX as u32,
         started_at: t0(),
+        pid_started: None,
     };
     let alive = RunnerRecord {
         orchestration_id: "alive".into(),
         pid: std::process::id(),
         started_at: t0(),
+        pid_started: None,
     };
     f.write_runner(&dead).unwrap();
     f.write_runner(&alive).unwrap();
@@ -903,6 +905,7 @@ async fn a_run_already_driven_by_a_live_process_is_refused() {
             orchestration_id: id.clone(),
             pid: std::os::unix::process::parent_id(),
             started_at: t0(),
+            pid_started: None,
         })
         .unwrap();
     let r = run_briefly(&fake, &id).await;

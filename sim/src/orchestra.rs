@@ -8,10 +8,14 @@
 //! the server are the simulation's ([`SimDeps`]). Each iteration drives the core's
 //! orchestration machine directly ([`iteration`]): inputs fed, effects drained and carried
 //! out by the runner's own executor, but for the spawn, which the simulation types itself. What the agent really worked on is recorded
-//! in [`Truth`], and the run is held to two invariants:
+//! in [`Truth`]. The runner itself crashes too (an iteration cut short after any of its
+//! effects, then a restart a few seconds later), and some runs get a budget the whole phase
+//! exceeds (each finished step costs [`STEP_COST_USD`]). The run is held to two invariants:
 //! - O1 once: no `/flow.*` step or batch is worked on twice;
-//! - O2 over: the run completes (it is never left running forever).
+//! - O2 over: the run completes, or stops for a stated reason (its budget, with no step
+//!   started once it was spent); it is never left running forever.
 
+use crate::rng::Rng;
 use crate::session::{pane_segment, post, sleep_ms};
 use crate::world::{sim_now, SimWorld};
 use headspace::orchestrate::control::{self, StartOptions};
@@ -41,7 +45,18 @@ pub struct Truth {
     pub status: Option<String>,
     /// The runner's decisions, `action: reason`, for a failure's detail.
     pub decisions: Vec<String>,
+    /// The run's budget, when it was given one the whole phase exceeds.
+    pub budget: Option<f64>,
+    /// Why the run stopped short of completing (`errorMessage`).
+    pub error: Option<String>,
+    /// What it cost.
+    pub cost_usd: f64,
+    /// How often the runner crashed.
+    pub runner_crashes: u32,
 }
+
+/// What each finished step costs, as its workflow reports it.
+pub const STEP_COST_USD: f64 = 1.0;
 
 /// The phase's tasks: two sections, so implement runs two batches.
 const TASKS: &str = "# Tasks\n\n## Setup\n- [ ] T001 Create the crate\n\n## Core\n- [ ] T002 Write the core\n- [ ] T003 Test it\n";
@@ -189,12 +204,17 @@ impl Deps for SimDeps {
             id: id.to_string(),
             status: w.status.clone(),
             last_activity_ms: w.last_activity_ms,
-            cost_usd: 0.0,
+            // A step costs once it has done its work.
+            cost_usd: if w.status.is_final() {
+                STEP_COST_USD
+            } else {
+                0.0
+            },
         })
     }
 
     fn spawn(&self, req: &SpawnRequest) -> Result<String, String> {
-        self.start(prompt_for(req))
+        self.start(None, prompt_for(req))
     }
 
     fn kill(&self, id: &str) {
@@ -213,14 +233,17 @@ impl Deps for SimDeps {
 }
 
 impl SimDeps {
-    /// A workflow for `prompt`, queued for the driver to type after the iteration; fails
-    /// while the server is down.
-    fn start(&self, prompt: String) -> Result<String, String> {
+    /// A workflow for `prompt` (as `id` when given), queued for the driver to type after the
+    /// iteration; fails while the server is down.
+    fn start(&self, id: Option<String>, prompt: String) -> Result<String, String> {
         if self.world.lock().server_down {
             return Err("the server does not answer".into());
         }
         let mut all = self.workflows.lock().expect("workflows");
-        let id = format!("wf-{}", all.len() + 1);
+        // The id the machine chose (recorded in its spawn intent), as the live runner uses.
+        let id = id
+            .filter(|id| !all.contains_key(id))
+            .unwrap_or_else(|| format!("wf-{}", all.len() + 1));
         all.insert(
             id.clone(),
             Workflow {
@@ -241,22 +264,45 @@ impl SimDeps {
 /// One runner iteration of run `id` on the orchestration machine: [`Input::Begin`] fed,
 /// then each effect carried out in order (by the runner's executor, but for the spawn, whose
 /// prompt is queued here) and each answer fed back, as the core's drain rule says.
-pub fn iteration(deps: &SimDeps, id: &str) -> Result<Next, FileError> {
+/// With `crash_after`, the runner dies after carrying out that many effects: the rest of the
+/// iteration never happens (its lock goes with it), and `None` is returned.
+pub fn iteration(
+    deps: &SimDeps,
+    id: &str,
+    crash_after: Option<usize>,
+) -> Result<Option<Next>, FileError> {
     let mut machine = runner::machine(deps);
     let (mut lock, mut outcome) = (None, Outcome::default());
     let mut input = Some(Input::Begin);
+    let mut done = 0usize;
     while let Some(now) = input.take() {
         machine.handle(sim_now().millis(), now);
         while let Some(effect) = machine.poll_effect() {
+            if crash_after == Some(done) {
+                return Ok(None);
+            }
+            done += 1;
             let answer = match effect {
-                Effect::Spawn { prompt, .. } => Some(Input::Spawned(deps.start(prompt))),
+                Effect::Spawn {
+                    prompt,
+                    workflow_id,
+                    ..
+                } => Some(Input::Spawned(deps.start(Some(workflow_id), prompt))),
                 other => runner::execute(deps, id, other, &mut lock, &mut outcome)?,
             };
             input = answer.or(input);
         }
     }
-    Ok(outcome.next.unwrap_or(Next::Poll))
+    Ok(Some(outcome.next.unwrap_or(Next::Poll)))
 }
+
+/// How the runner fails in a run: at most this many crashes, each iteration crashing with
+/// [`CRASH_CHANCE`].
+pub const MAX_RUNNER_CRASHES: u32 = 3;
+/// The chance that an iteration is cut short by a crash.
+pub const CRASH_CHANCE: f64 = 0.05;
+/// The budget of a run that is given one too small for the phase: two steps and a half.
+pub const SMALL_BUDGET_USD: f64 = 2.5;
 
 /// The outcome when the server never showed the agent, so no run could start.
 pub const NO_AGENT: &str = "not started: the server never showed the agent";
@@ -267,7 +313,9 @@ pub const GIVE_UP_MS: i64 = 15 * 60_000;
 /// The runner for an orchestration on the agent of `pane`: starts the run with auto-merge,
 /// then iterates as `headspace orchestrate start` does, typing each spawned step into the pane
 /// through the server. Records the outcome in [`Truth`].
-pub async fn run_orchestration(world: SimWorld, pane: String, start_ms: u64) {
+pub async fn run_orchestration(world: SimWorld, pane: String, start_ms: u64, mut rng: Rng) {
+    let budget = rng.chance(0.25).then_some(SMALL_BUDGET_USD);
+    world.lock().orchestra.budget = budget;
     sleep_ms(start_ms).await;
     let project = world
         .lock()
@@ -296,6 +344,7 @@ pub async fn run_orchestration(world: SimWorld, pane: String, start_ms: u64) {
     let deps = SimDeps::new(&project, world.clone(), &pane);
     let opts = StartOptions {
         auto_merge: true,
+        budget,
         settings: Settings {
             agent: Some(pane.clone()),
             no_clear: true,
@@ -315,7 +364,10 @@ pub async fn run_orchestration(world: SimWorld, pane: String, start_ms: u64) {
     // Bounded: a run that never ends is O2's business, not a hung simulation.
     let deadline = sim_now().millis() + GIVE_UP_MS;
     while sim_now().millis() < deadline {
-        let next = match iteration(&deps, &id) {
+        let crashes = world.lock().orchestra.runner_crashes;
+        let crash_after = (crashes < MAX_RUNNER_CRASHES && rng.chance(CRASH_CHANCE))
+            .then(|| rng.range(0, 12) as usize);
+        let next = match iteration(&deps, &id, crash_after) {
             Ok(next) => next,
             Err(e) => {
                 world.lock().orchestra.status = Some(format!("file error: {e}"));
@@ -336,6 +388,13 @@ pub async fn run_orchestration(world: SimWorld, pane: String, start_ms: u64) {
             }
             deps.typed(&wf, ok);
         }
+        let Some(next) = next else {
+            // The runner died (what it had sent was sent); a new one starts a little later
+            // and goes on from the files.
+            world.lock().orchestra.runner_crashes += 1;
+            sleep_ms(rng.range(1_000, 8_000)).await;
+            continue;
+        };
         match next {
             Next::Stop => break,
             Next::Again => sleep_ms(10).await,
@@ -343,19 +402,23 @@ pub async fn run_orchestration(world: SimWorld, pane: String, start_ms: u64) {
             Next::Backoff(ms) => sleep_ms(ms.clamp(10, 5_000)).await,
         }
     }
-    let (status, decisions) = match deps.files().read_execution(&id) {
+    let (status, decisions, error, cost) = match deps.files().read_execution(&id) {
         Ok(e) => (
             e.status.to_string(),
             e.decision_log
                 .iter()
                 .map(|d| format!("{}: {}", d.decision, d.reason))
                 .collect(),
+            e.error_message.clone(),
+            e.total_cost_usd,
         ),
-        Err(e) => (format!("unreadable: {e}"), Vec::new()),
+        Err(e) => (format!("unreadable: {e}"), Vec::new(), None, 0.0),
     };
     let mut s = world.lock();
     s.orchestra.status.get_or_insert(status);
     s.orchestra.decisions = decisions;
+    s.orchestra.error = error;
+    s.orchestra.cost_usd = cost;
     s.orchestra.over = true;
 }
 
@@ -379,6 +442,26 @@ pub fn check(truth: &Truth) -> Vec<(&'static str, String)> {
                 truth.worked
             ),
         ));
+    }
+    // A run over its budget stops for that reason, once the budget is spent, and starts
+    // no step after: each step costs STEP_COST_USD once done, so at most the steps the
+    // budget paid for plus the one that spent it.
+    if let (Some(budget), Some("failed")) = (truth.budget, truth.status.as_deref()) {
+        let stated = truth
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("Budget exceeded"));
+        let most = (budget / STEP_COST_USD).floor() as usize + 1;
+        if !stated || truth.cost_usd < budget || seen.len() > most {
+            problems.push((
+                "O2",
+                format!(
+                    "a run over its ${budget:.2} budget stopped as {:?} at ${:.2} after {} steps (at most {most}): {:?} (decisions: {:?})",
+                    truth.error, truth.cost_usd, seen.len(), truth.worked, truth.decisions
+                ),
+            ));
+        }
+        return problems;
     }
     match truth.status.as_deref() {
         Some("completed") | Some(NO_AGENT) => {}

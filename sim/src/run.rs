@@ -160,7 +160,9 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
         world.lock().orchestra.project = Some(crate::orchestra::new_project(seed));
         let w = world.clone();
         sim.client("runner", async move {
-            crate::orchestra::run_orchestration(w, "%1".into(), 1_500).await;
+            // Its own generator from the seed: the other draws stay as they were.
+            let rng = Rng::new(seed ^ 0x0c4e_57a4);
+            crate::orchestra::run_orchestration(w, "%1".into(), 1_500, rng).await;
             Ok(())
         });
     }

@@ -147,7 +147,7 @@ pub const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "orchestration",
-        about: "a runner drives an agent through design, analyze, implement (2 batches), verify and merge while hooks are lost or late and the server crashes: no step is worked on twice (O1) and the run completes (O2)",
+        about: "a runner drives an agent through design, analyze, implement (2 batches), verify and merge while hooks are lost or late, the server crashes, the runner itself crashes and restarts, and some runs have a budget the phase exceeds: no step is worked on twice (O1) and the run completes or stops for a stated reason (O2)",
         plan: |rng| {
             let mut faults = Faults::draw(rng);
             faults.hook_drop = 0.25;

@@ -6,11 +6,13 @@
 //! status this version does not know gives [`Action::RecoverUnknown`] and an ERROR log
 //! (G1.18), and the `match`es below name every variant so the compiler keeps it that way.
 
+use super::blocked::batch_context;
 use super::decision::{Action, Decision};
 use super::specflow_files::{
     next_step, BatchStatus, ExecutionStatus, OrchestrationExecution, OrchestrationState, Step,
     StepState, StepStatus,
 };
+use super::validate::Violation;
 use super::workflow::{WorkflowStatus, WorkflowView};
 use tracing::{error, warn};
 
@@ -31,38 +33,50 @@ const IMPLEMENT_SKILL: &str = "flow.implement";
 
 /// The decision for the run now.
 ///
-/// Order: a finished run stops; then the budget gate (G1.1) and the duration gate (G1.2);
-/// then a paused or needs-attention run waits; then the matrix: implement's batches first
-/// (G1.3), the workflow's status (G1.4–G1.7), the step's status (G1.8–G1.17).
+/// Order, as the seed's loop: a finished run stops; then the pre-decision gates, budget
+/// (G1.1) and duration (G1.2); then the terminal states (a paused or needs-attention run
+/// waits); then the matrix: implement's batches first (G1.3), the workflow's status
+/// (G1.4–G1.7), the step's status (G1.8–G1.17). [`decide_checked`] puts the validation
+/// between the gates and the terminal states.
 ///
 /// `workflow` is the result of looking up [`linked_workflow_id`]: `None` when there is no
 /// id or the lookup found nothing. `now_ms` is the current time in ms since the epoch.
-/// The shell runs [`validate`](super::validate::validate) before this, as the seed's loop does.
 pub fn decide(
     state: &OrchestrationState,
     execution: &OrchestrationExecution,
     workflow: Option<&WorkflowView>,
     now_ms: i64,
 ) -> Decision {
-    // A finished run has nothing left to decide; checking this before the gates keeps a run
-    // that completed on its last dollar from being turned into a failure afterwards.
-    if execution.status.is_finished() {
-        return Decision::new(
+    finished(execution)
+        .or_else(|| gates(execution, now_ms))
+        .unwrap_or_else(|| after_gates(state, execution, workflow, now_ms))
+}
+
+/// A finished run has nothing left to decide; checking this before the gates keeps a run
+/// that completed on its last dollar from being turned into a failure afterwards (the
+/// seed's loop never comes back to a run it ended).
+fn finished(execution: &OrchestrationExecution) -> Option<Decision> {
+    execution.status.is_finished().then(|| {
+        Decision::new(
             Action::Stop,
             format!("Orchestration is {}", execution.status),
-        );
-    }
+        )
+    })
+}
 
-    // G1.1: the budget gate comes before anything that could spend more.
+/// The seed's pre-decision gates, which come before validation and before anything that
+/// could spend more: the budget (G1.1), then the duration (G1.2).
+fn gates(execution: &OrchestrationExecution, now_ms: i64) -> Option<Decision> {
+    // G1.1.
     let max_total = execution.config.budget.max_total;
     if execution.total_cost_usd >= max_total {
-        return Decision::new(
+        return Some(Decision::new(
             Action::Fail,
             format!(
                 "Budget exceeded: ${:.2} (limit ${:.2})",
                 execution.total_cost_usd, max_total
             ),
-        );
+        ));
     }
 
     // G1.2: strictly longer than 4 hours of running since the start or the user's last
@@ -73,7 +87,10 @@ pub fn decide(
     if execution.status == ExecutionStatus::Running {
         match execution.duration_from_ms() {
             Some(from) if now_ms.saturating_sub(from) > MAX_DURATION_MS => {
-                return Decision::new(Action::NeedsAttention, "Orchestration running too long");
+                return Some(Decision::new(
+                    Action::NeedsAttention,
+                    "Orchestration running too long",
+                ));
             }
             Some(_) => {}
             None => warn!(
@@ -83,7 +100,17 @@ pub fn decide(
             ),
         }
     }
+    None
+}
 
+/// The seed's terminal conditions, then the matrix: what follows the gates (and, in
+/// [`decide_checked`], the validation).
+fn after_gates(
+    state: &OrchestrationState,
+    execution: &OrchestrationExecution,
+    workflow: Option<&WorkflowView>,
+    now_ms: i64,
+) -> Decision {
     // The seed's loop sleeps while paused; a run waiting for the user does the same.
     // waiting_merge and waiting_user_gate go on to the matrix: it re-derives the same wait
     // until the user merges or confirms, and then moves on by itself.
@@ -105,8 +132,13 @@ pub fn decide(
         ExecutionStatus::Running
         | ExecutionStatus::WaitingMerge
         | ExecutionStatus::WaitingUserGate => {}
-        // Returned above.
-        ExecutionStatus::Completed | ExecutionStatus::Failed | ExecutionStatus::Cancelled => {}
+        // Handled by `finished` before the gates.
+        ExecutionStatus::Completed | ExecutionStatus::Failed | ExecutionStatus::Cancelled => {
+            return Decision::new(
+                Action::Stop,
+                format!("Orchestration is {}", execution.status),
+            )
+        }
     }
 
     matrix(state, execution, workflow, now_ms)
@@ -353,11 +385,8 @@ pub fn decide_batch(
             )
             .with_batch(i)
             .with_skill(Some(IMPLEMENT_SKILL.to_string()));
-            d.context = Some(format!(
-                "Execute tasks {} in section \"{}\"",
-                batch.task_ids.join(", "),
-                batch.section
-            ));
+            // Tasks the run skips stay out of the prompt until the user unblocks them.
+            d.context = Some(batch_context(batch, execution));
             Some(d)
         }
         // G2.9, G2.10.
@@ -435,30 +464,36 @@ fn round_minutes(ms: i64) -> i64 {
     (ms + 30_000).div_euclid(60_000)
 }
 
-/// The runner's full decision: [`validate`](super::validate::validate) first, as the seed's
-/// loop does, then [`decide`].
+/// The runner's full decision, in the seed's loop order: a finished run stops; the gates
+/// (budget, duration); then [`validate`](super::validate::validate); then the terminal
+/// states and the matrix ([`decide`] without its gates).
 ///
-/// A finished run stops whatever its files say. A paused run, or one that already needs
-/// attention, is left to [`decide`] (which waits): the user is on it. Otherwise violations
-/// decide `needs_attention` with the violations as the reason; no helper is asked, since
-/// the helper's three cases do not include inconsistent files.
+/// A paused run is not validated (the user is on it; the seed's loop validates it, but its
+/// answer would only replace the pause). A run that already needs attention is checked for
+/// its `recoveryContext` only (G7.6): its other inconsistencies are what the user was
+/// called for, but a missing context is reported, never hidden. Otherwise violations decide
+/// `needs_attention` with the violations as the reason; no helper is asked, since the
+/// helper's three cases do not include inconsistent files.
 pub fn decide_checked(
     state: &OrchestrationState,
     execution: &OrchestrationExecution,
     workflow: Option<&WorkflowView>,
     now_ms: i64,
 ) -> Decision {
-    let waiting_on_user = execution.status.is_finished()
-        || matches!(
-            execution.status,
-            ExecutionStatus::Paused | ExecutionStatus::NeedsAttention
-        );
-    if !waiting_on_user {
-        let violations = super::validate::validate(state, Some(execution));
-        if !violations.is_empty() {
-            let issues: Vec<String> = violations.iter().map(ToString::to_string).collect();
-            return Decision::new(Action::NeedsAttention, issues.join(", "));
-        }
+    if let Some(d) = finished(execution).or_else(|| gates(execution, now_ms)) {
+        return d;
     }
-    decide(state, execution, workflow, now_ms)
+    let violations: Vec<Violation> = match execution.status {
+        ExecutionStatus::Paused => Vec::new(),
+        ExecutionStatus::NeedsAttention => super::validate::validate(state, Some(execution))
+            .into_iter()
+            .filter(|v| *v == Violation::MissingRecoveryContext)
+            .collect(),
+        _ => super::validate::validate(state, Some(execution)),
+    };
+    if !violations.is_empty() {
+        let issues: Vec<String> = violations.iter().map(ToString::to_string).collect();
+        return Decision::new(Action::NeedsAttention, issues.join(", "));
+    }
+    after_gates(state, execution, workflow, now_ms)
 }

@@ -7,7 +7,9 @@ use super::decide::{decide_checked, linked_workflow_id};
 use super::decision::{Action, Decision};
 use super::observe::observe_workflow;
 use super::spawn::{spawn_check, SpawnCheck, SpawnIntent};
-use super::specflow_files::{DecisionLogEntry, OrchestrationExecution, OrchestrationState, Step};
+use super::specflow_files::{
+    next_step, DecisionLogEntry, ExecutionPhase, OrchestrationExecution, OrchestrationState, Step,
+};
 use super::workflow::WorkflowView;
 use crate::time::Timestamp;
 use serde_json::{Map, Value};
@@ -56,12 +58,22 @@ pub struct Iteration {
     pub next: Next,
 }
 
-/// The workflow the run's current step is linked to.
+/// The workflow the run's current step is linked to. While a transition's two writes are
+/// cut in half (see [`mend_torn_transition`]), the run's own step's: its cost still counts.
 pub fn linked<'a>(
     state: &OrchestrationState,
     execution: &'a OrchestrationExecution,
 ) -> Option<&'a str> {
-    linked_workflow_id(execution, state.orchestration.step.current.as_ref()?)
+    let step = torn_from(state, execution).or_else(|| state.orchestration.step.current.clone())?;
+    linked_workflow_id(execution, &step)
+}
+
+/// The run's step when the state is exactly one step ahead of it (a transition whose
+/// second write was cut short).
+fn torn_from(state: &OrchestrationState, execution: &OrchestrationExecution) -> Option<Step> {
+    let step = state.orchestration.step.current.as_ref()?;
+    let behind = Step::parse(execution.current_phase.as_ref()?.as_str());
+    (!execution.status.is_finished() && next_step(&behind).as_ref() == Some(step)).then_some(behind)
 }
 
 /// `view` of workflow `id` with the helper's "it is alive" as activity, when that came
@@ -104,9 +116,13 @@ pub fn evaluate(
     workflow: Option<&WorkflowView>,
     now_ms: i64,
 ) -> Decision {
+    mend_torn_transition(state, execution, now_ms);
     if let Some(wf) = workflow {
         observe_workflow(state, execution, wf);
     }
+    // A mended run's view is of the step before (its cost is counted above): the matrix
+    // judges the current step, which has no workflow yet.
+    let workflow = workflow.filter(|wf| linked(state, execution) == Some(wf.id.as_str()));
     let decision = decide_checked(state, execution, workflow, now_ms);
     if !spawns(&decision) {
         return decision;
@@ -127,6 +143,34 @@ pub fn evaluate(
         ),
         SpawnCheck::WorkflowActive => Decision::new(Action::Wait, "Workflow already active"),
     }
+}
+
+/// A transition is written as two files, the state first: a runner that died between the
+/// two leaves the state on the next step and the run on the one before (found by killing
+/// the runner after each step). The state is the file the runner trusts and nothing was
+/// spawned yet (the spawn comes after both writes), so the run moves on with it, logged.
+/// Only that exact case: a state further ahead, or behind, is left to validation (G7.7).
+/// Returns whether the run was mended.
+pub fn mend_torn_transition(
+    state: &OrchestrationState,
+    execution: &mut OrchestrationExecution,
+    now_ms: i64,
+) -> bool {
+    let (Some(step), Some(_)) = (
+        &state.orchestration.step.current,
+        torn_from(state, execution),
+    ) else {
+        return false;
+    };
+    execution.current_phase = Some(ExecutionPhase::from(step));
+    log(
+        execution,
+        "mended",
+        format!("The run moves on to {step} with the state (its last write was cut short)"),
+        None,
+        now_ms,
+    );
+    true
 }
 
 /// What the loop does after `decision` when it carried out nothing slow (no spawn, no

@@ -2,6 +2,7 @@
 //! effects out, with the same shape as the turn core. See the module documentation of
 //! [`orchestration`](super) for the inputs, the effects and the drain rule.
 
+use super::adoption::Orphan;
 use super::apply::{apply, apply_to_state};
 use super::carry_out::{carry_out, failed_context, stale_context, Diagnosed};
 use super::decide::backoff_ms;
@@ -13,7 +14,7 @@ use super::machine_io::{Effect, Input, Read, StateRead};
 use super::recovery::{
     failed_needs_helper, failed_recovery, stale_recovery, HelperCase, RecoveryPlan,
 };
-use super::spawn::SpawnIntent;
+use super::spawn::{workflow_id_for, SpawnIntent};
 use super::spawn_request::{prompt_for, record_spawn, spawn_request, SpawnRequest};
 use super::specflow_files::{Batches, OrchestrationExecution, OrchestrationState, StepStatus};
 use super::tasks_md::parse_batches;
@@ -25,14 +26,14 @@ use std::collections::VecDeque;
 /// The two files of an iteration, read under the lock and changed by its decision.
 #[derive(Clone, Debug)]
 pub(super) struct Work {
-    state: OrchestrationState,
-    exec: OrchestrationExecution,
+    pub(super) state: OrchestrationState,
+    pub(super) exec: OrchestrationExecution,
 }
 
 /// What the iteration carries out after its first write.
 enum Act {
     None,
-    Spawn(SpawnRequest),
+    Spawn(SpawnRequest, String),
     Stale(Option<WorkflowView>),
     Failed,
 }
@@ -56,6 +57,12 @@ pub(super) enum Stage {
     LookingUp {
         work: Work,
         workflow: String,
+    },
+    /// Waits for the lookup of the workflow a dead runner's spawn intent names.
+    Adopting {
+        work: Work,
+        early: Option<(String, Option<WorkflowView>)>,
+        orphan: Orphan,
     },
     /// Waits for `tasks.md`, to initialise implement's batches.
     ReadingTasks {
@@ -175,7 +182,7 @@ impl Orchestrator {
     }
 
     /// Ends the iteration with the decision already taken, and `next`.
-    fn finish_taken(&mut self, next: Next) {
+    pub(super) fn finish_taken(&mut self, next: Next) {
         let (d, logged) = self
             .outcome
             .take()
@@ -258,6 +265,14 @@ impl Orchestrator {
                     self.settle("the state file was not read".into(), SETTLE_READS);
                 }
             },
+            (
+                Stage::Adopting {
+                    work,
+                    early,
+                    orphan,
+                },
+                Input::Workflow(view),
+            ) => self.adopt(work, early, orphan, view, now_ms),
             (Stage::LookingUp { work, workflow }, Input::Workflow(view)) => {
                 let view = view.map(|v| acknowledged(v, &work.exec, &workflow));
                 self.evaluate(work, view, now_ms);
@@ -375,9 +390,15 @@ impl Orchestrator {
         self.stage = Stage::Reading { early };
     }
 
-    /// Stretch 1 with the files read under the lock: the linked workflow, looked up again
-    /// unless the early lookup was of the same one.
-    fn locked(&mut self, work: Work, early: Option<(String, Option<WorkflowView>)>, now_ms: i64) {
+    /// Stretch 1 with the files read under the lock (after [`locked`](Self::locked)'s
+    /// check for a dead runner's spawn): the linked workflow, looked up again unless the
+    /// early lookup was of the same one.
+    pub(super) fn look_up_linked(
+        &mut self,
+        work: Work,
+        early: Option<(String, Option<WorkflowView>)>,
+        now_ms: i64,
+    ) {
         let now_linked = linked(&work.state, &work.exec).map(str::to_string);
         match (early, now_linked) {
             (Some((wf, view)), Some(now_wf)) if wf == now_wf => {
@@ -403,11 +424,14 @@ impl Orchestrator {
         apply_to_state(&mut work.state, &decision);
         let act = if spawns(&decision) {
             let req = spawn_request(&work.state, &work.exec, &decision);
+            let id = workflow_id_for(&work.exec.id, now_ms, work.exec.decision_log.len());
             work.exec.extra.insert(
                 SPAWN_INTENT_KEY.into(),
                 json!(SpawnIntent {
                     skill: req.skill.clone(),
-                    timestamp: now_ms
+                    timestamp: now_ms,
+                    workflow_id: Some(id.clone()),
+                    request: Some(req.clone()),
                 }),
             );
             // The step is under way from now, as far as the project is concerned.
@@ -415,7 +439,7 @@ impl Orchestrator {
             if matches!(step.status.get(), None | Some(StepStatus::NotStarted)) {
                 step.status = StepStatus::InProgress.into();
             }
-            Act::Spawn(req)
+            Act::Spawn(req, id)
         } else {
             match decision.action {
                 Action::InitializeBatches => {
@@ -470,11 +494,12 @@ impl Orchestrator {
         self.outcome = Some((decision.clone(), logged));
         match act {
             Act::None => self.finish_taken(next_after(&decision, &work.exec)),
-            Act::Spawn(request) => {
+            Act::Spawn(request, workflow_id) => {
                 let prompt = prompt_for(&request);
                 self.emit(Effect::Spawn {
                     request: request.clone(),
                     prompt,
+                    workflow_id,
                 });
                 self.stage = Stage::Spawning { request };
             }

@@ -136,6 +136,9 @@ pub enum Effect {
         request: SpawnRequest,
         /// The text sent: `/flow.design`, `/flow.implement <the batch>`.
         prompt: String,
+        /// The id to start it under (recorded in the spawn intent beforehand); a shell that
+        /// cannot choose ids answers with its own.
+        workflow_id: String,
     },
     /// Stop a workflow (best effort).
     Kill(String),

@@ -14,6 +14,7 @@
 //! | [`decide`](mod@decide) | [`decide()`](decide::decide): gates (budget, duration), batches ([`decide_batch`]), workflow status, step status (G1, G2) |
 //! | [`validate`](mod@validate) | [`validate()`](validate::validate): the consistency checks (G7), each a [`Violation`] |
 //! | [`apply`](mod@apply) | [`apply()`](apply::apply) / [`apply_to_state`]: a decision's bookkeeping on the files (decision log, batch index, heal attempts, status) |
+//! | [`blocked`] | tasks the run skips ([`blocked_tasks`]), kept out of batch prompts ([`batch_context`]) until [`unblock_all`] |
 //! | [`spawn`] | the spawn-intent guard: [`spawn_intent_is_stale`], [`spawn_check`] |
 //! | [`observe`] | [`observe_workflow`]: the linked workflow's cost and end folded into the files before deciding |
 //! | [`recovery`] | the helper's three cases and their fallback chains: [`recovered_state`], [`stale_recovery`], [`failed_recovery`] |
@@ -25,7 +26,7 @@
 //! | [`rebuild`] | [`heuristic_state`]: a lost state rebuilt from the run or the branch name |
 //! | [`user`] | [`user_command`] (pause, resume, cancel, merge, confirm-gate), [`new_execution`], [`fresh_state`], [`link_run`], [`status_json`] |
 //! | [`progress`] | a step's workflow seen through its agent's activity ([`follow_agent`]) or its headless process |
-//! | [`machine`] / [`machine_io`] / [`corrupt_state`] | the [`Orchestrator`] machine, its [`Input`]s and [`Effect`]s |
+//! | [`machine`] / [`machine_io`] / [`corrupt_state`] / [`adoption`] | the [`Orchestrator`] machine, its [`Input`]s and [`Effect`]s |
 //!
 //! ## The orchestration machine ([`Orchestrator`])
 //!
@@ -80,7 +81,9 @@
 //! Unknown statuses are never a silent default: they decide [`Action::RecoverUnknown`] and log
 //! an ERROR.
 
+pub mod adoption;
 pub mod apply;
+pub mod blocked;
 pub mod carry_out;
 pub mod corrupt_state;
 pub mod decide;
@@ -102,6 +105,7 @@ pub mod validate;
 pub mod workflow;
 
 pub use apply::{apply, apply_to_state};
+pub use blocked::{batch_context, blocked_tasks, open_tasks, unblock_all};
 pub use carry_out::{carry_out, failed_context, stale_context, unlink_current, Diagnosed};
 pub use decide::{
     backoff_ms, decide, decide_batch, decide_checked, linked_workflow_id, MAX_DURATION_MS,
@@ -109,9 +113,9 @@ pub use decide::{
 };
 pub use decision::{Action, Decision};
 pub use iteration::{
-    acknowledged, escalate, evaluate, is_repeat, linked, log, next_after, spawns, Iteration, Next,
-    BLOCKED_TASKS_KEY, MAX_SPAWN_FAILURES, PHASE_KEY, SPAWN_FAILURES_KEY, SPAWN_INTENT_KEY,
-    STALE_ACK_KEY,
+    acknowledged, escalate, evaluate, is_repeat, linked, log, mend_torn_transition, next_after,
+    spawns, Iteration, Next, BLOCKED_TASKS_KEY, MAX_SPAWN_FAILURES, PHASE_KEY, SPAWN_FAILURES_KEY,
+    SPAWN_INTENT_KEY, STALE_ACK_KEY,
 };
 pub use lenient::Nullable;
 pub use machine::{Orchestrator, SETTLE_PAUSE_MS, SETTLE_READS};
@@ -123,7 +127,10 @@ pub use recovery::{
     failed_needs_helper, failed_recovery, recovered_state, stale_recovery, HelperCase, Recovery,
     RecoveryPlan,
 };
-pub use spawn::{spawn_check, spawn_intent_is_stale, SpawnCheck, SpawnIntent, SPAWN_INTENT_TTL_MS};
+pub use spawn::{
+    orphaned_spawn, spawn_check, spawn_intent_is_stale, workflow_id_for, SpawnCheck, SpawnIntent,
+    ORPHAN_BACKOFF_MS, ORPHAN_GRACE_MS, SPAWN_INTENT_TTL_MS,
+};
 pub use spawn_request::{link, prompt_for, record_spawn, spawn_request, SpawnRequest};
 pub use specflow_files::{
     next_step, BatchItem, BatchStatus, Batches, Budget, DecisionLogEntry, ExecutionConfig,

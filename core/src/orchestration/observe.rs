@@ -96,8 +96,8 @@ pub fn observe_workflow(
     changed
 }
 
-/// Adds what `workflow` cost since it was last counted to `totalCostUsd`.
-fn count_cost(execution: &mut OrchestrationExecution, workflow: &WorkflowView) -> bool {
+/// Adds what `workflow` cost since it was last counted to `totalCostUsd`; whether it did.
+pub fn count_cost(execution: &mut OrchestrationExecution, workflow: &WorkflowView) -> bool {
     if !workflow.cost_usd.is_finite() || workflow.cost_usd <= 0.0 {
         return false;
     }

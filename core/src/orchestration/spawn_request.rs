@@ -5,10 +5,11 @@
 use super::decision::{Action, Decision};
 use super::iteration::{escalate, log, MAX_SPAWN_FAILURES, SPAWN_FAILURES_KEY, SPAWN_INTENT_KEY};
 use super::specflow_files::{BatchStatus, OrchestrationExecution, OrchestrationState, Step};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 /// A workflow to start.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SpawnRequest {
     /// The step it works on.
     pub step: Step,

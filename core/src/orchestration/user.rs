@@ -6,7 +6,7 @@
 
 use super::apply::{apply, apply_to_state};
 use super::decision::{Action, Decision};
-use super::iteration::{log, PHASE_KEY, SPAWN_FAILURES_KEY};
+use super::iteration::{log, BLOCKED_TASKS_KEY, PHASE_KEY, SPAWN_FAILURES_KEY};
 use super::specflow_files::{
     ExecutionPhase, ExecutionStatus, OrchestrationExecution, OrchestrationState, Step, StepStatus,
     UserGateStatus, USER_ACTED_KEY,
@@ -28,6 +28,8 @@ pub enum UserCommand {
     Merge,
     /// Confirm the phase's USER_GATE.
     ConfirmGate,
+    /// Unblock every task the run skips, so later batches include them again.
+    Unblock,
 }
 
 /// What a user command did.
@@ -97,6 +99,26 @@ pub fn user_command(
             log(exec, "cancel", "Cancelled by the user", by_user(), now_ms);
         }
         UserCommand::Merge => merge(state, exec, now_ms)?,
+        UserCommand::Unblock => {
+            if exec.status.is_finished() {
+                return Err(refuse(exec, "unblock tasks"));
+            }
+            let tasks = super::blocked::blocked_tasks(exec);
+            if tasks.is_empty() {
+                return Err(format!(
+                    "orchestration {} has no blocked tasks to unblock",
+                    exec.id
+                ));
+            }
+            super::blocked::unblock_all(exec);
+            log(
+                exec,
+                "unblock",
+                format!("Unblocked by the user: {}", tasks.join(", ")),
+                by_user(),
+                now_ms,
+            );
+        }
         UserCommand::ConfirmGate => {
             if state.orchestration.phase.has_user_gate != Some(true) {
                 return Err("the current phase has no USER_GATE to confirm".into());
@@ -225,8 +247,8 @@ pub fn new_execution(
 }
 
 /// The run's status as JSON: `{"id", "status", "startedAt", "phase", "step", "batches",
-/// "costUsd", "budgetUsd", "workflow", "runner", "recoveryContext", "stateError",
-/// "decisions"}` (the last 10). A state that could not be read is given as the default,
+/// "costUsd", "budgetUsd", "workflow", "runner", "recoveryContext", "blockedTasks",
+/// "stateError", "decisions"}` (the last 10). A state that could not be read is given as the default,
 /// with `state_error` saying why.
 pub fn status_json(
     exec: &OrchestrationExecution,
@@ -255,6 +277,7 @@ pub fn status_json(
         "workflow": workflow,
         "runner": runner,
         "recoveryContext": exec.recovery_context,
+        "blockedTasks": exec.extra.get(BLOCKED_TASKS_KEY).cloned().unwrap_or_else(|| json!([])),
         "stateError": state_error,
         "decisions": &exec.decision_log[skip..],
     })

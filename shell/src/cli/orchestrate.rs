@@ -45,6 +45,11 @@ pub(crate) enum OrchestrateAction {
         #[command(flatten)]
         project: ProjectArgs,
     },
+    /// Unblock the tasks the run skips (a helper's "skip tasks"), so later batches include them.
+    Unblock {
+        #[command(flatten)]
+        project: ProjectArgs,
+    },
     /// Print the decision the runner would take now, as JSON, without acting or writing.
     Decide {
         #[command(flatten)]
@@ -78,7 +83,7 @@ pub(crate) struct StartArgs {
     #[arg(long, conflicts_with = "agent")]
     headless: bool,
     /// The headless command; the prompt is added as its last argument.
-    #[arg(long, default_value = headspace::orchestrate::steps::DEFAULT_HEADLESS)]
+    #[arg(long, env = "HEADSPACE_HEADLESS_CMD", default_value = headspace::orchestrate::steps::DEFAULT_HEADLESS)]
     headless_cmd: String,
     /// The helper model's command, asked only about a corrupt state, a stale workflow or a
     /// failed step (e.g. `claude -p --output-format json`); without one the fallbacks run.
@@ -100,14 +105,21 @@ pub(crate) struct StartArgs {
     #[arg(long)]
     phase: Option<String>,
     /// Seconds between looks when nothing wakes the runner.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, env = "HEADSPACE_ORCHESTRATE_POLL", default_value_t = 5.0)]
     poll: f64,
     /// Claude's folder (headless activity is read from its transcripts).
     #[arg(long, env = "HEADSPACE_CLAUDE_DIR")]
     claude_dir: Option<PathBuf>,
+    /// A price file (JSON, model → dollars per million tokens) whose entries replace the
+    /// shipped table's; an agent's step is priced from its transcript's `usage` with it.
+    #[arg(long, env = "HEADSPACE_PRICES")]
+    prices: Option<PathBuf>,
     /// Do not send /clear to the agent before each step.
     #[arg(long)]
     no_clear: bool,
+    /// Restart this run's runner when the Headspace server starts and finds it gone.
+    #[arg(long)]
+    restart_on_server_start: bool,
 }
 
 /// Exit code for a missing project or a missing, corrupt or unwritable file.
@@ -124,6 +136,7 @@ pub(crate) fn orchestrate(action: OrchestrateAction) -> ExitCode {
         OrchestrateAction::Merge { project } => ("merge", project),
         OrchestrateAction::ConfirmGate { project } => ("confirm-gate", project),
         OrchestrateAction::Decide { project } => ("decide", project),
+        OrchestrateAction::Unblock { project } => ("unblock", project),
     };
     let fail = |e: &dyn std::fmt::Display, code: u8| {
         eprintln!("headspace orchestrate {name}: {e}");
@@ -146,6 +159,7 @@ pub(crate) fn orchestrate(action: OrchestrateAction) -> ExitCode {
         OrchestrateAction::Cancel { .. } => (Command::Cancel, false),
         OrchestrateAction::Merge { .. } => (Command::Merge, false),
         OrchestrateAction::ConfirmGate { .. } => (Command::ConfirmGate, false),
+        OrchestrateAction::Unblock { .. } => (Command::Unblock, false),
     };
     drop(files);
     match perform(
@@ -182,10 +196,15 @@ fn print_status(v: &serde_json::Value) {
         serde_json::Value::Null => "-".into(),
         other => other.to_string(),
     };
+    // A run nothing drives is not shown as running.
+    let shown = if v["runnerGone"] == true {
+        format!("{}, runner gone (resume restarts it)", s(&v["status"]))
+    } else {
+        s(&v["status"])
+    };
     println!(
-        "orchestration {}: {} (started {})",
+        "orchestration {}: {shown} (started {})",
         s(&v["id"]),
-        s(&v["status"]),
         s(&v["startedAt"])
     );
     println!(
@@ -251,6 +270,18 @@ fn print_status(v: &serde_json::Value) {
     if let Some(rc) = v["recoveryContext"].as_object() {
         println!("needs attention: {}", s(&rc["issue"]));
     }
+    let blocked: Vec<String> = v["blockedTasks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|b| s(&b["task"]))
+        .collect();
+    if !blocked.is_empty() {
+        println!(
+            "blocked tasks: {} (unblock includes them again)",
+            blocked.join(", ")
+        );
+    }
     println!("last decisions:");
     for d in v["decisions"].as_array().into_iter().flatten() {
         println!(
@@ -277,7 +308,9 @@ fn orchestrate_start(
         headless: a.headless.then(|| live::Settings::words(&a.headless_cmd)),
         helper: a.helper_cmd.as_deref().map(live::Settings::words),
         claude_dir: a.claude_dir.clone(),
+        prices: a.prices.clone(),
         no_clear: a.no_clear,
+        restart_on_server_start: a.restart_on_server_start,
     };
     let settings = match files.find_execution(false) {
         Ok(Some(e)) => {

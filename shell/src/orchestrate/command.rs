@@ -5,6 +5,7 @@
 use super::control::{self, ControlError};
 use super::live::{LiveDeps, Settings};
 use super::project_files::ProjectFiles;
+use headspace_core::orchestration::ExecutionStatus;
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -25,11 +26,13 @@ pub enum Command {
     Merge,
     /// Confirm the phase's user gate.
     ConfirmGate,
+    /// Unblock the tasks the run skips.
+    Unblock,
 }
 
 impl Command {
     /// Every command, by the name the CLI and the routes use.
-    pub const ALL: [Command; 7] = [
+    pub const ALL: [Command; 8] = [
         Command::Status,
         Command::Decide,
         Command::Pause,
@@ -37,9 +40,11 @@ impl Command {
         Command::Cancel,
         Command::Merge,
         Command::ConfirmGate,
+        Command::Unblock,
     ];
 
-    /// Its name: `status`, `decide`, `pause`, `resume`, `cancel`, `merge`, `confirm-gate`.
+    /// Its name: `status`, `decide`, `pause`, `resume`, `cancel`, `merge`, `confirm-gate`,
+    /// `unblock`.
     pub fn name(self) -> &'static str {
         match self {
             Command::Status => "status",
@@ -49,6 +54,7 @@ impl Command {
             Command::Cancel => "cancel",
             Command::Merge => "merge",
             Command::ConfirmGate => "confirm-gate",
+            Command::Unblock => "unblock",
         }
     }
 
@@ -81,6 +87,8 @@ pub fn perform(
         addr,
         ..Default::default()
     });
+    let addr_for_runner = settings.addr.clone();
+    let token_for_runner = token.clone();
     let deps = LiveDeps::new(files, &settings, token, command.read_only());
     let changed = |r: Result<
         headspace_core::orchestration::OrchestrationExecution,
@@ -92,9 +100,55 @@ pub fn perform(
             control::decide_now(&deps).map(|d| serde_json::to_value(d).unwrap_or(Value::Null))
         }
         Command::Pause => changed(control::pause(&deps)),
-        Command::Resume => changed(control::resume(&deps)),
+        Command::Resume => resume(
+            &deps,
+            project,
+            addr_for_runner.as_deref(),
+            token_for_runner.as_deref(),
+        ),
         Command::Cancel => changed(control::cancel(&deps)),
         Command::Merge => changed(control::merge(&deps)),
         Command::ConfirmGate => changed(control::confirm_gate(&deps)),
+        Command::Unblock => changed(control::unblock(&deps)),
     }
+}
+
+/// Resume: a paused run, or one that needs attention, runs again; and a run whose runner is
+/// gone gets a new one (talking to `addr`, default 127.0.0.1:5055), whatever its status.
+/// The answer adds `"runner": PID` when one was started, `"runnerError"` when starting one
+/// failed after the run was resumed.
+fn resume(
+    deps: &LiveDeps,
+    project: &Path,
+    addr: Option<&str>,
+    token: Option<&str>,
+) -> Result<Value, ControlError> {
+    use super::runner::Deps;
+    let files = deps.files();
+    let exec = files
+        .find_execution(false)?
+        .ok_or_else(|| ControlError::NoOrchestration(files.dir().to_path_buf()))?;
+    let gone = control::runner_gone(files, &exec);
+    let waits_for_user = matches!(
+        exec.status,
+        ExecutionStatus::Paused | ExecutionStatus::NeedsAttention
+    );
+    let exec = if waits_for_user || !gone {
+        control::resume(deps)?
+    } else {
+        exec
+    };
+    let mut answer = json!({"id": exec.id, "status": exec.status});
+    // A run with no stored way to run its steps (an agent or headless) is only resumed in
+    // its file: `start` gives it one.
+    if gone && super::revive::relaunch(project, &exec).is_some() {
+        let addr = addr.unwrap_or(crate::config::DEFAULT_ADDR);
+        match super::revive::restart(project, &exec, addr, token) {
+            Ok(pid) => answer["runner"] = json!(pid),
+            // The file may have changed already: the answer says what did not happen.
+            Err(e) if waits_for_user => answer["runnerError"] = json!(e),
+            Err(e) => return Err(ControlError::Refused(e)),
+        }
+    }
+    Ok(answer)
 }

@@ -5,7 +5,7 @@
 //! with `"by": "user"`; a runner running elsewhere picks it up at its next iteration.
 
 use super::live::{Settings, SETTINGS_KEY};
-use super::project_files::FileError;
+use super::project_files::{FileError, ProjectFiles, RunnerRecord};
 use super::runner::{look_up, machine, Deps};
 use headspace_core::orchestration::{
     evaluate, link_run, status_json, Decision, Effect, Input, OrchestrationExecution,
@@ -188,19 +188,32 @@ pub fn confirm_gate(deps: &dyn Deps) -> Result<OrchestrationExecution, ControlEr
     change(deps, UserCommand::ConfirmGate)
 }
 
+/// Unblocks the tasks the run skips (the helper's "skip tasks"), so later batches include
+/// them again.
+pub fn unblock(deps: &dyn Deps) -> Result<OrchestrationExecution, ControlError> {
+    change(deps, UserCommand::Unblock)
+}
+
 /// The decision the runner would take now, without acting or writing anything (not even
 /// the lock file). A clean slate (no state, no run) is judged as `start` would leave it; a
 /// state without a run, against the run `start` would create. A missing state with a run,
 /// or a corrupt file, is an error naming the file.
 pub fn decide_now(deps: &dyn Deps) -> Result<Decision, ControlError> {
     let files = deps.files();
-    let exec = files.find_execution(false)?;
+    let mut exec = files.find_execution(false)?;
     let now = deps.now_ms();
     let mut state = match (files.read_state(), &exec) {
         (Ok(s), _) => s,
         (Err(FileError::Missing(_)), None) => fresh_state(DEFAULT_PHASE),
         (Err(e), _) => return Err(e.into()),
     };
+    if exec.is_none() {
+        // The seed's loop ends with the run the state still links (cancelled, completed or
+        // failed): judged as it is, it stops, instead of looking like a fresh start.
+        exec = files
+            .find_execution(true)?
+            .filter(|e| linked_run_id(&state).as_deref() == Some(e.id.as_str()));
+    }
     let mut exec = exec.unwrap_or_else(|| {
         new_execution("(not started)", Some(&state), &StartOptions::default(), now)
     });
@@ -208,9 +221,18 @@ pub fn decide_now(deps: &dyn Deps) -> Result<Decision, ControlError> {
     Ok(evaluate(&mut state, &mut exec, view.as_ref(), now))
 }
 
+/// The run the project state links (`orchestration.dashboard.active.id`), if any.
+fn linked_run_id(state: &OrchestrationState) -> Option<String> {
+    state.orchestration.extra.get("dashboard")?["active"]["id"]
+        .as_str()
+        .map(str::to_string)
+}
+
 /// The run's status as JSON: `{"id", "status", "startedAt", "phase", "step", "batches",
-/// "costUsd", "budgetUsd", "workflow", "runner", "recoveryContext", "stateError",
-/// "decisions"}` (the last 10). The newest finished run when none is active.
+/// "costUsd", "budgetUsd", "workflow", "runner", "runnerGone", "recoveryContext",
+/// "blockedTasks", "stateError", "decisions", "pastRuns"}` (the last 10 decisions; the
+/// project's other runs). The newest finished run when
+/// none is active.
 pub fn status(deps: &dyn Deps) -> Result<Value, ControlError> {
     let files = deps.files();
     let exec = files
@@ -222,17 +244,45 @@ pub fn status(deps: &dyn Deps) -> Result<Value, ControlError> {
         Err(e) => (OrchestrationState::default(), Some(e.to_string())),
     };
     let view = look_up(deps, &state, &exec);
-    let runner = super::project_files::read_json::<super::project_files::RunnerRecord>(
-        &files.runner_path(&exec.id),
-        "runner record",
-    )
-    .ok()
-    .map(|r| json!({"pid": r.pid, "startedAt": Timestamp(r.started_at).to_string(), "alive": super::project_files::pid_alive(r.pid)}));
-    Ok(status_json(
-        &exec,
-        &state,
-        state_error,
-        view.as_ref(),
-        runner,
-    ))
+    let record = runner_record(files, &exec.id);
+    let runner = record.as_ref().map(|r| json!({"pid": r.pid, "startedAt": Timestamp(r.started_at).to_string(), "alive": r.is_alive()}));
+    let mut v = status_json(&exec, &state, state_error, view.as_ref(), runner);
+    v["runnerGone"] = json!(runner_gone(files, &exec));
+    v["pastRuns"] = Value::Array(past_runs(files, &exec.id));
+    Ok(v)
+}
+
+/// The project's other runs, newest first (at most 10): `{"id", "status", "startedAt",
+/// "completedAt", "costUsd", "budgetUsd", "error", "lastDecision"}`.
+pub fn past_runs(files: &ProjectFiles, except: &str) -> Vec<Value> {
+    files
+        .executions()
+        .into_iter()
+        .filter_map(|(_, r)| r.ok())
+        .filter(|e| e.id != except)
+        .take(10)
+        .map(|e| {
+            json!({
+                "id": e.id,
+                "status": e.status,
+                "startedAt": e.started_at,
+                "completedAt": e.completed_at,
+                "costUsd": e.total_cost_usd,
+                "budgetUsd": e.config.budget.max_total,
+                "error": e.error_message,
+                "lastDecision": e.decision_log.last(),
+            })
+        })
+        .collect()
+}
+
+/// The record of the process that runs orchestration `id`, if there is one.
+pub fn runner_record(files: &ProjectFiles, id: &str) -> Option<RunnerRecord> {
+    super::project_files::read_json::<RunnerRecord>(&files.runner_path(id), "runner record").ok()
+}
+
+/// Whether `exec` is a run still under way whose runner is gone: no record, or its process
+/// has ended (or is another process now). Nothing drives such a run until it is resumed.
+pub fn runner_gone(files: &ProjectFiles, exec: &OrchestrationExecution) -> bool {
+    !exec.status.is_finished() && !runner_record(files, &exec.id).is_some_and(|r| r.is_alive())
 }

@@ -55,6 +55,13 @@ pub trait Deps: Send + Sync {
     fn lookup_workflow(&self, id: &str) -> Option<WorkflowView>;
     /// Starts a workflow; its id, or why it could not start.
     fn spawn(&self, req: &SpawnRequest) -> Result<String, String>;
+    /// Starts a workflow under the id `id` the machine chose (and recorded in its spawn
+    /// intent first), so that a runner that dies before recording it can be followed by
+    /// one that finds it. By default the id is the implementor's own ([`Deps::spawn`]).
+    fn spawn_as(&self, req: &SpawnRequest, id: &str) -> Result<String, String> {
+        let _ = id;
+        self.spawn(req)
+    }
     /// Stops a workflow (best effort).
     fn kill(&self, id: &str);
     /// Asks the helper model; `None` when there is none or it gave no usable answer.

@@ -10,14 +10,28 @@ use std::process::{Command, Stdio};
 pub struct Launch {
     /// The project folder.
     pub project: PathBuf,
-    /// The agent whose pane runs the steps.
+    /// The agent whose pane runs the steps (empty for a headless run).
+    #[serde(default)]
     pub agent: String,
+    /// Run each step headless instead (a restarted headless run; its command comes from
+    /// the environment, `HEADSPACE_HEADLESS_CMD`, never from the project's files).
+    #[serde(default)]
+    pub headless: bool,
     /// Merge without asking once verify is done.
     #[serde(default)]
     pub auto_merge: bool,
     /// The budget in dollars.
     #[serde(default)]
     pub budget: Option<f64>,
+    /// Pause after each implement batch.
+    #[serde(default)]
+    pub pause_between_batches: bool,
+    /// Heal attempts per batch and per step.
+    #[serde(default)]
+    pub max_heal_attempts: Option<u32>,
+    /// Restart the runner when the server starts and finds it gone.
+    #[serde(default)]
+    pub restart_on_server_start: bool,
 }
 
 /// Where a launched runner writes what it prints.
@@ -52,12 +66,26 @@ pub fn spawn_runner(launch: &Launch, addr: &str, token: Option<&str>) -> Result<
         .arg("start")
         .arg("--project")
         .arg(&launch.project)
-        .args(["--agent", &launch.agent, "--addr", addr]);
+        .args(["--addr", addr]);
+    if launch.headless {
+        cmd.arg("--headless");
+    } else {
+        cmd.args(["--agent", &launch.agent]);
+    }
     if launch.auto_merge {
         cmd.arg("--auto-merge");
     }
     if let Some(b) = launch.budget {
         cmd.args(["--budget", &b.to_string()]);
+    }
+    if launch.pause_between_batches {
+        cmd.arg("--pause-between-batches");
+    }
+    if let Some(n) = launch.max_heal_attempts {
+        cmd.args(["--max-heal-attempts", &n.to_string()]);
+    }
+    if launch.restart_on_server_start {
+        cmd.arg("--restart-on-server-start");
     }
     if let Some(t) = token {
         cmd.env("HEADSPACE_TOKEN", t);

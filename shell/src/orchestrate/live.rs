@@ -10,6 +10,7 @@ use super::project_files::ProjectFiles;
 use super::runner::{Deps, HelperCase, SpawnRequest};
 use super::steps::{StepRunner, Steps, DEFAULT_HEADLESS};
 use headspace_core::orchestration::{OrchestrationExecution, WorkflowView};
+use headspace_core::usage::PriceTable;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -37,9 +38,15 @@ pub struct Settings {
     /// Claude's folder, for headless activity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claude_dir: Option<PathBuf>,
+    /// A price file replacing entries of the shipped price table (agent-run steps' cost).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<PathBuf>,
     /// Do not send `/clear` before each step.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_clear: bool,
+    /// Restart the runner when the server starts and finds it gone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restart_on_server_start: bool,
 }
 
 impl Settings {
@@ -65,6 +72,7 @@ impl Settings {
         self.helper = None;
         self.addr = None;
         self.claude_dir = None;
+        self.prices = None;
         self
     }
 
@@ -87,7 +95,11 @@ impl Settings {
         if other.claude_dir.is_some() {
             self.claude_dir.clone_from(&other.claude_dir);
         }
+        if other.prices.is_some() {
+            self.prices.clone_from(&other.prices);
+        }
         self.no_clear |= other.no_clear;
+        self.restart_on_server_start |= other.restart_on_server_start;
         self
     }
 
@@ -137,7 +149,10 @@ impl LiveDeps {
             }),
             (None, None) => None,
         };
-        let steps = runner.map(|r| Steps::new(r, files.dir(), &files.workflows_dir(), read_only));
+        let prices = price_table(settings.prices.as_deref());
+        let steps = runner.map(|r| {
+            Steps::new(r, files.dir(), &files.workflows_dir(), read_only).with_prices(prices)
+        });
         let helper = settings
             .helper
             .clone()
@@ -151,6 +166,23 @@ impl LiveDeps {
             files,
             steps,
             helper,
+        }
+    }
+}
+
+/// The shipped price table with the entries of the file at `path` on top; a file that
+/// cannot be read or parsed is logged and left out.
+pub fn price_table(path: Option<&std::path::Path>) -> PriceTable {
+    let builtin = PriceTable::builtin();
+    let Some(path) = path else { return builtin };
+    match std::fs::read_to_string(path)
+        .map_err(|e| e.to_string())
+        .and_then(|t| PriceTable::parse(&t).map_err(|e| e.to_string()))
+    {
+        Ok(table) => builtin.overridden_by(table),
+        Err(e) => {
+            tracing::warn!(file = %path.display(), "price file not used: {e}");
+            builtin
         }
     }
 }
@@ -185,6 +217,13 @@ impl Deps for LiveDeps {
             .as_ref()
             .ok_or("no agent or headless command configured for this orchestration")?
             .spawn(req, now_ms())
+    }
+
+    fn spawn_as(&self, req: &SpawnRequest, id: &str) -> Result<String, String> {
+        self.steps
+            .as_ref()
+            .ok_or("no agent or headless command configured for this orchestration")?
+            .spawn_with_id(req, id, now_ms())
     }
 
     fn kill(&self, id: &str) {

@@ -13,6 +13,7 @@
 //! | [`control`] | the user's commands: start, pause, resume, cancel, merge, confirm-gate, status, decide |
 //! | [`command`] | those commands but `start` as one call, shared by the CLI and the HTTP routes |
 //! | [`launch`] | `start` from the server: a detached runner process |
+//! | [`revive`] | runs whose runner is gone: found, shown, restarted on resume or at the server's start-up |
 //!
 //! Every decision is the core's ([`headspace_core::orchestration`]); this module reads,
 //! writes, spawns and waits.
@@ -24,6 +25,7 @@ pub mod helper;
 pub mod launch;
 pub mod live;
 pub mod project_files;
+pub mod revive;
 pub mod runner;
 pub mod steps;
 pub mod wake;

@@ -248,7 +248,7 @@ impl ProjectFiles {
         let mut alive = Vec::new();
         for p in list(&self.workflows_dir(), "runner-", ".json") {
             match read_json::<RunnerRecord>(&p, "runner record") {
-                Ok(r) if pid_alive(r.pid) => alive.push(r),
+                Ok(r) if r.is_alive() => alive.push(r),
                 other => {
                     tracing::info!(file = %p.display(), "clearing orphaned runner file ({})",
                         other.map(|r| format!("pid {} is gone", r.pid)).unwrap_or_else(|e| e.to_string()));
@@ -276,6 +276,47 @@ pub struct RunnerRecord {
     pub pid: u32,
     /// When it started, in ms since the epoch.
     pub started_at: i64,
+    /// The process's start time (`/proc/PID/stat`, clock ticks since boot): the record names
+    /// that process only, not a later one that got the same pid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_started: Option<u64>,
+}
+
+impl RunnerRecord {
+    /// The record of this process running orchestration `id`, started at `now_ms`.
+    pub fn of_this_process(id: &str, now_ms: i64) -> RunnerRecord {
+        let pid = std::process::id();
+        RunnerRecord {
+            orchestration_id: id.into(),
+            pid,
+            started_at: now_ms,
+            pid_started: process_identity(pid).map(|(started, _)| started),
+        }
+    }
+
+    /// Whether the process it names still runs: its pid exists and, where the start time
+    /// was recorded and can be read, it is the same process.
+    pub fn is_alive(&self) -> bool {
+        if !pid_alive(self.pid) || is_zombie(self.pid) {
+            return false;
+        }
+        match (self.pid_started, process_identity(self.pid)) {
+            (Some(recorded), Some((now, _))) => recorded == now,
+            _ => true,
+        }
+    }
+}
+
+/// Whether process `pid` has ended and waits to be reaped (state `Z` in `/proc/PID/stat`):
+/// a runner killed while its parent lives on still has a `/proc` entry, but runs nothing.
+fn is_zombie(pid: u32) -> bool {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    stat.rfind(')')
+        .and_then(|i| stat.get(i + 1..))
+        .and_then(|rest| rest.split_whitespace().next())
+        == Some("Z")
 }
 
 /// Opens (creating it and its folder) a file that only carries a lock.

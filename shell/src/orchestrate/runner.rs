@@ -121,7 +121,11 @@ pub fn execute(
         Effect::LookUp(wf) => Some(Input::Workflow(deps.lookup_workflow(&wf))),
         Effect::ReadTasks(phase) => Some(Input::Tasks(deps.read_tasks(phase.as_deref()))),
         Effect::ReadBranch => Some(Input::Branch(deps.current_branch())),
-        Effect::Spawn { request, .. } => Some(Input::Spawned(deps.spawn(&request))),
+        Effect::Spawn {
+            request,
+            workflow_id,
+            ..
+        } => Some(Input::Spawned(deps.spawn_as(&request, &workflow_id))),
         Effect::AskHelper { case, context } => Some(Input::HelperAnswer(match case {
             HelperCase::CorruptState => recover_state(deps, context),
             HelperCase::StaleWorkflow => handle_stale(deps, context),
@@ -242,11 +246,7 @@ pub async fn run(
             });
         }
     }
-    files.write_runner(&RunnerRecord {
-        orchestration_id: id.into(),
-        pid: me,
-        started_at: deps.now_ms(),
-    })?;
+    files.write_runner(&RunnerRecord::of_this_process(id, deps.now_ms()))?;
     let result = run_loop(deps, id, wake, poll, &mut on_iteration).await;
     let _ = files.clear_runner(id);
     result

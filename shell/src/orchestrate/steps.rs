@@ -3,6 +3,7 @@
 //! is the workflow's status — running, waiting for input, and idle after the send meaning
 //! done — so a lost hook never makes a step look stale. Alternatively a headless
 //! `claude -p --output-format json` process, whose `total_cost_usd` counts against the budget.
+//! An agent's step costs what its transcript's `usage` says, priced by the price table.
 //!
 //! Each workflow has a record, `.specflow/workflows/workflow-{id}.json`, so that a restarted
 //! runner (or `orchestrate status`) still finds it; a finished workflow's record keeps its
@@ -14,6 +15,7 @@ use headspace_core::orchestration::{
     activity_named, follow_agent, headless_exit, headless_running, Progress, SpawnRequest,
     WorkflowStatus, WorkflowView,
 };
+use headspace_core::usage::{transcript_cost_usd, PriceTable};
 use headspace_core::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -120,6 +122,7 @@ pub struct Steps {
     project: PathBuf,
     records: PathBuf,
     read_only: bool,
+    prices: PriceTable,
 }
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -133,7 +136,14 @@ impl Steps {
             project: project.to_path_buf(),
             records: records.to_path_buf(),
             read_only,
+            prices: PriceTable::builtin(),
         }
+    }
+
+    /// These workflows with an agent's steps priced by `prices` instead of the shipped table.
+    pub fn with_prices(mut self, prices: PriceTable) -> Self {
+        self.prices = prices;
+        self
     }
 
     fn record_path(&self, id: &str) -> PathBuf {
@@ -160,6 +170,27 @@ impl Steps {
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
         );
+        self.spawn_with_id(req, &id, now_ms)
+    }
+
+    /// Starts the workflow for `req` as `id` (an id that is not a plain file name gets one
+    /// of this process's). Its record is written before the step is typed or started, so
+    /// a runner that dies in between leaves a trace the next one can adopt.
+    pub fn spawn_with_id(
+        &self,
+        req: &SpawnRequest,
+        id: &str,
+        now_ms: i64,
+    ) -> Result<String, String> {
+        let plain = !id.is_empty()
+            && id.len() <= 100
+            && id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !plain || self.read(id).is_some() {
+            return self.spawn(req, now_ms);
+        }
+        let id = id.to_string();
         let prompt = prompt_for(req);
         let mut record = WorkflowRecord {
             id: id.clone(),
@@ -174,6 +205,31 @@ impl Steps {
             last_activity_ms: now_ms,
             error: None,
         };
+        if let StepRunner::Agent { agent, .. } = &self.runner {
+            record.agent = Some(agent.clone());
+        }
+        // Recorded before it starts: see above.
+        self.write(&record);
+        match self.start(&id, &prompt) {
+            Ok(pid) => {
+                record.pid = pid;
+                record.pid_started =
+                    pid.and_then(|p| super::project_files::process_identity(p).map(|(s, _)| s));
+            }
+            Err(e) => {
+                record.status = WorkflowStatus::Failed;
+                record.error = Some(e.clone());
+                self.write(&record);
+                return Err(e);
+            }
+        }
+        self.write(&record);
+        Ok(id)
+    }
+
+    /// Types `prompt` into the agent's pane (after `/clear`), or starts it headless as
+    /// workflow `id`; the headless process's pid.
+    fn start(&self, id: &str, prompt: &str) -> Result<Option<u32>, String> {
         match &self.runner {
             StepRunner::Agent {
                 agent,
@@ -206,16 +262,12 @@ impl Steps {
                     &format!("/api/agents/{seg}/send"),
                     Some(json!({"text": prompt})),
                 )?;
-                record.agent = Some(agent.clone());
+                Ok(None)
             }
             StepRunner::Headless { command, .. } => {
-                let pid = self.spawn_headless(&id, command, &prompt)?;
-                record.pid = Some(pid);
-                record.pid_started = super::project_files::process_identity(pid).map(|(s, _)| s);
+                self.spawn_headless(id, command, prompt).map(Some)
             }
         }
-        self.write(&record);
-        Ok(id)
     }
 
     /// Runs `command prompt` detached in the project, its output and exit code going to
@@ -276,13 +328,22 @@ impl Steps {
                 )
                 .ok()?;
                 let activity = activity_named(w["activity"].as_str()?)?;
+                let info = call(addr, token, "GET", &format!("/api/agents/{seg}"), None).ok();
                 // When it last did something, for a running step: the agent's last sighting.
                 let last_seen = (activity == headspace_core::Activity::Running)
-                    .then(|| call(addr, token, "GET", &format!("/api/agents/{seg}"), None).ok())
+                    .then_some(info.as_ref())
                     .flatten()
                     .and_then(|a| Timestamp::from_json(&a["last_seen_at"]))
                     .map(Timestamp::millis);
                 let mut p = r.progress();
+                // The step's cost: what its agent's transcript used since the step was sent.
+                // Never lowered: a later session of the agent does not undo what was spent.
+                if let Some(path) = info.as_ref().and_then(|a| a["transcript_path"].as_str()) {
+                    if let Ok(text) = std::fs::read_to_string(path) {
+                        let cost = transcript_cost_usd(&text, Some(r.started_at_ms), &self.prices);
+                        p.cost_usd = p.cost_usd.max(cost);
+                    }
+                }
                 follow_agent(&mut p, activity, last_seen, &agent, now_ms);
                 r.set_progress(p);
             }

@@ -286,6 +286,12 @@ async fn serve(
     if let Some(command) = args.notify_command.clone() {
         crate::server::notifier::start(app.hub.clone(), app.store.clone(), command);
     }
+    // Orchestration runs whose runner died with the machine or the server: shown as such,
+    // and restarted where the user chose it.
+    tokio::spawn({
+        let app = app.clone();
+        async move { http::revive_runners(&app).await }
+    });
     eprintln!(
         "headspace: listening on http://{local}/ (claude dir {})",
         claude_dir.display()

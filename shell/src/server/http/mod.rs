@@ -36,6 +36,7 @@ use audit::{audit_agent, audit_all, audit_summary};
 use body::*;
 pub use body::{with_guard, Body};
 use login::*;
+pub use orchestration::revive_runners;
 use orchestration::*;
 
 /// Everything a request handler needs.

@@ -120,7 +120,7 @@ pub(super) async fn start_orchestration(app: &App, body: &[u8]) -> Response<Body
         Err(e) => {
             return error(
                 StatusCode::BAD_REQUEST,
-                format!("body must be {{\"project\": DIR, \"agent\": ID, \"auto_merge\"?: bool, \"budget\"?: dollars}}: {e}"),
+                format!("body must be {{\"project\": DIR, \"agent\": ID, \"auto_merge\"?: bool, \"budget\"?: dollars, \"pause_between_batches\"?: bool, \"max_heal_attempts\"?: N, \"restart_on_server_start\"?: bool}}: {e}"),
             )
         }
     };
@@ -148,4 +148,21 @@ pub(super) async fn start_orchestration(app: &App, body: &[u8]) -> Response<Body
         ),
         Err(e) => error(StatusCode::BAD_REQUEST, e),
     }
+}
+
+/// At the server's start-up: every run of a known agent's project whose runner is gone is
+/// logged, and restarted when it was started with `--restart-on-server-start`.
+pub async fn revive_runners(app: &App) {
+    let Ok(projects) = agent_projects(app).await else {
+        return;
+    };
+    let (token, addr) = (app.token.clone(), app.self_addr.clone());
+    let _ = tokio::task::spawn_blocking(move || {
+        crate::orchestrate::revive::revive_at_start_up(
+            projects.iter().map(PathBuf::as_path),
+            &addr,
+            token.as_deref(),
+        )
+    })
+    .await;
 }
