@@ -118,6 +118,7 @@
 pub mod access;
 pub mod activity;
 pub mod audit;
+pub mod commands;
 pub mod discovery;
 pub mod engine;
 pub mod entry;

@@ -269,12 +269,7 @@ impl Core {
         if busy || self.config.evict_after_ms <= 0 {
             return None;
         }
-        let quiet_since = a
-            .row
-            .last_seen_at
-            .max(a.last_signal_at)
-            .max(a.last_turn_at)
-            .max(a.back_at);
+        let quiet_since = a.heard_at().max(a.back_at);
         let after = if a.row.ended {
             self.config.evict_after_ms.min(ENDED_GRACE_MS)
         } else {
@@ -294,7 +289,7 @@ impl Core {
             .collect();
         for id in due {
             if let Some(a) = self.agents.remove(&id) {
-                let quiet_since = a.row.last_seen_at.max(a.last_signal_at).max(a.last_turn_at);
+                let quiet_since = a.heard_at();
                 debug!(
                     "[EVICT] agent {id} ({}) leaves memory; the store keeps it",
                     if a.row.ended { "ended" } else { "silent" }

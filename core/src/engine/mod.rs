@@ -386,6 +386,14 @@ impl AgentState {
         *latest = (*latest).max(at);
     }
 
+    /// When anything was last heard of it: a hook, a transcript line or a turn.
+    fn heard_at(&self) -> Timestamp {
+        self.row
+            .last_seen_at
+            .max(self.last_signal_at)
+            .max(self.last_turn_at)
+    }
+
     /// Whether the task's latest question was asked with the AskUserQuestion tool.
     fn tool_question(&self, task: TaskId) -> bool {
         self.questions

@@ -96,10 +96,7 @@ impl Core {
             .agents
             .iter()
             .filter(|(_, a)| !a.row.ended && !a.pane_witness.listed)
-            .filter(|(_, a)| {
-                let quiet = a.row.last_seen_at.max(a.last_signal_at).max(a.last_turn_at);
-                now >= quiet.add_millis(limit)
-            })
+            .filter(|(_, a)| now >= a.heard_at().add_millis(limit))
             .map(|(id, _)| *id)
             .collect();
         for id in due {
