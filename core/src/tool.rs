@@ -83,9 +83,50 @@ pub fn with_tool(mut dialog: Value, tool: Option<&Value>) -> Value {
     dialog
 }
 
+/// Whether the pane's `screen` shows `tool` (as [`asked_tool`] describes it): its summary's
+/// file name, for a path, or the start of its first line, spaces evened out. A tool whose
+/// hook was lost leaves the one asked before it behind; a dialog that does not show that
+/// one's command or file is about another tool. A tool without a summary cannot be checked
+/// and counts as shown.
+pub fn shown_on(tool: &Value, screen: &str) -> bool {
+    let Some(summary) = tool.get("summary").and_then(Value::as_str) else {
+        return true;
+    };
+    let squeeze = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let first = squeeze(summary.lines().next().unwrap_or_default());
+    let looks_like_path = !first.contains(' ') && first.contains('/');
+    let needle: String = if looks_like_path {
+        first.rsplit('/').find(|p| !p.is_empty()).unwrap_or(&first).to_string()
+    } else {
+        // A wrapped line breaks after a screen's width: the first 24 characters fit any.
+        first.chars().take(24).collect()
+    };
+    if needle.is_empty() {
+        return true;
+    }
+    let lines: Vec<String> = screen
+        .lines()
+        .map(|l| squeeze(&l.replace(['│', '┃'], " ")))
+        .collect();
+    lines.join(" ").contains(&needle) || lines.iter().any(|l| cut_short(l, &first))
+}
+
+/// Whether `line` shows `text` cut short with `…` (a long command in a narrow dialog): the
+/// words right before the `…`, at least six characters of them, begin `text`.
+fn cut_short(line: &str, text: &str) -> bool {
+    line.split('…').rev().skip(1).any(|before| {
+        let before = before.trim_end();
+        before
+            .char_indices()
+            .filter(|&(i, _)| i == 0 || before[..i].ends_with(' '))
+            .map(|(i, _)| &before[i..])
+            .any(|tail| tail.chars().count() >= 6 && text.starts_with(tail))
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{asked_tool, with_tool, FIELD_CHARS};
+    use super::{asked_tool, shown_on, with_tool, FIELD_CHARS};
     use serde_json::json;
 
     #[test]
@@ -122,5 +163,27 @@ mod tests {
         let other = json!({"name": "Edit"});
         let both = with_tool(with_tool(dialog, Some(&tool)), Some(&other));
         assert_eq!(both["tool"], tool);
+    }
+
+    #[test]
+    fn a_tool_is_shown_by_its_command_or_its_file_name() {
+        let dialog = "╭──────────────╮\n│ Bash command │\n│   cargo   test --workspace │\n│ Do you want to proceed? │\n";
+        let bash = |c: &str| asked_tool("Bash", Some(&json!({"command": c})));
+        assert!(shown_on(&bash("cargo test --workspace"), dialog));
+        assert!(
+            !shown_on(&bash("rm -rf target"), dialog),
+            "the tool asked before, whose hook was not lost"
+        );
+        let edit = asked_tool("Edit", Some(&json!({"file_path": "/home/u/p/src/lib.rs"})));
+        assert!(shown_on(
+            &edit,
+            "Do you want to make this edit to lib.rs?\n❯ 1. Yes\n"
+        ));
+        assert!(!shown_on(&edit, "Do you want to make this edit to main.rs?\n"));
+        assert!(shown_on(&asked_tool("Mystery", None), "anything"));
+        let long = bash("rm -rf target/debug/deps");
+        assert!(shown_on(&long, "│ Bash command │\n│   rm -rf tar… │\n"), "cut short");
+        assert!(!shown_on(&long, "│   rm -rf fo… │\n"), "another command cut short");
+        assert!(!shown_on(&long, "│   rm -r… │\n"), "too little to tell");
     }
 }

@@ -102,3 +102,57 @@ fn a_hook_after_the_dialog_was_read_adds_its_tool_to_it() {
     );
     assert_eq!(stored_permission(&mut core), None, "nothing changed");
 }
+
+#[test]
+fn a_dialog_whose_hook_was_lost_does_not_show_the_tool_asked_before() {
+    let (mut core, s) = core_with_agent();
+    core.handle(Timestamp(2_000), permission_hook(&s, "rm -rf target/debug/deps"));
+    while core.poll_command().is_some() {}
+    core.handle(
+        Timestamp(2_500),
+        Input::Pane {
+            pane: "%4".into(),
+            text: DIALOG.into(),
+        },
+    );
+    while core.poll_command().is_some() {}
+    // That tool ran; the next one's PermissionRequest hook is lost.
+    core.handle(
+        Timestamp(3_000),
+        Input::Hook {
+            event: None,
+            body: s.hook("PostToolUse", Some("%4"), None, json!({"tool_name": "Bash"})),
+        },
+    );
+    let next = "│ Bash command            │\n│   cargo publish         │\n│ Do you want to proceed? │\n│ ❯ 1. Yes                │\n│   2. No                 │\n";
+    core.handle(
+        Timestamp(3_500),
+        Input::Pane {
+            pane: "%4".into(),
+            text: next.into(),
+        },
+    );
+    let permission = stored_permission(&mut core).flatten().expect("a dialog");
+    assert_eq!(
+        permission.get("tool"),
+        None,
+        "not the rm of the dialog before: {permission}"
+    );
+}
+
+#[test]
+fn a_dialog_that_shows_another_command_than_the_hooks_gets_no_tool() {
+    let (mut core, s) = core_with_agent();
+    // The hook of an earlier tool arrived, its PostToolUse was lost too.
+    core.handle(Timestamp(2_000), permission_hook(&s, "git push --force"));
+    while core.poll_command().is_some() {}
+    core.handle(
+        Timestamp(2_500),
+        Input::Pane {
+            pane: "%4".into(),
+            text: DIALOG.into(),
+        },
+    );
+    let permission = stored_permission(&mut core).flatten().expect("a dialog");
+    assert_eq!(permission.get("tool"), None, "{permission}");
+}

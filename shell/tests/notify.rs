@@ -71,5 +71,11 @@ fn the_notify_command_receives_a_waiting_agent_and_a_finished_task() {
         "nothing else was told: {:?}",
         told(&out)
     );
+    // The notifier listens to the event hub but is not a client of it.
+    let (_, metrics) = server.get("/metrics");
+    assert!(
+        metrics.lines().any(|l| l == "headspace_sse_clients 0"),
+        "no browser is connected, the notifier is not counted: {metrics}"
+    );
     server.stop();
 }

@@ -118,7 +118,11 @@ impl Core {
                     self.note_asked_tool(agent_id, &hook);
                 }
             }
-            HookEvent::PostToolUse => self.set_flags(agent_id, None, Some(false)),
+            HookEvent::PostToolUse => {
+                // The tool ran: a later dialog is about another one.
+                self.agent_mut(agent_id).asked_tool = None;
+                self.set_flags(agent_id, None, Some(false))
+            }
             HookEvent::PermissionRequest => {
                 self.note_asked_tool(agent_id, &hook);
                 self.set_flags(agent_id, None, Some(true));

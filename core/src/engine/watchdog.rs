@@ -50,13 +50,15 @@ impl Core {
         let trust = self.config.trust_ms;
         let agent = self.agent_mut(agent_id);
         let dialog = match &reading.state {
-            // With the tool its hook named (the pane shows only part of the input).
+            // With the tool its hook named (the pane shows only part of the input), when the
+            // dialog shows that tool: a lost hook leaves an older tool behind.
             crate::pane::PaneState::Permission(q) => Some(crate::tool::with_tool(
                 q.clone(),
                 agent
                     .asked_tool
                     .as_ref()
-                    .or_else(|| agent.row.permission.as_ref()?.get("tool")),
+                    .or_else(|| agent.row.permission.as_ref()?.get("tool"))
+                    .filter(|t| crate::tool::shown_on(t, text)),
             )),
             _ => None,
         };

@@ -31,7 +31,7 @@ pub fn start(hub: Arc<Hub>, store: Arc<dyn Store>, command: String) {
         let mut last = hub.last_id();
         loop {
             // A listener that fell behind is dropped by the hub; it comes back where it was.
-            let mut rx = hub.connect(Some(last), Duration::from_secs(3600));
+            let mut rx = hub.listen(Some(last), Duration::from_secs(3600));
             while let Some(frame) = rx.recv().await {
                 let text = String::from_utf8_lossy(&frame);
                 for event in text.split("\n\n") {

@@ -115,17 +115,38 @@ impl Hub {
 
     /// Starts a client: what it missed since `last_id` (or a `gap` when that is no longer
     /// held), then live events, heartbeats every `heartbeat`. Returns the frames to send.
+    /// Counted in [`Hub::clients`] (the `headspace_sse_clients` gauge) while it lasts.
     pub fn connect(
         self: &Arc<Self>,
         last_id: Option<u64>,
         heartbeat: std::time::Duration,
+    ) -> mpsc::Receiver<Bytes> {
+        self.stream(last_id, heartbeat, true)
+    }
+
+    /// Like [`Hub::connect`] for a listener inside the server (the notifier): not a client,
+    /// so the gauge of connected clients does not count it.
+    pub fn listen(
+        self: &Arc<Self>,
+        last_id: Option<u64>,
+        heartbeat: std::time::Duration,
+    ) -> mpsc::Receiver<Bytes> {
+        self.stream(last_id, heartbeat, false)
+    }
+
+    fn stream(
+        self: &Arc<Self>,
+        last_id: Option<u64>,
+        heartbeat: std::time::Duration,
+        counted: bool,
     ) -> mpsc::Receiver<Bytes> {
         let (out, rx) = mpsc::channel::<Bytes>(CLIENT_QUEUE);
         let mut news = self.newest.subscribe();
         let hub = self.clone();
         // A client without Last-Event-ID starts at the present.
         let start = last_id.unwrap_or_else(|| *news.borrow_and_update());
-        hub.clients.fetch_add(1, Relaxed);
+        let count = i64::from(counted);
+        hub.clients.fetch_add(count, Relaxed);
         tokio::spawn(async move {
             let _ = out.send(Bytes::from_static(b"retry: 1000\n\n")).await;
             let mut sent = start;
@@ -167,7 +188,7 @@ impl Hub {
                     _ = out.closed() => break 'client,
                 }
             }
-            hub.clients.fetch_sub(1, Relaxed);
+            hub.clients.fetch_sub(count, Relaxed);
         });
         rx
     }
