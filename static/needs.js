@@ -45,7 +45,10 @@ function agentName(a) {
   if (own) return own;
   const folder = a.cwd ? String(a.cwd).split('/').filter(Boolean).pop() : null;
   const p = a.project || folder || 'agent';
-  return folder && folder !== p ? `${p} (${folder})` : p;
+  const base = folder && folder !== p ? `${p} (${folder})` : p;
+  // Two agents of one project often differ only by branch; the default branch says nothing.
+  const branch = a.git_branch && !['main', 'master'].includes(a.git_branch) ? a.git_branch : null;
+  return branch ? `${base} · ${branch}` : base;
 }
 
 /// What the agent asks, as elements: the question, the tool and its input, the options.

@@ -318,13 +318,37 @@ fn classify_user(raw: &RawLine<'_>, uuid: Option<String>, timestamp: Option<Time
 /// The working directory a transcript line names (`cwd`), read on its own: the core takes an
 /// agent's folder from its transcript when no hook gave it.
 pub fn line_cwd(line: &[u8]) -> Option<String> {
+    line_place(line).cwd
+}
+
+/// Where a transcript line says its session works: its folder and git branch.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LinePlace {
+    /// `cwd`, when it is an absolute path.
+    pub cwd: Option<String>,
+    /// `gitBranch`, when not empty (Claude Code writes "" outside a repository).
+    pub git_branch: Option<String>,
+}
+
+/// The folder and git branch a transcript line names, read on their own.
+pub fn line_place(line: &[u8]) -> LinePlace {
     #[derive(Deserialize)]
-    struct Cwd<'a> {
+    struct Place<'a> {
         #[serde(borrow, default)]
         cwd: Option<Cow<'a, str>>,
+        #[serde(borrow, default, rename = "gitBranch")]
+        git_branch: Option<Cow<'a, str>>,
     }
-    let c: Cwd<'_> = serde_json::from_slice(line).ok()?;
-    c.cwd.filter(|c| c.starts_with('/')).map(Cow::into_owned)
+    let Ok(p) = serde_json::from_slice::<Place<'_>>(line) else {
+        return LinePlace::default();
+    };
+    LinePlace {
+        cwd: p.cwd.filter(|c| c.starts_with('/')).map(Cow::into_owned),
+        git_branch: p
+            .git_branch
+            .filter(|b| !b.trim().is_empty())
+            .map(Cow::into_owned),
+    }
 }
 
 /// What the text of a user line (not a tool result) is: the end of a turn (an interrupt, or

@@ -74,6 +74,10 @@ pub struct AgentRow {
     /// that after a restart the reaper still knows what to look for.
     #[serde(default)]
     pub claude_pid: Option<u32>,
+    /// The git branch its transcript last named (`gitBranch` of its first line and of each
+    /// prompt), shown with its name: two agents of one project often differ only by it.
+    #[serde(default)]
+    pub git_branch: Option<String>,
 }
 
 /// A task row: a user command and what followed.

@@ -135,6 +135,7 @@ impl AgentView {
             "sessions": a.sessions,
             "project": a.project,
             "cwd": a.cwd,
+            "git_branch": a.git_branch,
             "transcript_path": a.transcript_path,
             "tmux_pane": a.tmux_pane,
             "state": self.state().as_str(),

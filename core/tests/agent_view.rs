@@ -28,6 +28,7 @@ fn agent(id: u64, session: &str, pane: Option<&str>, seen: i64) -> AgentRow {
         last_seen_at: t(seen),
         end_reason: None,
         claude_pid: None,
+        git_branch: None,
     }
 }
 

@@ -280,3 +280,45 @@ fn a_prompt_typed_in_the_pane_counts_as_running_until_the_pane_is_idle_again() {
     );
     assert_eq!(activity(&r), Activity::Idle);
 }
+
+/// `line` with `gitBranch` set, as Claude Code writes it in a repository.
+fn on_branch(line: &str, branch: &str) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+    v["gitBranch"] = json!(branch);
+    v.to_string()
+}
+
+#[test]
+fn the_agent_takes_its_git_branch_from_the_first_line_and_each_prompt() {
+    let mut r = Replayer::new(CLAUDE_DIR);
+    let mut s = SessionWriter::new(7, at(1_000));
+    s.cwd = "/work/alpha".into();
+    s.dir = headspace_core::engine::claude_project_dir("/work/alpha");
+    let path = s.path();
+    let append = |r: &mut Replayer, ms: i64, line: String| {
+        r.step(
+            at(ms),
+            Step::Append {
+                path: path.clone(),
+                data: format!("{line}\n").into_bytes(),
+            },
+        )
+    };
+    let first = s.prompt("start", None).json;
+    append(&mut r, 1_000, on_branch(&first, "feature/login"));
+    assert_eq!(
+        agent_of(&r, &s).git_branch.as_deref(),
+        Some("feature/login")
+    );
+    // An agent's text on another branch (a command ran `git switch`) is not where the branch
+    // is read; the next prompt is.
+    let reply = s.agent_text("switched").json;
+    append(&mut r, 2_000, on_branch(&reply, "main"));
+    let prompt = s.prompt("go on", None).json;
+    append(&mut r, 3_000, on_branch(&prompt, "fix/parser"));
+    assert_eq!(agent_of(&r, &s).git_branch.as_deref(), Some("fix/parser"));
+    // Outside a repository Claude Code writes an empty branch: the last one stays.
+    let prompt = s.prompt("and now", None).json;
+    append(&mut r, 4_000, on_branch(&prompt, ""));
+    assert_eq!(agent_of(&r, &s).git_branch.as_deref(), Some("fix/parser"));
+}

@@ -26,6 +26,7 @@ fn agent(id: u64) -> AgentRow {
         last_seen_at: t(0),
         end_reason: None,
         claude_pid: None,
+        git_branch: None,
     }
 }
 

@@ -166,6 +166,7 @@ impl Core {
             last_seen_at: self.now,
             end_reason: None,
             claude_pid: None,
+            git_branch: None,
         };
         self.out
             .push_back(Command::Store(Write::Agent(row.clone())));

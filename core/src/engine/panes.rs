@@ -167,7 +167,7 @@ impl Core {
     }
 
     /// What a transcript line tells about its agent besides its turn: its folder, when no
-    /// hook gave one, and the time its session began; and a prompt written after the reaper
+    /// hook gave one, its git branch, and the time its session began; and a prompt written after the reaper
     /// ended the agent says it lives (a resumed session). Other lines written late may be the
     /// tail of its last turn.
     pub(super) fn learn_from_line(
@@ -180,15 +180,23 @@ impl Core {
         let Some(agent) = self.agents.get_mut(&id) else {
             return;
         };
+        let first_read = agent.first_line_at.is_none();
         if let Some(at) = at {
             let first = agent.first_line_at.get_or_insert(at);
             *first = (*first).min(at);
         }
-        if agent.row.cwd.is_none() {
-            if let Some(cwd) = crate::entry::line_cwd(line) {
+        // Read the line's place only when it can change something: the folder until one is
+        // known, the branch at the first line and at each prompt (a branch switch shows there).
+        if agent.row.cwd.is_none() || prompt || agent.row.git_branch.is_none() && first_read {
+            let place = crate::entry::line_place(line);
+            if let (None, Some(cwd)) = (&agent.row.cwd, place.cwd) {
                 debug!("[DISCOVERY] agent {id}: folder {cwd} from its transcript");
                 agent.row.project = super::project_of(&cwd);
                 agent.row.cwd = Some(cwd);
+                self.dirty_agents.insert(id);
+            }
+            if place.git_branch.is_some() && place.git_branch != agent.row.git_branch {
+                agent.row.git_branch = place.git_branch;
                 self.dirty_agents.insert(id);
             }
         }

@@ -25,6 +25,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0005_agent_end_reason.sql",
         include_str!("../../../migrations/0005_agent_end_reason.sql"),
     ),
+    (
+        "0006_agent_git_branch.sql",
+        include_str!("../../../migrations/0006_agent_git_branch.sql"),
+    ),
 ];
 
 /// Why migrating failed.

@@ -60,7 +60,7 @@ impl PgStore {
                     (SELECT count(*) FROM turns u WHERE u.agent_id = a.id),
                     (SELECT left(c.text, {p}) FROM turns c WHERE c.task_id = t.id AND c.actor = 'user' ORDER BY c.\"timestamp\", c.id LIMIT 1),
                     l.actor, l.intent, left(l.text, {p}), {},
-                    left(q.text, {p}), q.question, a.end_reason, a.claude_pid
+                    left(q.text, {p}), q.question, a.end_reason, a.claude_pid, a.git_branch
              FROM agents a
              LEFT JOIN LATERAL (SELECT * FROM tasks x WHERE x.agent_id = a.id ORDER BY x.started_at DESC, x.id DESC LIMIT 1) t ON true
              LEFT JOIN LATERAL (SELECT * FROM turns y WHERE y.agent_id = a.id ORDER BY y.\"timestamp\" DESC, y.id DESC LIMIT 1) l ON true
@@ -119,7 +119,7 @@ impl PgStore {
         let named: Vec<AgentRow> = c
             .query(
                 &format!(
-                    "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission, end_reason, claude_pid
+                    "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission, end_reason, claude_pid, git_branch
                      FROM agents WHERE id = $1 OR session_id = $2 OR $2 = ANY(sessions) OR tmux_pane = $2",
                     ms("last_seen_at"),
                     ms("sent_at"),
@@ -189,8 +189,8 @@ impl PgStore {
 const TURN_SELECT: &str = "SELECT id, agent_id, task_id, actor, intent, text, (extract(epoch from \"timestamp\") * 1000)::bigint, timestamp_source,
     entry_uuid, source, hook_key, prompt_id, tool_use_id, question, session_id FROM turns";
 
-/// An agent row from columns 0..=11, and its end reason and Claude pid at `extra` and
-/// `extra + 1` (the joined card query has them last).
+/// An agent row from columns 0..=11, and its end reason, Claude pid and git branch at
+/// `extra`, `extra + 1` and `extra + 2` (the joined card query has them last).
 fn agent_row(r: &Row, extra: usize) -> AgentRow {
     AgentRow {
         id: r.get::<_, i64>(0) as u64,
@@ -207,6 +207,7 @@ fn agent_row(r: &Row, extra: usize) -> AgentRow {
         permission: r.get(11),
         end_reason: r.get(extra),
         claude_pid: r.get::<_, Option<i64>>(extra + 1).map(|p| p as u32),
+        git_branch: r.get(extra + 2),
     }
 }
 
@@ -266,7 +267,7 @@ async fn rows(
     let agents = c
         .query(
             &format!(
-                "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission, end_reason, claude_pid FROM agents {} ORDER BY id",
+                "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission, end_reason, claude_pid, git_branch FROM agents {} ORDER BY id",
                 ms("last_seen_at"),
                 ms("sent_at"),
                 on("id")
