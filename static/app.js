@@ -204,6 +204,7 @@ function renderAgents() {
   if (!agents.length) root.appendChild(emptyNote());
   renderSummary();
   renderNeeds();
+  rerenderOrchestrations();
 }
 
 /// The header's counts, from the same shown state as the cards; kept current on every change.
@@ -235,6 +236,7 @@ function updateCard(a) {
     old.replaceWith(card(a));
     renderSummary();
     renderNeeds();
+    rerenderOrchestrations();
   } else renderAgents();
   if (hs.open === a.id) convTitle(a);
 }

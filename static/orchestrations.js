@@ -51,6 +51,13 @@ function orchestrationPanel(o) {
     if (opts.length) r.appendChild(el('div', 'hint', `Options: ${opts.map((x) => (typeof x === 'string' ? x : x.label || x.action || JSON.stringify(x))).join(' · ')}`));
     p.appendChild(r);
   }
+  const asking = runAgentAsking(o);
+  if (asking) {
+    const q = el('div', 'run-asks');
+    q.dataset.agent = asking.id;
+    q.append(el('div', 'hint', 'The run\u2019s agent asks:'), askedBlock(asking, true));
+    p.appendChild(q);
+  }
   const blocked = o.blockedTasks || [];
   if (blocked.length) {
     p.appendChild(el('div', 'hint blocked', `Skipped: ${blocked.map((b) => (b.reason ? `${b.task} (${b.reason})` : b.task)).join(', ')}`));
@@ -89,7 +96,20 @@ function orchestrationPanel(o) {
   return p;
 }
 
+/// The agent running `o`'s steps (by id, pane or session, as the run names it) when it waits
+/// on a question or a permission: a run stands still until someone answers it.
+function runAgentAsking(o) {
+  const ref = o.agent == null ? null : String(o.agent);
+  if (!ref) return null;
+  for (const a of hs.agents.values()) {
+    if ([String(a.id), a.tmux_pane, a.session_id].includes(ref)) return shownState(a) === 'waiting' ? a : null;
+  }
+  return null;
+}
+
+let lastOrchestrations = [];
 function renderOrchestrations(list) {
+  lastOrchestrations = list;
   const root = $('orchestrations');
   // A start form being filled in stays across refreshes.
   const form = root.querySelector('.orch-start');
@@ -101,6 +121,12 @@ async function loadOrchestrations() {
   try {
     renderOrchestrations(await api('/api/orchestrations'));
   } catch (e) { /* the server is down: the next refresh tries again */ }
+}
+
+/// Panels again from the last list, when an agent's card changed (its question may be a
+/// run's).
+function rerenderOrchestrations() {
+  if (lastOrchestrations.some((o) => o.agent != null)) renderOrchestrations(lastOrchestrations);
 }
 
 let orchTimer = null;

@@ -321,7 +321,7 @@ fn an_orchestration_panel_shows_the_run_and_its_buttons_drive_it() {
     std::fs::write(
         project.join(".specflow/workflows/orchestration-run1.json"),
         json!({"id": "run1", "status": "running", "startedAt": started, "currentPhase": "implement",
-            "config": {"autoMerge": false, "budget": {"maxTotal": 20}},
+            "config": {"autoMerge": false, "budget": {"maxTotal": 20}, "headspace": {"agent": "%9"}},
             "batches": {"total": 2, "current": 1, "items": [
                 {"index": 0, "section": "Setup", "status": "completed"},
                 {"index": 1, "section": "Core", "status": "running"}]},
@@ -346,7 +346,31 @@ fn an_orchestration_panel_shows_the_run_and_its_buttons_drive_it() {
             json!({"source": "startup"}),
         ),
     );
+    // The run's agent asks a question: the run stands still until it is answered.
+    for (event, extra) in [
+        ("UserPromptSubmit", json!({"prompt": "/flow.implement"})),
+        (
+            "PreToolUse",
+            json!({"tool_name": "AskUserQuestion", "tool_use_id": "toolu_o1",
+                   "tool_input": {"questions": [{"question": "Which payment provider?",
+                       "options": [{"label": "Stripe"}, {"label": "Adyen"}]}]}}),
+        ),
+    ] {
+        let (status, body) = server.post(
+            &format!("/hook/{event}"),
+            &hook(&s, &claude, "%9", event, extra),
+        );
+        assert_eq!(status, 200, "{body}");
+    }
     browser.goto(&format!("http://{}/", server.addr));
+    let asks = browser.until(
+        "the run agent's question in its panel",
+        "const q = document.querySelector('.orch .run-asks'); return q && q.querySelectorAll('button').length === 2 && q.textContent",
+    );
+    assert!(
+        asks.as_str().unwrap().contains("Which payment provider?"),
+        "{asks}"
+    );
     let steps = browser.until(
         "the orchestration panel",
         "const p = document.querySelector('.orch'); return p && [...p.querySelectorAll('.steps-bar li')].map(l => l.className)",

@@ -248,6 +248,8 @@ pub fn status(deps: &dyn Deps) -> Result<Value, ControlError> {
     let runner = record.as_ref().map(|r| json!({"pid": r.pid, "startedAt": Timestamp(r.started_at).to_string(), "alive": r.is_alive()}));
     let mut v = status_json(&exec, &state, state_error, view.as_ref(), runner);
     v["runnerGone"] = json!(runner_gone(files, &exec));
+    // The agent that runs the steps (agent mode): the panel shows what it asks.
+    v["agent"] = json!(super::live::Settings::of(&exec).agent);
     v["pastRuns"] = Value::Array(past_runs(files, &exec.id));
     Ok(v)
 }
