@@ -52,7 +52,7 @@ function agentName(a) {
 }
 
 /// What the agent asks, as elements: the question, the tool and its input, the options.
-function askedBlock(a, withOptions) {
+function askedBlock(a, withOptions, place) {
   const box = el('div', 'asked');
   const q = a.question;
   if (!q) {
@@ -72,12 +72,21 @@ function askedBlock(a, withOptions) {
   } else if (Array.isArray(dialog.detail) && dialog.detail.length) {
     box.appendChild(el('pre', 'tool-input', dialog.detail.join('\n')));
   }
+  if (isWizard(dialog)) {
+    // Several questions or several picks: a form where there is room, a pointer on a card.
+    if (withOptions && place) box.appendChild(answerForm(dialog, a.id, place));
+    else {
+      box.appendChild(el('div', 'asked-text', q.text));
+      box.appendChild(el('div', 'hint', 'Answer it under “Needs you”.'));
+    }
+    return box;
+  }
   box.appendChild(el('div', 'asked-text', q.text));
-  const qs = dialog.questions || [];
-  qs.slice(1).forEach((more) => box.appendChild(el('div', 'asked-more', more.question)));
   if (withOptions) {
     const o = options(dialog, a.id);
     if (o) box.appendChild(o);
+    // An AskUserQuestion also takes a typed answer (its "Type something." row).
+    if (o && dialog.questions && place) box.appendChild(otherAnswer(a.id, place, q.text));
     else box.appendChild(replyBox(a.id));
   }
   return box;
@@ -124,7 +133,7 @@ function renderNeeds() {
     const waited = el('span', 'since', since(from));
     waited.dataset.since = from;
     head.append(name, el('span', 'need-pane', a.tmux_pane || ''), waited);
-    item.append(head, askedBlock(a, true));
+    item.append(head, askedBlock(a, true, 'needs'));
     return item;
   });
   const title = el('h2', 'needs-title', `Needs you (${list.length})`);

@@ -55,7 +55,7 @@ function orchestrationPanel(o) {
   if (asking) {
     const q = el('div', 'run-asks');
     q.dataset.agent = asking.id;
-    q.append(el('div', 'hint', 'The run\u2019s agent asks:'), askedBlock(asking, true));
+    q.append(el('div', 'hint', 'The run\u2019s agent asks:'), askedBlock(asking, true, 'orch'));
     p.appendChild(q);
   }
   const blocked = o.blockedTasks || [];

@@ -115,6 +115,9 @@ pub enum Write {
 }
 
 /// Something the shell must do, drained with [`crate::Core::poll_command`].
+// Most commands are store writes, an agent's row the largest: boxing it would add an
+// allocation to the common case to save bytes in a short queue.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 #[must_use]
 pub enum Command {

@@ -119,6 +119,7 @@ pub mod access;
 pub mod activity;
 pub mod audit;
 pub mod commands;
+pub mod dialog;
 pub mod discovery;
 pub mod engine;
 pub mod entry;

@@ -37,7 +37,7 @@ fn is_rule(line: &str) -> bool {
     t.chars().count() >= 10 && t.chars().all(|c| c == '─' || c == '━')
 }
 
-fn strip_box(line: &str) -> &str {
+pub(crate) fn strip_box(line: &str) -> &str {
     line.trim()
         .trim_start_matches(['│', '┃'])
         .trim_end_matches(['│', '┃'])
@@ -119,7 +119,7 @@ fn numbered_option(line: &str) -> Option<(Option<usize>, String)> {
 /// each with its whole text: an option that wraps in a narrow pane goes on over the lines
 /// below it, indented under its text (Claude Code's wrapping) or filling the pane's whole
 /// width (the terminal's), and those lines are joined to it.
-fn options_with_text(lines: &[&str]) -> Vec<(Option<usize>, String)> {
+pub(crate) fn options_with_text(lines: &[&str]) -> Vec<(Option<usize>, String)> {
     // The pane's width, as far as the capture shows it: a line this long was cut by the
     // terminal and goes on at the start of the next.
     let width = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0);
@@ -184,7 +184,7 @@ fn numbered_options(lines: &[&str]) -> Vec<String> {
 
 /// `text` with every blank taken out: a label compared with the screen, wherever the pane
 /// wrapped it.
-fn squashed(text: &str) -> String {
+pub(crate) fn squashed(text: &str) -> String {
     text.chars()
         .filter(|c| !c.is_whitespace() && *c != '\u{a0}')
         .collect()

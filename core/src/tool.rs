@@ -96,7 +96,11 @@ pub fn shown_on(tool: &Value, screen: &str) -> bool {
     let first = squeeze(summary.lines().next().unwrap_or_default());
     let looks_like_path = !first.contains(' ') && first.contains('/');
     let needle: String = if looks_like_path {
-        first.rsplit('/').find(|p| !p.is_empty()).unwrap_or(&first).to_string()
+        first
+            .rsplit('/')
+            .find(|p| !p.is_empty())
+            .unwrap_or(&first)
+            .to_string()
     } else {
         // A wrapped line breaks after a screen's width: the first 24 characters fit any.
         first.chars().take(24).collect()
@@ -179,11 +183,20 @@ mod tests {
             &edit,
             "Do you want to make this edit to lib.rs?\n❯ 1. Yes\n"
         ));
-        assert!(!shown_on(&edit, "Do you want to make this edit to main.rs?\n"));
+        assert!(!shown_on(
+            &edit,
+            "Do you want to make this edit to main.rs?\n"
+        ));
         assert!(shown_on(&asked_tool("Mystery", None), "anything"));
         let long = bash("rm -rf target/debug/deps");
-        assert!(shown_on(&long, "│ Bash command │\n│   rm -rf tar… │\n"), "cut short");
-        assert!(!shown_on(&long, "│   rm -rf fo… │\n"), "another command cut short");
+        assert!(
+            shown_on(&long, "│ Bash command │\n│   rm -rf tar… │\n"),
+            "cut short"
+        );
+        assert!(
+            !shown_on(&long, "│   rm -rf fo… │\n"),
+            "another command cut short"
+        );
         assert!(!shown_on(&long, "│   rm -r… │\n"), "too little to tell");
     }
 }

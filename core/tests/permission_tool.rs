@@ -106,7 +106,10 @@ fn a_hook_after_the_dialog_was_read_adds_its_tool_to_it() {
 #[test]
 fn a_dialog_whose_hook_was_lost_does_not_show_the_tool_asked_before() {
     let (mut core, s) = core_with_agent();
-    core.handle(Timestamp(2_000), permission_hook(&s, "rm -rf target/debug/deps"));
+    core.handle(
+        Timestamp(2_000),
+        permission_hook(&s, "rm -rf target/debug/deps"),
+    );
     while core.poll_command().is_some() {}
     core.handle(
         Timestamp(2_500),
@@ -121,7 +124,12 @@ fn a_dialog_whose_hook_was_lost_does_not_show_the_tool_asked_before() {
         Timestamp(3_000),
         Input::Hook {
             event: None,
-            body: s.hook("PostToolUse", Some("%4"), None, json!({"tool_name": "Bash"})),
+            body: s.hook(
+                "PostToolUse",
+                Some("%4"),
+                None,
+                json!({"tool_name": "Bash"}),
+            ),
         },
     );
     let next = "│ Bash command            │\n│   cargo publish         │\n│ Do you want to proceed? │\n│ ❯ 1. Yes                │\n│   2. No                 │\n";

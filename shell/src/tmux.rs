@@ -3,6 +3,7 @@
 //! [`send_check`](headspace_core::send_check); this file only presses keys, sleeps and
 //! captures.
 
+use headspace_core::dialog::Key;
 use headspace_core::discovery::PaneListing;
 use headspace_core::send_check::{
     needs_clearing, Delivery, SendCheck, Sent, CLEAR_PAUSE, SETTLE_PAUSE, TYPE_PAUSE,
@@ -81,6 +82,41 @@ pub async fn interrupt(socket: Option<&str>, pane: &str) -> Result<(), String> {
     tmux(socket, &["send-keys", "-t", pane, "Escape"])
         .await
         .map(|_| ())
+}
+
+/// Presses `keys` in `pane`, in order (text typed as it is).
+pub async fn press(socket: Option<&str>, pane: &str, keys: &[Key]) -> Result<(), String> {
+    let mut named: Vec<&'static str> = Vec::new();
+    for key in keys {
+        let name = match key {
+            Key::Down => "Down",
+            Key::Up => "Up",
+            Key::Enter => "Enter",
+            Key::Space => "Space",
+            Key::Text(text) => {
+                flush_keys(socket, pane, &mut named).await?;
+                tmux(socket, &["send-keys", "-t", pane, "-l", text]).await?;
+                continue;
+            }
+        };
+        named.push(name);
+    }
+    flush_keys(socket, pane, &mut named).await
+}
+
+/// Sends the named keys gathered so far in one `send-keys`.
+async fn flush_keys(
+    socket: Option<&str>,
+    pane: &str,
+    named: &mut Vec<&'static str>,
+) -> Result<(), String> {
+    if named.is_empty() {
+        return Ok(());
+    }
+    let mut args = vec!["send-keys", "-t", pane];
+    args.extend(named.iter().copied());
+    named.clear();
+    tmux(socket, &args).await.map(|_| ())
 }
 
 /// Picks option `n` of the dialog on `pane` by its number key, as a user would (Claude Code

@@ -129,3 +129,128 @@ fn answering_picks_the_option_in_the_pane_and_the_agent_goes_on() {
     assert_eq!(status, 404);
     server.stop();
 }
+
+#[test]
+fn a_wizard_of_questions_is_answered_with_several_options_and_free_text() {
+    let Some(PaneWorld {
+        server,
+        claude,
+        tmux,
+    }) = PaneWorld::start("answer_wizard")
+    else {
+        return;
+    };
+    let script = claude.join("script.json");
+    let option = |l: &str| json!({"label": l, "description": format!("{l}, as described")});
+    std::fs::write(
+        &script,
+        json!({"turns": [{
+            "prompt": "set up the shop",
+            "replies": ["Looking.", "Done, set up."],
+            "ask": {"questions": [
+                {"question": "Which database?", "header": "Database", "multiSelect": false,
+                 "options": [option("PostgreSQL"), option("SQLite")]},
+                {"question": "Which features?", "header": "Features", "multiSelect": true,
+                 "options": [option("Search"), option("Export"), option("Billing")]},
+                {"question": "Which name?", "header": "Name", "multiSelect": false,
+                 "options": [option("shop"), option("store")]}
+            ]}
+        }]})
+        .to_string(),
+    )
+    .unwrap();
+    let cmd = format!(
+        "{} --claude-dir {} --script {} --session wiz-1 --think-ms 200 --stay",
+        headspace_testkit::stand_in::stand_in_agent(),
+        claude.display(),
+        script.display()
+    );
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "w",
+        "-x",
+        "100",
+        "-y",
+        "45",
+        &cmd,
+    ]);
+    let card = || server.try_json("/api/agents/wiz-1");
+    wait_for(Duration::from_secs(10), || {
+        card().filter(|a| a["activity"] == "idle")
+    })
+    .expect("the agent registers, idle");
+    let (status, _) = post_json(
+        &server,
+        "/api/agents/wiz-1/send",
+        json!({"text": "set up the shop"}),
+    );
+    assert_eq!(status, 200);
+    wait_for(Duration::from_secs(15), || {
+        card().filter(|a| {
+            a["activity"] == "waiting"
+                && a["question"]["text"] == "Which database?\nWhich features?\nWhich name?"
+        })
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "the question reaches the card: {:?}\n{}",
+            card(),
+            server.log()
+        )
+    });
+
+    // One number cannot answer three questions; answers that do not fit are refused.
+    let (status, body) = post_json(&server, "/api/agents/wiz-1/answer", json!({"option": 1}));
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("3 questions"),
+        "{body}"
+    );
+    let (status, body) = post_json(
+        &server,
+        "/api/agents/wiz-1/answer",
+        json!({"answers": [{"options": [1, 2]}, {"option": 2}, {"option": 1}]}),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("takes one option"),
+        "{body}"
+    );
+    let (status, body) = post_json(
+        &server,
+        "/api/agents/wiz-1/answer",
+        json!({"answers": [{"option": 2}, {"options": [3, 1]}, {"other": "market hall"}]}),
+    );
+    assert_eq!(
+        status,
+        200,
+        "{body}\n{}",
+        tmux.run(&["capture-pane", "-p", "-t", "w"])
+    );
+    assert_eq!(body["status"], "answered");
+    let answered = wait_for(Duration::from_secs(10), || {
+        let turns = server.try_json("/api/agents/wiz-1/turns")?;
+        turns
+            .as_array()?
+            .iter()
+            .find(|t| t["intent"] == "answer")
+            .cloned()
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "the answer turn: {}",
+            tmux.run(&["capture-pane", "-p", "-t", "w"])
+        )
+    });
+    let text = answered["text"].as_str().unwrap();
+    for want in ["SQLite", "Search, Billing", "market hall"] {
+        assert!(text.contains(want), "{want:?} in {text:?}");
+    }
+    wait_for(Duration::from_secs(15), || {
+        card().filter(|a| a["activity"] == "idle" && a["question"].is_null())
+    })
+    .unwrap_or_else(|| panic!("the agent goes on and finishes: {:?}", card()));
+    server.stop();
+}

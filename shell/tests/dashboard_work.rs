@@ -342,6 +342,93 @@ const NO_OVERFLOW: &str = "
   return 'fits';";
 
 #[test]
+fn a_wizard_of_questions_is_answered_from_the_needs_you_strip() {
+    let Some(world) = PaneWorld::start("dash_wizard") else {
+        return;
+    };
+    let Some(browser) = Browser::start() else {
+        return;
+    };
+    let option = |l: &str| json!({"label": l, "description": ""});
+    stand_in(
+        &world,
+        "wiz-2",
+        "atelier",
+        100,
+        json!([{"prompt": "plan the site", "replies": ["Looking.", "Planned."],
+            "ask": {"questions": [
+                {"question": "Which stack?", "header": "Stack", "multiSelect": false,
+                 "options": [option("Rails"), option("Django")]},
+                {"question": "Which pages?", "header": "Pages", "multiSelect": true,
+                 "options": [option("Home"), option("Blog"), option("Shop")]},
+                {"question": "Which host?", "header": "Host", "multiSelect": false,
+                 "options": [option("Fly"), option("Render")]}]}}]),
+    );
+    let id = agent_id(&world, "wiz-2");
+    browser.goto(&format!("http://{}/", world.server.addr));
+    send(&world, "wiz-2", "plan the site");
+    waiting(&world, "wiz-2");
+    let legends = browser.until(
+        "the answer form in the strip",
+        &format!("const f = document.querySelector('#needs .need[data-id=\"{id}\"] .answer-form'); return f && [...f.querySelectorAll('legend')].map(l => l.textContent)"),
+    );
+    assert_eq!(
+        legends,
+        json!(["Which stack?", "Which pages?", "Which host?"])
+    );
+    // The card points to the strip instead of offering one question's buttons.
+    let card = browser.js(&format!(
+        "return document.querySelector('.card[data-id=\"{id}\"] .question').textContent"
+    ));
+    assert!(card.as_str().unwrap().contains("Needs you"), "{card}");
+    let form = format!("#needs .need[data-id=\"{id}\"] .answer-form");
+    // A missing answer is said, and nothing is sent.
+    browser.js(&format!(
+        "document.querySelector('{form} button[type=submit]').click(); return true"
+    ));
+    browser.until(
+        "the missing-answer toast",
+        "return [...document.querySelectorAll('.toast')].some(t => t.textContent.includes('has no answer yet'))",
+    );
+    browser.js(&format!(
+        "const f = document.querySelector('{form}');
+         f.querySelectorAll('fieldset')[0].querySelectorAll('input[type=radio]')[1].click();
+         const pages = f.querySelectorAll('fieldset')[1].querySelectorAll('input[type=checkbox]');
+         pages[0].click(); pages[2].click();
+         return true"
+    ));
+    browser.type_into(
+        &format!("{form} fieldset:nth-of-type(3) .aq-other"),
+        "a small VPS",
+    );
+    browser.js(&format!(
+        "document.querySelector('{form} button[type=submit]').click(); return true"
+    ));
+    let answered = wait_for(Duration::from_secs(20), || {
+        let turns = world.server.try_json("/api/agents/wiz-2/turns")?;
+        turns
+            .as_array()?
+            .iter()
+            .find(|t| t["intent"] == "answer")
+            .cloned()
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "the answer turn: {}",
+            world.tmux.run(&["capture-pane", "-p", "-t", "wiz-2"])
+        )
+    });
+    let text = answered["text"].as_str().unwrap();
+    for want in ["Django", "Home, Shop", "a small VPS"] {
+        assert!(text.contains(want), "{want:?} in {text:?}");
+    }
+    browser.until(
+        "the strip empties",
+        &format!("return !document.querySelector('#needs .need[data-id=\"{id}\"]')"),
+    );
+}
+
+#[test]
 fn on_a_phone_nothing_overflows_and_a_conversation_follows_its_turns() {
     let Some(db) = fresh_db("dash_phone") else {
         return;

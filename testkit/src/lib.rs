@@ -2,6 +2,7 @@
 //! public API (`publish = false`):
 //!
 //! - [`synth`]: synthetic Claude Code sessions (transcript lines and hook bodies);
+//! - [`wizard`]: a model of Claude Code's AskUserQuestion dialog;
 //! - [`error_logs`]: fail a test on any ERROR log it did not declare;
 //! - [`stand_in::stand_in_agent`]: the path of `headspace-agent`, the stand-in for Claude
 //!   Code (this crate's binary, with the `stand-in` feature; `make demo` runs it too).
@@ -13,3 +14,4 @@
 pub mod error_logs;
 pub mod stand_in;
 pub mod synth;
+pub mod wizard;

@@ -123,12 +123,33 @@ impl SessionWriter {
 
     /// An AskUserQuestion call; returns the line and its tool_use id.
     pub fn question(&mut self, question: &str, options: &[&str]) -> (Line, String, Value) {
-        let id = format!("toolu_q{:015x}", self.seq + 1);
         let input = json!({"questions": [{"question": question, "header": "Choice", "multiSelect": false,
             "options": options.iter().map(|o| json!({"label": o, "description": ""})).collect::<Vec<_>>()}]});
+        let (line, id) = self.ask(&input);
+        (line, id, input)
+    }
+
+    /// An AskUserQuestion with the tool input `input` (`{"questions": [...]}`), and its
+    /// tool-use id.
+    pub fn ask(&mut self, input: &Value) -> (Line, String) {
+        let id = format!("toolu_q{:015x}", self.seq + 1);
         let v = json!({"type": "assistant", "message": {"model": "claude-opus-4-6", "role": "assistant",
             "content": [{"type": "tool_use", "id": id, "name": "AskUserQuestion", "input": input}]}});
-        (self.line(v, true), id, input)
+        (self.line(v, true), id)
+    }
+
+    /// The user's answers to an AskUserQuestion of several questions (`{question: answer}`).
+    pub fn answered(&mut self, tool_use_id: &str, answers: &Value) -> Line {
+        let said: Vec<String> = answers
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(q, a)| format!("\"{q}\"=\"{}\"", a.as_str().unwrap_or_default()))
+            .collect();
+        let v = json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_use_id,
+            "content": format!("User has answered your questions: {}. You can now continue with the user's answers in mind.", said.join(", "))}]},
+            "toolUseResult": {"questions": [], "answers": answers}});
+        self.line(v, true)
     }
 
     /// The user's answer to an AskUserQuestion.

@@ -5,6 +5,7 @@
 //! [`TmuxPanes`].
 
 use crate::server::store::{BoxFuture, Store};
+use headspace_core::dialog::Key;
 use headspace_core::discovery::PaneListing;
 use headspace_core::send_check::Sent;
 use headspace_core::Timestamp;
@@ -310,6 +311,12 @@ pub trait Panes: Send + Sync {
     fn list(&self) -> BoxFuture<'_, Option<Vec<PaneListing>>> {
         Box::pin(async { None })
     }
+    /// Presses `keys` in a pane (a dialog driven by [`headspace_core::dialog`]). By default
+    /// there is no way to.
+    fn press<'a>(&'a self, pane: &'a str, keys: &'a [Key]) -> BoxFuture<'a, Result<(), String>> {
+        let _ = keys;
+        Box::pin(async move { Err(format!("cannot press keys in pane {pane} here")) })
+    }
     /// Picks option `n` (numbered from 1, labelled `label`) of the dialog on a pane. By
     /// default the number is typed like any text.
     fn choose<'a>(
@@ -353,6 +360,10 @@ impl Panes for TmuxPanes {
 
     fn interrupt<'a>(&'a self, pane: &'a str) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(crate::tmux::interrupt(self.socket.as_deref(), pane))
+    }
+
+    fn press<'a>(&'a self, pane: &'a str, keys: &'a [Key]) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(crate::tmux::press(self.socket.as_deref(), pane, keys))
     }
 }
 

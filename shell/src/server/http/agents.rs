@@ -189,38 +189,6 @@ pub(super) async fn wait(app: &App, reference: &str, query: Option<&str>) -> Res
     }
 }
 
-/// Picks an option of the question the agent waits on, in its pane. The question clears
-/// when the agent goes on (its answer line or PostToolUse hook, or the dialog leaving the pane).
-pub(super) async fn answer(app: &App, reference: &str, n: usize) -> Response<Body> {
-    let view = match agent_view(app, reference).await {
-        Ok(v) => v,
-        Err(r) => return r,
-    };
-    let Some(question) = view.open_question() else {
-        return error(
-            StatusCode::CONFLICT,
-            format!("agent {reference} is not waiting on a question"),
-        );
-    };
-    let label = match question.choose(n) {
-        Ok(l) => l,
-        Err(e) => return error(StatusCode::BAD_REQUEST, e),
-    };
-    let Some(pane) = view.agent.tmux_pane.clone() else {
-        return no_pane(reference);
-    };
-    match app.panes.choose(&pane, n, &label).await {
-        Ok(s) => json_response(
-            StatusCode::OK,
-            &json!({"status": "answered", "pane": pane, "option": n, "label": label, "question": question.text, "verified": s.verified, "retried_enter": s.retried_enter}),
-        ),
-        Err(e) => error(
-            StatusCode::BAD_GATEWAY,
-            format!("could not answer in pane {pane}: {e}"),
-        ),
-    }
-}
-
 /// Presses Escape in the agent's pane (an orchestration cancelling a step), through the
 /// server's own tmux socket.
 pub(super) async fn interrupt(app: &App, reference: &str) -> Response<Body> {

@@ -24,6 +24,7 @@ use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
 mod agents;
+mod answer;
 mod assets;
 pub(crate) mod audit;
 mod body;
@@ -31,6 +32,7 @@ mod login;
 mod orchestration;
 
 use agents::*;
+use answer::{answer, answer_questions};
 use assets::*;
 use audit::{audit_agent, audit_all, audit_summary};
 use body::*;
@@ -216,16 +218,23 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
         (&Method::POST, ["api", "agents", id, "answer"]) => {
             let id = id.to_string();
             match read_body(&app, req).await {
-                Ok(body) => match serde_json::from_slice::<Value>(&body)
-                    .ok()
-                    .and_then(|v| v["option"].as_u64())
-                {
-                    Some(n) => answer(&app, &id, n as usize).await,
-                    None => error(
-                        StatusCode::BAD_REQUEST,
-                        "body must be {\"option\": N}, N numbered from 1 as on screen",
-                    ),
-                },
+                Ok(body) => {
+                    let v = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
+                    if v.get("answers").is_some() {
+                        match headspace_core::dialog::answers_of(&v) {
+                            Ok(answers) => answer_questions(&app, &id, answers).await,
+                            Err(e) => error(StatusCode::BAD_REQUEST, e),
+                        }
+                    } else {
+                        match v["option"].as_u64() {
+                            Some(n) => answer(&app, &id, n as usize).await,
+                            None => error(
+                                StatusCode::BAD_REQUEST,
+                                "body must be {\"option\": N}, N numbered from 1 as on screen, or {\"answers\": [...]}, one per question",
+                            ),
+                        }
+                    }
+                }
                 Err(r) => r,
             }
         }

@@ -7,6 +7,7 @@
 //! conversation and can be told to lose or delay hooks. With `--skills` it also plays
 //! specflow's `/flow.*` skills on the project it runs in (see [`skills`]), for orchestration.
 
+mod ask;
 mod skills;
 
 use clap::Parser;
@@ -91,6 +92,10 @@ struct Turn {
     replies: Vec<String>,
     #[serde(default)]
     question: Option<Question>,
+    /// An AskUserQuestion of any shape (its tool input, `{"questions": [...]}`), answered
+    /// through Claude Code's dialog drawn in the pane.
+    #[serde(default)]
+    ask: Option<Value>,
     /// Show a permission dialog before the final reply.
     #[serde(default)]
     permission: bool,
@@ -315,6 +320,9 @@ impl Agent {
             self.hook("PostToolUse", json!({"tool_name": "Bash"}));
             self.history.push("  ⎿  Cargo.toml src".into());
         }
+        if let Some(input) = &turn.ask {
+            self.ask_wizard(input);
+        }
         if let Some(q) = &turn.question {
             self.draw_busy("Thinking");
             self.think();
@@ -410,6 +418,7 @@ impl Agent {
             prompt: line.clone(),
             replies: vec![format!("Running flow.{}.", inv.step), String::new()],
             question,
+            ask: None,
             permission: false,
         };
         self.play(&turn, Some(line), move |agent| {
@@ -522,6 +531,7 @@ fn main() {
                         prompt,
                         replies: Vec::new(),
                         question: None,
+                        ask: None,
                         permission: false,
                     };
                     agent.play(&turn, None, |_| None);

@@ -1,0 +1,153 @@
+//! Answering the question an agent waits on, in its pane: one number key for a permission
+//! dialog or a single single-select question; for a wizard (several questions, multi-select,
+//! free text) the core's [`AnswerDriver`] reads each capture and says which keys to press.
+
+use super::agents::{agent_view, no_pane};
+use super::body::{error, json_response, Body};
+use super::App;
+use headspace_core::dialog::{needs_driving, Answer, AnswerDriver, Step};
+use hyper::{Response, StatusCode};
+use serde_json::json;
+use std::time::Duration;
+
+/// How long the pane is left to redraw after keys before it is captured again.
+const REDRAW: Duration = Duration::from_millis(150);
+/// How long a whole wizard may take before the answer gives up (the keys pressed stay).
+const DRIVE_LIMIT: Duration = Duration::from_secs(20);
+/// Lines captured: a dialog with its descriptions fits.
+const CAPTURE_LINES: u32 = 80;
+
+/// Picks option `n` of the question the agent waits on. The question clears when the agent
+/// goes on (its answer line or PostToolUse hook, or the dialog leaving the pane). A dialog
+/// of one multi-select question takes `n` as its only pick; one of several questions needs
+/// [`answer_questions`].
+pub(super) async fn answer(app: &App, reference: &str, n: usize) -> Response<Body> {
+    let view = match agent_view(app, reference).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let Some(question) = view.open_question() else {
+        return not_waiting(reference);
+    };
+    if let Some(input) = question
+        .question
+        .as_ref()
+        .filter(|q| !question.permission && needs_driving(q))
+    {
+        let several = input["questions"].as_array().map_or(0, Vec::len);
+        if several > 1 {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("the question asks {several} questions; send {{\"answers\": [...]}}, one answer for each"),
+            );
+        }
+        return answer_questions(app, reference, vec![Answer::Options(vec![n])]).await;
+    }
+    let label = match question.choose(n) {
+        Ok(l) => l,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e),
+    };
+    let Some(pane) = view.agent.tmux_pane.clone() else {
+        return no_pane(reference);
+    };
+    match app.panes.choose(&pane, n, &label).await {
+        Ok(s) => json_response(
+            StatusCode::OK,
+            &json!({"status": "answered", "pane": pane, "option": n, "label": label, "question": question.text, "verified": s.verified, "retried_enter": s.retried_enter}),
+        ),
+        Err(e) => error(
+            StatusCode::BAD_GATEWAY,
+            format!("could not answer in pane {pane}: {e}"),
+        ),
+    }
+}
+
+/// Answers every question of the AskUserQuestion the agent waits on (`answers` in order),
+/// driving its dialog in the pane until it is gone.
+pub(super) async fn answer_questions(
+    app: &App,
+    reference: &str,
+    answers: Vec<Answer>,
+) -> Response<Body> {
+    let view = match agent_view(app, reference).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let Some(question) = view.open_question() else {
+        return not_waiting(reference);
+    };
+    let input = match (&question.question, question.permission) {
+        (Some(input), false) => input.clone(),
+        _ => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "the agent waits on a permission dialog; answer it with {\"option\": N}",
+            )
+        }
+    };
+    let mut driver = match AnswerDriver::new(&input, answers.clone()) {
+        Ok(d) => d,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e),
+    };
+    let Some(pane) = view.agent.tmux_pane.clone() else {
+        return no_pane(reference);
+    };
+    let started = tokio::time::Instant::now();
+    let mut keys = 0;
+    loop {
+        if started.elapsed() > DRIVE_LIMIT {
+            return error(
+                StatusCode::GATEWAY_TIMEOUT,
+                format!(
+                    "the dialog in pane {pane} was not answered within {}s ({keys} keys pressed)",
+                    DRIVE_LIMIT.as_secs()
+                ),
+            );
+        }
+        let Some(screen) = app.panes.capture(&pane, CAPTURE_LINES).await else {
+            return error(
+                StatusCode::BAD_GATEWAY,
+                format!("could not capture pane {pane}"),
+            );
+        };
+        match driver.next(&screen) {
+            Step::Done => break,
+            Step::Failed(why) => {
+                return error(
+                    StatusCode::BAD_GATEWAY,
+                    format!("could not answer in pane {pane}: {why}"),
+                )
+            }
+            Step::Press(press) => {
+                keys += press.len();
+                if let Err(e) = app.panes.press(&pane, &press).await {
+                    return error(
+                        StatusCode::BAD_GATEWAY,
+                        format!("could not press keys in pane {pane}: {e}"),
+                    );
+                }
+                tokio::time::sleep(REDRAW).await;
+            }
+        }
+    }
+    json_response(
+        StatusCode::OK,
+        &json!({"status": "answered", "pane": pane, "question": question.text,
+                "answers": answers.iter().map(answer_json).collect::<Vec<_>>(), "keys": keys, "verified": true}),
+    )
+}
+
+fn answer_json(a: &Answer) -> serde_json::Value {
+    match a {
+        Answer::Option(n) => json!({"option": n}),
+        Answer::Options(ns) => json!({"options": ns}),
+        Answer::Other(t) => json!({"other": t}),
+    }
+}
+
+fn not_waiting(reference: &str) -> Response<Body> {
+    error(
+        StatusCode::CONFLICT,
+        format!("agent {reference} is not waiting on a question"),
+    )
+}
