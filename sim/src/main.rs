@@ -214,10 +214,19 @@ fn real_main() -> Result<ExitCode, String> {
             let started = Instant::now();
             let (mut passed, mut sim_ms) = (0u64, 0u64);
             let mut failures = Vec::new();
+            // Orchestration seeds: how many met each fault, so a figure says what was tried.
+            let (mut crashed_seeds, mut crashes, mut by_budget) = (0u64, 0u64, 0u64);
+            let mut ends: std::collections::BTreeMap<String, u64> = Default::default();
             for (i, seed) in (first..first + seeds).enumerate() {
                 let plan = (s.plan)(&mut Rng::new(seed));
                 let o = run(&plan, seed, b);
                 sim_ms += o.sim_ms;
+                crashes += u64::from(o.runner_crashes);
+                crashed_seeds += u64::from(o.runner_crashes > 0);
+                if let Some((status, budget)) = &o.run_end {
+                    *ends.entry(status.clone()).or_default() += 1;
+                    by_budget += u64::from(*budget);
+                }
                 if o.passed() {
                     passed += 1;
                 } else {
@@ -255,6 +264,13 @@ fn real_main() -> Result<ExitCode, String> {
                 wall.as_secs_f64(),
                 sim_ms as f64 / 1000.0 / wall.as_secs_f64()
             );
+            if !ends.is_empty() {
+                let ends: Vec<String> = ends.iter().map(|(s, n)| format!("{n} {s}")).collect();
+                println!(
+                    "orchestration: runs ended {}; {by_budget} stopped by their budget; the runner crashed {crashes} times in {crashed_seeds} seeds",
+                    ends.join(", ")
+                );
+            }
             println!("{passed} passed, {} failed", failures.len());
             Ok(if failures.is_empty() {
                 ExitCode::SUCCESS

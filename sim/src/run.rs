@@ -40,6 +40,11 @@ pub struct Outcome {
     pub commits: u64,
     /// The store at the end (agents, tasks, turns), as JSON.
     pub store: String,
+    /// An orchestration's runner crashes, and how its run ended (`completed`, `failed`, …):
+    /// the swarm counts how many seeds met each fault.
+    pub runner_crashes: u32,
+    /// The orchestration's last status and whether its budget stopped it.
+    pub run_end: Option<(String, bool)>,
 }
 
 impl Outcome {
@@ -270,6 +275,15 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
     let mut s = world.lock();
     let now = headspace_core::Timestamp(EPOCH_MS + sim_ms as i64);
     s.finish(now);
+    let runner_crashes = s.orchestra.runner_crashes;
+    let run_end = plan.orchestration.then(|| {
+        let o = &s.orchestra;
+        let by_budget = o.budget.is_some()
+            && o.error
+                .as_deref()
+                .is_some_and(|e| e.to_lowercase().contains("budget"));
+        (o.status.clone().unwrap_or_else(|| "none".into()), by_budget)
+    });
     if plan.orchestration {
         for (invariant, detail) in crate::orchestra::check(&s.orchestra) {
             s.checker.violations.push(Violation {
@@ -291,6 +305,8 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
         crashes: crash_count,
         commits: s.commits,
         store: serde_json::to_string_pretty(&s.store.replay_output()).unwrap_or_default(),
+        runner_crashes,
+        run_end,
     }
 }
 
