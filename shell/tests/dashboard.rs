@@ -365,7 +365,7 @@ fn an_orchestration_panel_shows_the_run_and_its_buttons_drive_it() {
     browser.goto(&format!("http://{}/", server.addr));
     let asks = browser.until(
         "the run agent's question in its panel",
-        "const q = document.querySelector('.orch .run-asks'); return q && q.querySelectorAll('button').length === 2 && q.textContent",
+        "const q = document.querySelector('.orch .run-asks'); return q && q.querySelectorAll('button.answer').length === 2 && q.textContent",
     );
     assert!(
         asks.as_str().unwrap().contains("Which payment provider?"),
