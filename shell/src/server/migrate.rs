@@ -29,6 +29,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0006_agent_git_branch.sql",
         include_str!("../../../migrations/0006_agent_git_branch.sql"),
     ),
+    (
+        "0009_events.sql",
+        include_str!("../../../migrations/0009_events.sql"),
+    ),
 ];
 
 /// Why migrating failed.

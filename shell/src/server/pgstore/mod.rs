@@ -14,6 +14,7 @@ use tokio_postgres::NoTls;
 use tracing::{error, warn};
 
 mod audit;
+pub mod events;
 mod reads;
 
 impl From<tokio_postgres::Error> for StoreError {
