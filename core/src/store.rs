@@ -6,6 +6,8 @@ use crate::io::Write;
 use crate::model::{
     AgentId, AgentRow, OffsetRow, Snapshot, TaskId, TaskRow, TimestampSource, TurnId, TurnRow,
 };
+use crate::step::StepRow;
+use crate::usage_sum::UsageRow;
 use crate::view::{resolve_reference, AgentView};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -18,6 +20,8 @@ pub struct MemStore {
     turns: BTreeMap<TurnId, TurnRow>,
     entries: BTreeSet<(AgentId, String)>,
     offsets: BTreeMap<String, OffsetRow>,
+    steps: BTreeMap<(AgentId, String), StepRow>,
+    usage: BTreeMap<(AgentId, String), UsageRow>,
     violations: Vec<String>,
 }
 
@@ -80,7 +84,26 @@ impl MemStore {
             Write::Offset(o) => {
                 self.offsets.insert(o.path.clone(), o.clone());
             }
+            Write::Step(step) => self.fold_step(step.clone()),
+            Write::StepsInterrupted { agent_id, at } => {
+                for s in self.steps.values_mut().filter(|s| s.agent_id == *agent_id) {
+                    *s = crate::step::interrupted(s, *at);
+                }
+            }
+            Write::Usage(u) => self.fold_usage(u.clone()),
             Write::MergeAgent { from, into } => {
+                let steps: Vec<StepRow> = self.steps.values().filter(|s| s.agent_id == *from).cloned().collect();
+                for mut s in steps {
+                    self.steps.remove(&(*from, s.tool_use_id.clone()));
+                    s.agent_id = *into;
+                    self.fold_step(s);
+                }
+                let usage: Vec<UsageRow> = self.usage.values().filter(|u| u.agent_id == *from).cloned().collect();
+                for mut u in usage {
+                    self.usage.remove(&(*from, u.message_id.clone()));
+                    u.agent_id = *into;
+                    self.fold_usage(u);
+                }
                 for t in self.tasks.values_mut().filter(|t| t.agent_id == *from) {
                     t.agent_id = *into;
                 }
@@ -100,6 +123,34 @@ impl MemStore {
                 self.agents.remove(from);
             }
         }
+    }
+
+    fn fold_step(&mut self, step: StepRow) {
+        let key = (step.agent_id, step.tool_use_id.clone());
+        let row = match self.steps.get(&key) {
+            Some(old) => crate::step::merge(old, &step),
+            None => step,
+        };
+        self.steps.insert(key, row);
+    }
+
+    fn fold_usage(&mut self, usage: UsageRow) {
+        let key = (usage.agent_id, usage.message_id.clone());
+        let row = match self.usage.get(&key) {
+            Some(old) => crate::usage_sum::merge(old, &usage),
+            None => usage,
+        };
+        self.usage.insert(key, row);
+    }
+
+    /// All steps, by agent and tool-use id.
+    pub fn steps(&self) -> impl Iterator<Item = &StepRow> {
+        self.steps.values()
+    }
+
+    /// All usage rows, by agent and message id.
+    pub fn usage(&self) -> impl Iterator<Item = &UsageRow> {
+        self.usage.values()
     }
 
     /// Writes the store refused because they would break one-turn-per-entry (S1). The
