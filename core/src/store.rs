@@ -92,13 +92,23 @@ impl MemStore {
             }
             Write::Usage(u) => self.fold_usage(u.clone()),
             Write::MergeAgent { from, into } => {
-                let steps: Vec<StepRow> = self.steps.values().filter(|s| s.agent_id == *from).cloned().collect();
+                let steps: Vec<StepRow> = self
+                    .steps
+                    .values()
+                    .filter(|s| s.agent_id == *from)
+                    .cloned()
+                    .collect();
                 for mut s in steps {
                     self.steps.remove(&(*from, s.tool_use_id.clone()));
                     s.agent_id = *into;
                     self.fold_step(s);
                 }
-                let usage: Vec<UsageRow> = self.usage.values().filter(|u| u.agent_id == *from).cloned().collect();
+                let usage: Vec<UsageRow> = self
+                    .usage
+                    .values()
+                    .filter(|u| u.agent_id == *from)
+                    .cloned()
+                    .collect();
                 for mut u in usage {
                     self.usage.remove(&(*from, u.message_id.clone()));
                     u.agent_id = *into;

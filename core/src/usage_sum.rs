@@ -143,7 +143,9 @@ impl UsageTotal {
     pub fn add(&mut self, m: &ModelUsage, prices: &PriceTable) {
         self.tokens = self.tokens.plus(m.tokens);
         self.messages += m.messages;
-        self.cost_usd += prices.price_of(&m.model).map_or(0.0, |p| p.cost_usd(&m.tokens));
+        self.cost_usd += prices
+            .price_of(&m.model)
+            .map_or(0.0, |p| p.cost_usd(&m.tokens));
         if !m.model.is_empty() && !self.models.contains(&m.model) {
             self.models.push(m.model.clone());
         }
@@ -172,10 +174,7 @@ pub fn tokens_json(t: &Tokens) -> Value {
 }
 
 /// Per-model sums folded into one total per group, priced, groups in order.
-pub fn totals(
-    by_model: &[ModelUsage],
-    prices: &PriceTable,
-) -> BTreeMap<String, UsageTotal> {
+pub fn totals(by_model: &[ModelUsage], prices: &PriceTable) -> BTreeMap<String, UsageTotal> {
     let mut out: BTreeMap<String, UsageTotal> = BTreeMap::new();
     for m in by_model {
         out.entry(m.key.clone()).or_default().add(m, prices);

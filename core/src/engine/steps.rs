@@ -67,7 +67,13 @@ impl Core {
     /// A tool hook's step: PreToolUse starts it, PostToolUse ends it well,
     /// PostToolUseFailure with an error or an interrupt, PermissionDenied refused. Hooks
     /// without a tool-use id make none (the transcript will).
-    pub(super) fn hook_step(&mut self, agent_id: AgentId, hook: &Hook, body: &[u8], stamp: Timestamp) {
+    pub(super) fn hook_step(
+        &mut self,
+        agent_id: AgentId,
+        hook: &Hook,
+        body: &[u8],
+        stamp: Timestamp,
+    ) {
         let Some(id) = hook.tool_use_id.clone() else {
             return;
         };

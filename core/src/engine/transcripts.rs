@@ -158,7 +158,13 @@ impl Core {
         let prompt = matches!(classified, Ok((Entry::UserPrompt { .. }, _)));
         let interrupt = matches!(
             classified,
-            Ok((Entry::Signal { signal: entry::Signal::Interrupt, .. }, _))
+            Ok((
+                Entry::Signal {
+                    signal: entry::Signal::Interrupt,
+                    ..
+                },
+                _
+            ))
         )
         .then(|| at.unwrap_or(self.now));
         self.learn_from_line(agent_id, line, at, prompt);
