@@ -25,6 +25,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0005_agent_end_reason.sql",
         include_str!("../../../migrations/0005_agent_end_reason.sql"),
     ),
+    (
+        "0007_steps_usage.sql",
+        include_str!("../../../migrations/0007_steps_usage.sql"),
+    ),
 ];
 
 /// Why migrating failed.

@@ -5,6 +5,9 @@
 
 use headspace_core::audit::StoredTurn;
 use headspace_core::model::{Snapshot, TurnRow};
+use headspace_core::step::StepRow;
+use headspace_core::usage_sum::{ModelUsage, UsageBy};
+use std::collections::BTreeMap;
 use headspace_core::view::AgentView;
 use headspace_core::{Reply, Write};
 use std::future::Future;
@@ -100,6 +103,24 @@ pub trait Store: Send + Sync {
             files.sort();
             Ok(files)
         })
+    }
+    /// An agent's steps (tool calls), by start. A store that keeps none answers none.
+    fn steps(&self, _agent_id: u64) -> BoxFuture<'_, Result<Vec<StepRow>, StoreError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    /// Each agent's current step, by agent ([`headspace_core::step::current_step`] since its
+    /// current task's start).
+    fn current_steps(&self) -> BoxFuture<'_, Result<BTreeMap<u64, StepRow>, StoreError>> {
+        Box::pin(async { Ok(BTreeMap::new()) })
+    }
+    /// Token usage summed by group and model ([`headspace_core::usage_sum::sum_by_model`]),
+    /// of one agent or of all.
+    fn usage(
+        &self,
+        _by: UsageBy,
+        _agent_id: Option<u64>,
+    ) -> BoxFuture<'_, Result<Vec<ModelUsage>, StoreError>> {
+        Box::pin(async { Ok(Vec::new()) })
     }
     /// Every stored turn, under any agent, holding one of these entry uuids (for the audit).
     fn entry_turns<'a>(
