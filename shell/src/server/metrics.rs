@@ -151,7 +151,10 @@ pub fn render_usage(by_model: &BTreeMap<String, headspace_core::usage_sum::Usage
         for (kind, n) in kinds {
             sample(
                 &mut s,
-                &format!("{tokens}{{model=\"{}\",kind=\"{kind}\"}}", label_value(model)),
+                &format!(
+                    "{tokens}{{model=\"{}\",kind=\"{kind}\"}}",
+                    label_value(model)
+                ),
                 n,
             );
         }
@@ -295,7 +298,12 @@ mod tests {
         by_model.insert(
             "claude-\"x\"".to_string(),
             headspace_core::usage_sum::UsageTotal {
-                tokens: headspace_core::usage::Tokens { input: 1, output: 2, cache_creation: 3, cache_read: 4 },
+                tokens: headspace_core::usage::Tokens {
+                    input: 1,
+                    output: 2,
+                    cache_creation: 3,
+                    cache_read: 4,
+                },
                 messages: 1,
                 cost_usd: 0.5,
                 models: Vec::new(),
@@ -303,7 +311,9 @@ mod tests {
         );
         let text = super::render_usage(&by_model);
         valid_exposition(&text).unwrap();
-        assert!(text.contains("headspace_tokens_total{model=\"claude-\\\"x\\\"\",kind=\"cache_creation\"} 3\n"));
+        assert!(text.contains(
+            "headspace_tokens_total{model=\"claude-\\\"x\\\"\",kind=\"cache_creation\"} 3\n"
+        ));
         assert!(text.contains("headspace_cost_usd_total{model=\"claude-\\\"x\\\"\"} 0.5\n"));
     }
 

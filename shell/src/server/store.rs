@@ -7,9 +7,9 @@ use headspace_core::audit::StoredTurn;
 use headspace_core::model::{Snapshot, TurnRow};
 use headspace_core::step::StepRow;
 use headspace_core::usage_sum::{ModelUsage, UsageBy};
-use std::collections::BTreeMap;
 use headspace_core::view::AgentView;
 use headspace_core::{Reply, Write};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 

@@ -33,7 +33,10 @@ pub(super) async fn cards(app: &App, views: &[AgentView]) -> Result<Vec<Value>, 
             let step = now
                 .get(&v.agent.id)
                 .filter(|_| v.activity() == Activity::Running);
-            let total = spent.get(&v.agent.id.to_string()).cloned().unwrap_or_default();
+            let total = spent
+                .get(&v.agent.id.to_string())
+                .cloned()
+                .unwrap_or_default();
             add_usage(&mut card, &total);
             if let Some(o) = card.as_object_mut() {
                 o.insert("now".into(), step.map_or(Value::Null, now_json));
@@ -170,7 +173,10 @@ pub(super) async fn metrics_text(app: &App) -> String {
     };
     let mut by_model: BTreeMap<String, UsageTotal> = BTreeMap::new();
     for m in &rows {
-        by_model.entry(m.model.clone()).or_default().add(m, &app.prices);
+        by_model
+            .entry(m.model.clone())
+            .or_default()
+            .add(m, &app.prices);
     }
     crate::server::metrics::render_usage(&by_model)
 }

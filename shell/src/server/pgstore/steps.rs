@@ -107,10 +107,7 @@ pub(super) async fn merge_agent(
     Ok(())
 }
 
-async fn upsert_steps(
-    tx: &Transaction<'_>,
-    s: Vec<StepRow>,
-) -> Result<(), tokio_postgres::Error> {
+async fn upsert_steps(tx: &Transaction<'_>, s: Vec<StepRow>) -> Result<(), tokio_postgres::Error> {
     // `(new confirmed, old not) and new knows it, or old does not`: the rule of `step::merge`.
     let start = |col: &str, unknown: &str| {
         format!(
@@ -151,20 +148,23 @@ async fn upsert_steps(
             &s.iter().map(|r| r.outcome.as_str()).collect::<Vec<_>>(),
             &s.iter().map(|r| r.evidence.rank()).collect::<Vec<_>>(),
             &s.iter().map(|r| r.confirmed).collect::<Vec<_>>(),
-            &s.iter().map(|r| r.started_at.map(Timestamp::millis)).collect::<Vec<_>>(),
-            &s.iter().map(|r| r.finished_at.map(Timestamp::millis)).collect::<Vec<_>>(),
+            &s.iter()
+                .map(|r| r.started_at.map(Timestamp::millis))
+                .collect::<Vec<_>>(),
+            &s.iter()
+                .map(|r| r.finished_at.map(Timestamp::millis))
+                .collect::<Vec<_>>(),
         ],
     )
     .await?;
     Ok(())
 }
 
-async fn upsert_usage(
-    tx: &Transaction<'_>,
-    u: Vec<UsageRow>,
-) -> Result<(), tokio_postgres::Error> {
+async fn upsert_usage(tx: &Transaction<'_>, u: Vec<UsageRow>) -> Result<(), tokio_postgres::Error> {
     let n = |f: fn(&Tokens) -> u64| -> Vec<i64> {
-        u.iter().map(|r| f(&r.tokens).min(i64::MAX as u64) as i64).collect()
+        u.iter()
+            .map(|r| f(&r.tokens).min(i64::MAX as u64) as i64)
+            .collect()
     };
     tx.execute(
         &format!(
@@ -232,7 +232,10 @@ impl PgStore {
         let c = self.pool.get().await?;
         let rows = c
             .query(
-                &format!("{} WHERE s.agent_id = $1 ORDER BY s.started_at NULLS FIRST, s.tool_use_id", step_select()),
+                &format!(
+                    "{} WHERE s.agent_id = $1 ORDER BY s.started_at NULLS FIRST, s.tool_use_id",
+                    step_select()
+                ),
                 &[&id(agent_id)],
             )
             .await?;
