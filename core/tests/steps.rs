@@ -342,11 +342,8 @@ fn hooks_late(events: &[Event]) -> Vec<Event> {
     lines.into_iter().chain(hooks).collect()
 }
 
-/// What must not depend on hooks, order or crashes: per step, its tool, summary, file,
-/// outcome and times.
-fn essence(
-    steps: &BTreeMap<String, StepRow>,
-) -> Vec<(
+/// A step's tool-use id, tool, summary, file, outcome, start and end.
+type Essence = (
     String,
     String,
     String,
@@ -354,7 +351,11 @@ fn essence(
     StepOutcome,
     Option<Timestamp>,
     Option<Timestamp>,
-)> {
+);
+
+/// What must not depend on hooks, order or crashes: per step, its tool, summary, file,
+/// outcome and times.
+fn essence(steps: &BTreeMap<String, StepRow>) -> Vec<Essence> {
     steps
         .values()
         .map(|s| {
