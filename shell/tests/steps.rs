@@ -208,7 +208,7 @@ fn steps_and_usage_are_the_same_rows_in_postgres_and_in_memory() {
                 pg.apply(chunk).await.unwrap(); // a retry after an unknown outcome
             }
             let agent = want[0].agent_id;
-            let mut got = pg.steps(agent).await.unwrap();
+            let mut got = pg.steps(agent, None, None).await.unwrap();
             got.sort_by(|a, b| a.tool_use_id.cmp(&b.tool_use_id));
             assert_eq!(got, want, "steps, batch {batch}");
             let rows: Vec<_> = mem.usage().cloned().collect();

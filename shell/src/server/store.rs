@@ -104,8 +104,15 @@ pub trait Store: Send + Sync {
             Ok(files)
         })
     }
-    /// An agent's steps (tool calls), by start. A store that keeps none answers none.
-    fn steps(&self, _agent_id: u64) -> BoxFuture<'_, Result<Vec<StepRow>, StoreError>> {
+    /// An agent's steps (tool calls) started in `[from, until)` (either end open when
+    /// `None`; steps without a start time only when both are), by start. A store that keeps
+    /// none answers none.
+    fn steps(
+        &self,
+        _agent_id: u64,
+        _from: Option<headspace_core::Timestamp>,
+        _until: Option<headspace_core::Timestamp>,
+    ) -> BoxFuture<'_, Result<Vec<StepRow>, StoreError>> {
         Box::pin(async { Ok(Vec::new()) })
     }
     /// Each agent's current step, by agent ([`headspace_core::step::current_step`] since its

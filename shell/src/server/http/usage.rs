@@ -74,16 +74,20 @@ pub(super) async fn turns_json(
     after: bool,
     next: Option<&TurnRow>,
 ) -> Result<Vec<Value>, StoreError> {
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
     let from = rows.first().filter(|_| after).map(|t| t.timestamp);
     let until = next.map(|t| t.timestamp);
+    // A page asks only for the steps in its span.
     let steps: Vec<StepRow> = app
         .store
-        .steps(agent_id)
+        .steps(agent_id, from, until)
         .await?
         .into_iter()
-        .filter(|s| match s.started_at {
-            Some(at) => from.is_none_or(|f| at >= f) && until.is_none_or(|u| at < u),
-            None => false,
+        .filter(|s| {
+            s.started_at
+                .is_some_and(|at| from.is_none_or(|f| at >= f) && until.is_none_or(|u| at < u))
         })
         .collect();
     let folded = fold_under_turns(rows, &steps);
@@ -105,7 +109,7 @@ pub(super) async fn turns_json(
 pub(super) async fn agent_usage(app: &App, agent_id: u64) -> Response<Body> {
     let (by_task, steps) = match tokio::try_join!(
         app.store.usage(UsageBy::Task, Some(agent_id)),
-        app.store.steps(agent_id)
+        app.store.steps(agent_id, None, None)
     ) {
         Ok(r) => r,
         Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),

@@ -430,8 +430,13 @@ impl Store for PgStore {
         Box::pin(PgStore::entry_turns(self, uuids))
     }
 
-    fn steps(&self, agent_id: u64) -> BoxFuture<'_, Result<Vec<StepRow>, StoreError>> {
-        Box::pin(PgStore::steps(self, agent_id))
+    fn steps(
+        &self,
+        agent_id: u64,
+        from: Option<headspace_core::Timestamp>,
+        until: Option<headspace_core::Timestamp>,
+    ) -> BoxFuture<'_, Result<Vec<StepRow>, StoreError>> {
+        Box::pin(PgStore::steps(self, agent_id, from, until))
     }
 
     fn current_steps(&self) -> BoxFuture<'_, Result<BTreeMap<u64, StepRow>, StoreError>> {

@@ -227,16 +227,27 @@ fn step_row(r: &Row) -> Result<StepRow, StoreError> {
 }
 
 impl PgStore {
-    /// An agent's steps, by start.
-    pub async fn steps(&self, agent_id: u64) -> Result<Vec<StepRow>, StoreError> {
+    /// An agent's steps started in `[from, until)` (see [`crate::server::store::Store::steps`]),
+    /// by start.
+    pub async fn steps(
+        &self,
+        agent_id: u64,
+        from: Option<Timestamp>,
+        until: Option<Timestamp>,
+    ) -> Result<Vec<StepRow>, StoreError> {
         let c = self.pool.get().await?;
         let rows = c
             .query(
                 &format!(
-                    "{} WHERE s.agent_id = $1 ORDER BY s.started_at NULLS FIRST, s.tool_use_id",
-                    step_select()
+                    "{} WHERE s.agent_id = $1
+                       AND (($2::bigint IS NULL AND $3::bigint IS NULL)
+                            OR (s.started_at >= COALESCE({}, '-infinity') AND s.started_at < COALESCE({}, 'infinity')))
+                     ORDER BY s.started_at NULLS FIRST, s.tool_use_id",
+                    step_select(),
+                    at("$2::bigint"),
+                    at("$3::bigint")
                 ),
-                &[&id(agent_id)],
+                &[&id(agent_id), &from.map(Timestamp::millis), &until.map(Timestamp::millis)],
             )
             .await?;
         rows.iter().map(step_row).collect()
