@@ -163,6 +163,62 @@ impl MemStore {
         self.usage.values()
     }
 
+    /// An agent's steps started in `[from, until)` (steps without a start only when both
+    /// ends are open), by start: what every store's step read answers.
+    pub fn steps_of(
+        &self,
+        agent_id: AgentId,
+        from: Option<crate::Timestamp>,
+        until: Option<crate::Timestamp>,
+    ) -> Vec<StepRow> {
+        let mut out: Vec<StepRow> = self
+            .steps
+            .values()
+            .filter(|s| s.agent_id == agent_id)
+            .filter(|s| match s.started_at {
+                _ if from.is_none() && until.is_none() => true,
+                Some(at) => from.is_none_or(|f| at >= f) && until.is_none_or(|u| at < u),
+                None => false,
+            })
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| (a.started_at, &a.tool_use_id).cmp(&(b.started_at, &b.tool_use_id)));
+        out
+    }
+
+    /// Each agent's current step ([`crate::step::current_step`] since its current task's
+    /// start), by agent.
+    pub fn current_steps(&self) -> BTreeMap<AgentId, StepRow> {
+        self.agents
+            .keys()
+            .filter_map(|&id| {
+                let since = current_task(self.tasks.values().filter(|t| t.agent_id == id))
+                    .map(|t| t.started_at);
+                let step = crate::step::current_step(
+                    self.steps.values().filter(|s| s.agent_id == id),
+                    since,
+                )?;
+                Some((id, step.clone()))
+            })
+            .collect()
+    }
+
+    /// Usage summed by group and model ([`crate::usage_sum::sum_by_model`]), of one agent
+    /// or of all.
+    pub fn usage_by(
+        &self,
+        by: crate::usage_sum::UsageBy,
+        agent_id: Option<AgentId>,
+    ) -> Vec<crate::usage_sum::ModelUsage> {
+        crate::usage_sum::sum_by_model(
+            self.usage
+                .values()
+                .filter(|u| agent_id.is_none_or(|a| u.agent_id == a)),
+            by,
+            |a| self.agents.get(&a).and_then(|r| r.project.clone()),
+        )
+    }
+
     /// Writes the store refused because they would break one-turn-per-entry (S1). The
     /// store stays correct either way; a non-empty list means the core has a bug.
     pub fn violations(&self) -> &[String] {

@@ -211,14 +211,40 @@ fn steps_and_usage_are_the_same_rows_in_postgres_and_in_memory() {
             let mut got = pg.steps(agent, None, None).await.unwrap();
             got.sort_by(|a, b| a.tool_use_id.cmp(&b.tool_use_id));
             assert_eq!(got, want, "steps, batch {batch}");
+            for by in [
+                UsageBy::Agent,
+                UsageBy::Task,
+                UsageBy::Day,
+                UsageBy::Project,
+            ] {
+                for of in [None, Some(agent), Some(424_242)] {
+                    let mut got = pg.usage(by, of).await.unwrap();
+                    got.sort_by(|a, b| (&a.key, &a.model).cmp(&(&b.key, &b.model)));
+                    assert_eq!(
+                        got,
+                        mem.usage_by(by, of),
+                        "usage by {by:?} of {of:?}, batch {batch}"
+                    );
+                }
+            }
             let rows: Vec<_> = mem.usage().cloned().collect();
-            for by in [UsageBy::Agent, UsageBy::Task, UsageBy::Day] {
-                let mut got = pg.usage(by, None).await.unwrap();
-                got.sort_by(|a, b| (&a.key, &a.model).cmp(&(&b.key, &b.model)));
+            assert_eq!(
+                mem.usage_by(UsageBy::Agent, None),
+                sum_by_model(&rows, UsageBy::Agent, |_| None)
+            );
+            // Steps in a span, as the turns route asks for them.
+            let at = |s: &str| Some(Timestamp::parse_rfc3339(s).unwrap());
+            for (from, until) in [
+                (None, None),
+                (at("2026-11-22T08:00:03Z"), None),
+                (None, at("2026-11-22T08:00:06Z")),
+                (at("2026-11-22T08:00:03Z"), at("2026-11-22T08:00:06Z")),
+            ] {
+                let got = pg.steps(agent, from, until).await.unwrap();
                 assert_eq!(
                     got,
-                    sum_by_model(&rows, by, |_| None),
-                    "usage by {by:?}, batch {batch}"
+                    mem.steps_of(agent, from, until),
+                    "steps in [{from:?}, {until:?})"
                 );
             }
             // The current step: none (every call ended), as the core's rule says.
@@ -227,12 +253,38 @@ fn steps_and_usage_are_the_same_rows_in_postgres_and_in_memory() {
                 headspace_core::activity::current_task(&snapshot.tasks).map(|t| t.started_at);
             assert_eq!(current_step(&want, since), None);
             assert!(pg.current_steps().await.unwrap().is_empty());
-            // A call still running is the current one in both.
+            assert!(mem.current_steps().is_empty());
+            // A call still running is the current one in both; one started before the
+            // current task is not.
             let mut open = StepRow::new(agent, "toolu_open")
                 .with_tool("Bash", Some(&json!({"command": "make"})));
             open.started_at = Some(Timestamp::parse_rfc3339("2026-11-22T09:00:00Z").unwrap());
-            pg.apply(&[Write::Step(open.clone())]).await.unwrap();
+            let mut stale = StepRow::new(agent, "toolu_stale").with_tool("Read", None);
+            stale.started_at = at("2026-11-22T08:00:00.500Z");
+            let mut mem = mem.clone();
+            for w in [Write::Step(open.clone()), Write::Step(stale.clone())] {
+                pg.apply(std::slice::from_ref(&w)).await.unwrap();
+                mem.apply(&w);
+            }
             assert_eq!(pg.current_steps().await.unwrap().get(&agent), Some(&open));
+            assert_eq!(pg.current_steps().await.unwrap(), mem.current_steps());
+            let mut open_only = mem.clone();
+            open_only.apply(&Write::StepsInterrupted {
+                agent_id: agent,
+                at: Timestamp::parse_rfc3339("2026-11-22T09:30:00Z").unwrap(),
+            });
+            pg.apply(&[Write::StepsInterrupted {
+                agent_id: agent,
+                at: Timestamp::parse_rfc3339("2026-11-22T09:30:00Z").unwrap(),
+            }])
+            .await
+            .unwrap();
+            assert_eq!(
+                pg.steps(agent, None, None).await.unwrap(),
+                open_only.steps_of(agent, None, None),
+                "the interrupt ended both"
+            );
+            assert!(pg.current_steps().await.unwrap().is_empty());
         });
     }
 }
