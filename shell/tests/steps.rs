@@ -285,6 +285,64 @@ fn steps_and_usage_are_the_same_rows_in_postgres_and_in_memory() {
                 "the interrupt ended both"
             );
             assert!(pg.current_steps().await.unwrap().is_empty());
+            // A merge of agents folds the steps and usage of the one that goes into the
+            // other's rows of the same key, in both stores.
+            let (from, into) = (900, 901);
+            let mut hook_made =
+                StepRow::new(into, "toolu_both").with_tool("Bash", Some(&json!({"command": "ls"})));
+            hook_made.started_at = at("2026-11-22T10:00:05Z");
+            let mut read = StepRow::new(from, "toolu_both")
+                .with_tool("Bash", Some(&json!({"command": "ls -la"})));
+            read.confirmed = true;
+            read.started_at = at("2026-11-22T10:00:01Z");
+            read.outcome = StepOutcome::Ok;
+            read.evidence = headspace_core::step::Evidence::Result;
+            let only_from = StepRow::new(from, "toolu_from");
+            let usage = |agent: u64, output: u64| headspace_core::usage_sum::UsageRow {
+                agent_id: agent,
+                message_id: "msg_m".into(),
+                task_id: None,
+                model: "m".into(),
+                tokens: headspace_core::usage::Tokens {
+                    output,
+                    ..Default::default()
+                },
+                at: Timestamp(1_000),
+            };
+            let merge = [
+                Write::Step(hook_made),
+                Write::Step(read),
+                Write::Step(only_from),
+                Write::Usage(usage(into, 5)),
+                Write::Usage(usage(from, 9)),
+                Write::MergeAgent { from, into },
+            ];
+            let mut mem2 = MemStore::new();
+            for w in &merge {
+                mem2.apply(w);
+            }
+            pg.apply(&merge[..5]).await.unwrap();
+            pg.apply(&merge[5..]).await.unwrap();
+            assert_eq!(
+                pg.steps(into, None, None).await.unwrap(),
+                mem2.steps_of(into, None, None),
+                "merged steps"
+            );
+            assert_eq!(
+                mem2.steps_of(into, None, None)[1].summary,
+                "ls -la",
+                "the transcript's facts"
+            );
+            assert!(pg.steps(from, None, None).await.unwrap().is_empty());
+            assert_eq!(
+                pg.usage(UsageBy::Agent, Some(into)).await.unwrap(),
+                mem2.usage_by(UsageBy::Agent, Some(into))
+            );
+            assert!(pg
+                .usage(UsageBy::Agent, Some(from))
+                .await
+                .unwrap()
+                .is_empty());
         });
     }
 }

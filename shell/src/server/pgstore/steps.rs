@@ -85,56 +85,86 @@ impl StepOps {
     }
 }
 
-/// Moves agent `from`'s steps and usage to `into` (a merge of agents); where both hold a
-/// row for the same key, `into`'s stays.
+/// Moves agent `from`'s steps and usage to `into` (a merge of agents), each folded into
+/// `into`'s row of the same key by the merge rules, as the in-memory store does.
 pub(super) async fn merge_agent(
     tx: &Transaction<'_>,
     from: i64,
     into: i64,
 ) -> Result<(), tokio_postgres::Error> {
-    for (table, key) in [("steps", "tool_use_id"), ("message_usage", "message_id")] {
+    let step_cols = STEP_COLUMNS.replacen("agent_id", "$2::bigint", 1);
+    tx.execute(
+        &format!("INSERT INTO steps AS s ({STEP_COLUMNS}) SELECT {step_cols} FROM steps WHERE agent_id = $1 ORDER BY tool_use_id {}", step_merge()),
+        &[&from, &into],
+    )
+    .await?;
+    let usage_cols = USAGE_COLUMNS.replacen("agent_id", "$2::bigint", 1);
+    tx.execute(
+        &format!("INSERT INTO message_usage AS m ({USAGE_COLUMNS}) SELECT {usage_cols} FROM message_usage WHERE agent_id = $1 ORDER BY message_id {USAGE_MERGE}"),
+        &[&from, &into],
+    )
+    .await?;
+    for table in ["steps", "message_usage"] {
         tx.execute(
-            &format!("DELETE FROM {table} f USING {table} i WHERE f.agent_id = $1 AND i.agent_id = $2 AND i.{key} = f.{key}"),
-            &[&from, &into],
-        )
-        .await?;
-        tx.execute(
-            &format!("UPDATE {table} SET agent_id = $2 WHERE agent_id = $1"),
-            &[&from, &into],
+            &format!("DELETE FROM {table} WHERE agent_id = $1"),
+            &[&from],
         )
         .await?;
     }
     Ok(())
 }
 
-async fn upsert_steps(tx: &Transaction<'_>, s: Vec<StepRow>) -> Result<(), tokio_postgres::Error> {
-    // `(new confirmed, old not) and new knows it, or old does not`: the rule of `step::merge`.
+const STEP_COLUMNS: &str = "agent_id, tool_use_id, task_id, tool, summary, file, outcome, evidence, confirmed, started_at, finished_at";
+
+/// The upsert's conflict clause: the stored row `s` and the written one `EXCLUDED` folded by
+/// the rule of [`headspace_core::step::merge`].
+fn step_merge() -> String {
+    // `(new confirmed, old not) and new knows it, or old does not`.
     let start = |col: &str, unknown: &str| {
         format!(
             "{col} = CASE WHEN (EXCLUDED.confirmed AND NOT s.confirmed AND NOT (EXCLUDED.{col} {unknown})) OR (s.{col} {unknown})
                           THEN EXCLUDED.{col} ELSE s.{col} END"
         )
     };
-    let sql = format!(
-        "INSERT INTO steps AS s (agent_id, tool_use_id, task_id, tool, summary, file, outcome, evidence, confirmed, started_at, finished_at)
-         SELECT u.agent_id, u.tool_use_id, u.task_id, u.tool, u.summary, u.file, u.outcome, u.evidence, u.confirmed,
-                CASE WHEN u.start_ms IS NULL THEN NULL ELSE {} END, CASE WHEN u.end_ms IS NULL THEN NULL ELSE {} END
-         FROM UNNEST($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::smallint[], $9::bool[], $10::bigint[], $11::bigint[])
-              AS u(agent_id, tool_use_id, task_id, tool, summary, file, outcome, evidence, confirmed, start_ms, end_ms)
-         ON CONFLICT (agent_id, tool_use_id) DO UPDATE SET
+    format!(
+        "ON CONFLICT (agent_id, tool_use_id) DO UPDATE SET
            {}, {}, {}, {}, {},
            outcome = CASE WHEN EXCLUDED.evidence > s.evidence THEN EXCLUDED.outcome ELSE s.outcome END,
            finished_at = CASE WHEN EXCLUDED.evidence > s.evidence THEN COALESCE(EXCLUDED.finished_at, s.finished_at)
                               ELSE COALESCE(s.finished_at, EXCLUDED.finished_at) END,
            evidence = GREATEST(s.evidence, EXCLUDED.evidence),
            confirmed = s.confirmed OR EXCLUDED.confirmed",
-        at("u.start_ms"),
-        at("u.end_ms"),
         start("task_id", "IS NULL"),
         start("tool", "= ''"),
         start("summary", "= ''"),
         start("file", "IS NULL"),
         start("started_at", "IS NULL"),
+    )
+}
+
+const USAGE_COLUMNS: &str = "agent_id, message_id, task_id, model, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, \"at\"";
+
+/// The usage upsert's conflict clause: [`headspace_core::usage_sum::merge`]'s rule.
+const USAGE_MERGE: &str = "ON CONFLICT (agent_id, message_id) DO UPDATE SET
+   task_id = COALESCE(m.task_id, EXCLUDED.task_id),
+   model = CASE WHEN m.model = '' THEN EXCLUDED.model ELSE m.model END,
+   input_tokens = GREATEST(m.input_tokens, EXCLUDED.input_tokens),
+   output_tokens = GREATEST(m.output_tokens, EXCLUDED.output_tokens),
+   cache_creation_tokens = GREATEST(m.cache_creation_tokens, EXCLUDED.cache_creation_tokens),
+   cache_read_tokens = GREATEST(m.cache_read_tokens, EXCLUDED.cache_read_tokens),
+   \"at\" = LEAST(m.\"at\", EXCLUDED.\"at\")";
+
+async fn upsert_steps(tx: &Transaction<'_>, s: Vec<StepRow>) -> Result<(), tokio_postgres::Error> {
+    let sql = format!(
+        "INSERT INTO steps AS s ({STEP_COLUMNS})
+         SELECT u.agent_id, u.tool_use_id, u.task_id, u.tool, u.summary, u.file, u.outcome, u.evidence, u.confirmed,
+                CASE WHEN u.start_ms IS NULL THEN NULL ELSE {} END, CASE WHEN u.end_ms IS NULL THEN NULL ELSE {} END
+         FROM UNNEST($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::smallint[], $9::bool[], $10::bigint[], $11::bigint[])
+              AS u(agent_id, tool_use_id, task_id, tool, summary, file, outcome, evidence, confirmed, start_ms, end_ms)
+         {}",
+        at("u.start_ms"),
+        at("u.end_ms"),
+        step_merge(),
     );
     tx.execute(
         &sql,
@@ -168,18 +198,11 @@ async fn upsert_usage(tx: &Transaction<'_>, u: Vec<UsageRow>) -> Result<(), toki
     };
     tx.execute(
         &format!(
-            "INSERT INTO message_usage AS m (agent_id, message_id, task_id, model, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, \"at\")
+            "INSERT INTO message_usage AS m ({USAGE_COLUMNS})
              SELECT u.agent_id, u.message_id, u.task_id, u.model, u.i, u.o, u.cw, u.cr, {}
              FROM UNNEST($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[])
                   AS u(agent_id, message_id, task_id, model, i, o, cw, cr, ms)
-             ON CONFLICT (agent_id, message_id) DO UPDATE SET
-               task_id = COALESCE(m.task_id, EXCLUDED.task_id),
-               model = CASE WHEN m.model = '' THEN EXCLUDED.model ELSE m.model END,
-               input_tokens = GREATEST(m.input_tokens, EXCLUDED.input_tokens),
-               output_tokens = GREATEST(m.output_tokens, EXCLUDED.output_tokens),
-               cache_creation_tokens = GREATEST(m.cache_creation_tokens, EXCLUDED.cache_creation_tokens),
-               cache_read_tokens = GREATEST(m.cache_read_tokens, EXCLUDED.cache_read_tokens),
-               \"at\" = LEAST(m.\"at\", EXCLUDED.\"at\")",
+             {USAGE_MERGE}",
             at("u.ms")
         ),
         &[
