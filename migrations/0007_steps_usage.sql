@@ -12,7 +12,8 @@ CREATE TABLE IF NOT EXISTS steps (
     summary      TEXT NOT NULL DEFAULT '',
     file         TEXT,
     outcome      TEXT NOT NULL,
-    -- What the outcome rests on: 0 nothing, 1 a hook, 2 the interrupt line, 3 the result.
+    -- What the outcome rests on: 0 nothing, 1 a guess (an over-long line), 2 a hook, 3 the
+    -- interrupt line, 4 the result.
     evidence     SMALLINT NOT NULL DEFAULT 0,
     -- The transcript's tool_use line was read: its facts win over a hook's.
     confirmed    BOOLEAN NOT NULL DEFAULT FALSE,

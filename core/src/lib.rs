@@ -140,6 +140,7 @@ pub mod send_check;
 pub mod state;
 pub mod step;
 pub mod step_line;
+pub mod step_truncated;
 pub mod store;
 pub mod time;
 pub mod tool;

@@ -64,16 +64,19 @@ impl StepOutcome {
 pub enum Evidence {
     /// Nothing: the step is pending.
     None = 0,
+    /// An over-long result line whose `is_error` was cut out ([`crate::step_truncated`]):
+    /// ended, its outcome guessed.
+    Guess = 1,
     /// A hook (PostToolUse, PostToolUseFailure, PermissionDenied): may be lost or late.
-    Hook = 1,
+    Hook = 2,
     /// The transcript's interrupt line while the step had no result yet.
-    Interrupt = 2,
+    Interrupt = 3,
     /// The transcript's own `tool_result`: the authority.
-    Result = 3,
+    Result = 4,
 }
 
 impl Evidence {
-    /// The rank stored (0..=3).
+    /// The rank stored (0..=4).
     pub fn rank(self) -> i16 {
         self as i16
     }
@@ -81,9 +84,10 @@ impl Evidence {
     /// The evidence a stored rank stands for.
     pub fn from_rank(rank: i16) -> Evidence {
         match rank {
-            1 => Evidence::Hook,
-            2 => Evidence::Interrupt,
-            r if r >= 3 => Evidence::Result,
+            1 => Evidence::Guess,
+            2 => Evidence::Hook,
+            3 => Evidence::Interrupt,
+            r if r >= 4 => Evidence::Result,
             _ => Evidence::None,
         }
     }

@@ -32,6 +32,9 @@ pub struct ToolResult {
     pub tool_use_id: String,
     /// How the call ended ([`outcome_of_result`]).
     pub outcome: StepOutcome,
+    /// False when the outcome is a guess (an over-long line whose `is_error` was cut out):
+    /// it then weighs less than a hook's.
+    pub certain: bool,
 }
 
 /// The usage of the line's message.
@@ -170,6 +173,7 @@ pub fn read_line(line: &[u8]) -> LineFacts {
                 facts.results.push(ToolResult {
                     tool_use_id: id.into_owned(),
                     outcome: outcome_of_result(b.is_error == Some(true), &text),
+                    certain: true,
                 });
             }
             _ => {}

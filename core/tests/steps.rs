@@ -107,8 +107,8 @@ impl Script {
         );
         self.line(
             "assistant",
-            json!({"id": msg, "model": "claude-sonnet-4-5", "role": "assistant", "usage": usage,
-                   "content": [{"type": "tool_use", "id": id, "name": name, "input": input}]}),
+            json!({"model": "claude-sonnet-4-5", "id": msg, "role": "assistant",
+                   "content": [{"type": "tool_use", "id": id, "name": name, "input": input}], "usage": usage}),
             json!({}),
         );
         let Some((content, is_error)) = result else {
@@ -943,4 +943,76 @@ fn run_at(path: &str, events: &[Event], crash_at: Option<usize>) -> Rig {
         json!({"type": "system", "subtype": "informational"}).to_string(),
     ));
     rig
+}
+
+#[test]
+fn an_over_long_result_or_call_still_makes_its_step_and_counts_its_tokens() {
+    // Lines longer than max_line_bytes keep only their head and last 64 KiB.
+    let mut config = Config::new(CLAUDE_DIR);
+    config.max_line_bytes = 4_096;
+    let big = "x".repeat(200_000);
+    let mut s = Script::new();
+    s.prompt("write the data file");
+    let usage = Script::usage(7, 11, 13, 17);
+    s.tool(
+        "msg_big",
+        "toolu_big_write",
+        "Write",
+        json!({"file_path": "data/big.txt", "content": big}),
+        Some(("File created.", false)),
+        usage.clone(),
+    );
+    s.tool(
+        "msg_cat",
+        "toolu_big_cat",
+        "Bash",
+        json!({"command": "cat data/big.txt"}),
+        Some((&format!("{big}\nexit 1"), true)),
+        Script::usage(1, 2, 3, 4),
+    );
+    let mut rig = Rig::new(None);
+    rig.core = Core::new(config.clone());
+    for e in &s.events {
+        rig.feed(e);
+    }
+    let steps = rig.steps();
+    let write = &steps["toolu_big_write"];
+    assert_eq!(
+        (write.tool.as_str(), write.summary.as_str(), write.outcome),
+        ("Write", "data/big.txt", StepOutcome::Ok)
+    );
+    assert_eq!(write.file.as_deref(), Some("data/big.txt"));
+    assert!(write.confirmed && write.started_at.is_some());
+    let cat = &steps["toolu_big_cat"];
+    assert_eq!(
+        (cat.summary.as_str(), cat.outcome),
+        ("cat data/big.txt", StepOutcome::Error)
+    );
+    assert!(cat.finished_at.is_some());
+    let usage: BTreeMap<String, Tokens> = rig
+        .store
+        .usage()
+        .map(|u| (u.message_id.clone(), u.tokens))
+        .collect();
+    assert_eq!(
+        usage["msg_big"],
+        Tokens {
+            input: 7,
+            output: 11,
+            cache_creation: 13,
+            cache_read: 17
+        }
+    );
+    // Without hooks, the cut-out `is_error` is guessed as ok; the step is still one, ended.
+    let mut rig = Rig::new(None);
+    rig.core = Core::new(config);
+    for e in &without_hooks(&s.events) {
+        rig.feed(e);
+    }
+    let cat = &rig.steps()["toolu_big_cat"];
+    assert_eq!(
+        (cat.outcome, cat.evidence),
+        (StepOutcome::Ok, Evidence::Guess)
+    );
+    assert_eq!(rig.steps().len(), 2);
 }

@@ -10,7 +10,7 @@ use crate::io::{Command, Write};
 use crate::mend::{replace_nul, replace_nul_opt};
 use crate::model::AgentId;
 use crate::step::{Evidence, StepOutcome, StepRow};
-use crate::step_line::read_line;
+use crate::step_line::{read_line, LineFacts};
 use crate::time::Timestamp;
 use crate::usage_sum::UsageRow;
 use serde_json::{json, Value};
@@ -29,7 +29,22 @@ impl Core {
         if let Some(at) = interrupt {
             self.write(Write::StepsInterrupted { agent_id, at });
         }
-        let facts = read_line(line);
+        self.steps_of_facts(path, agent_id, read_line(line));
+    }
+
+    /// What an over-long line's head and tail still tell about steps and usage.
+    pub(super) fn steps_of_truncated(
+        &mut self,
+        path: &str,
+        agent_id: AgentId,
+        head: &[u8],
+        tail: &[u8],
+    ) {
+        let facts = crate::step_truncated::read_truncated(head, tail);
+        self.steps_of_facts(path, agent_id, facts);
+    }
+
+    fn steps_of_facts(&mut self, path: &str, agent_id: AgentId, facts: LineFacts) {
         if facts.is_empty() {
             return;
         }
@@ -45,7 +60,11 @@ impl Core {
         for r in facts.results {
             let mut step = StepRow::new(agent_id, r.tool_use_id);
             step.outcome = r.outcome;
-            step.evidence = Evidence::Result;
+            step.evidence = if r.certain {
+                Evidence::Result
+            } else {
+                Evidence::Guess
+            };
             step.finished_at = at;
             self.write_step(step);
         }

@@ -225,5 +225,6 @@ impl Core {
         if r.entry != Entry::Ignored {
             self.process_entry(path, agent_id, r.entry);
         }
+        self.steps_of_truncated(path, agent_id, head, tail);
     }
 }
