@@ -103,6 +103,12 @@
 //!   uuid.
 //! - **Restart-safe.** Everything decisions depend on is in the store; [`Input::Restore`]
 //!   rebuilds it exactly, so where a crash happens does not change the result.
+//! - **Steps and usage are folded by the store, not kept here.** Each tool hook and each
+//!   `tool_use` / `tool_result` / `usage` a line holds becomes a write keyed by tool-use id or
+//!   message id, which every store folds into its row by one rule ([`step::merge`],
+//!   [`usage_sum::merge`]): idempotent, the transcript above hooks, so a re-read, a retry, a
+//!   restart or a lost hook leaves each step once with its outcome and each message counted
+//!   once.
 //!
 //! ## The second machine: orchestration
 //!
