@@ -309,23 +309,38 @@ pub fn current_step<'a>(
 /// for each of `turns` (in the order given), its steps by start. Steps of other agents and
 /// steps with no start time are left out.
 pub fn fold_under_turns<'a>(turns: &[TurnRow], steps: &'a [StepRow]) -> Vec<Vec<&'a StepRow>> {
-    let mut order: Vec<usize> = (0..turns.len()).collect();
-    order.sort_by_key(|&i| (turns[i].timestamp, turns[i].id));
     let mut out: Vec<Vec<&StepRow>> = vec![Vec::new(); turns.len()];
-    let Some(&first) = order.first() else {
+    let Some(agent) = turns.first().map(|t| t.agent_id) else {
         return out;
     };
-    let agent = turns[first].agent_id;
     let mut sorted: Vec<&StepRow> = steps
         .iter()
         .filter(|s| s.agent_id == agent && s.started_at.is_some())
         .collect();
     sorted.sort_by(|a, b| (a.started_at, &a.tool_use_id).cmp(&(b.started_at, &b.tool_use_id)));
-    for s in sorted {
-        let at = s.started_at.unwrap_or_default();
-        let k = order.partition_point(|&i| turns[i].timestamp <= at);
-        let turn = if k == 0 { first } else { order[k - 1] };
-        out[turn].push(s);
+    let times: Vec<Timestamp> = sorted.iter().filter_map(|s| s.started_at).collect();
+    for (s, turn) in sorted.into_iter().zip(turn_indices_at(turns, &times)) {
+        if let Some(t) = turn {
+            out[t].push(s);
+        }
     }
     out
+}
+
+/// For each of `times`, the index in `turns` of the turn what happened then goes under: the
+/// latest turn (in (timestamp, id) order) at or before it, or the first turn when it came
+/// before all of them; `None` without turns.
+pub fn turn_indices_at(turns: &[TurnRow], times: &[Timestamp]) -> Vec<Option<usize>> {
+    let mut order: Vec<usize> = (0..turns.len()).collect();
+    order.sort_by_key(|&i| (turns[i].timestamp, turns[i].id));
+    let Some(&first) = order.first() else {
+        return vec![None; times.len()];
+    };
+    times
+        .iter()
+        .map(|&at| {
+            let k = order.partition_point(|&i| turns[i].timestamp <= at);
+            Some(if k == 0 { first } else { order[k - 1] })
+        })
+        .collect()
 }

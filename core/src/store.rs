@@ -186,6 +186,25 @@ impl MemStore {
         out
     }
 
+    /// An agent's usage rows written in `[from, until)` (either end open when `None`), by
+    /// time then message id.
+    pub fn usage_of(
+        &self,
+        agent_id: AgentId,
+        from: Option<crate::Timestamp>,
+        until: Option<crate::Timestamp>,
+    ) -> Vec<UsageRow> {
+        let mut out: Vec<UsageRow> = self
+            .usage
+            .values()
+            .filter(|u| u.agent_id == agent_id)
+            .filter(|u| from.is_none_or(|f| u.at >= f) && until.is_none_or(|t| u.at < t))
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| (a.at, &a.message_id).cmp(&(b.at, &b.message_id)));
+        out
+    }
+
     /// Each agent's current step ([`crate::step::current_step`] since its current task's
     /// start), by agent.
     pub fn current_steps(&self) -> BTreeMap<AgentId, StepRow> {

@@ -5,7 +5,8 @@
 use headspace_core::io::{Command, Input, Write};
 use headspace_core::model::{AgentId, TurnRow, TurnSource};
 use headspace_core::step::{
-    current_step, files_changed, fold_under_turns, merge, Evidence, StepOutcome, StepRow,
+    current_step, files_changed, fold_under_turns, merge, turn_indices_at, Evidence, StepOutcome,
+    StepRow,
 };
 use headspace_core::store::MemStore;
 use headspace_core::usage::{PriceTable, Tokens, UsageTally};
@@ -665,6 +666,12 @@ fn steps_fold_under_the_turn_before_them() {
     assert_eq!(ids(0), vec!["mid"], "turn 2");
     assert_eq!(ids(2), vec!["late"], "turn 3");
     assert!(fold_under_turns(&[], &steps).is_empty());
+    let at = |ms: &[i64]| ms.iter().map(|&m| Timestamp(m)).collect::<Vec<_>>();
+    assert_eq!(
+        turn_indices_at(&turns, &at(&[0, 1_000, 1_999, 2_000, 10_000])),
+        vec![Some(1), Some(1), Some(1), Some(0), Some(2)]
+    );
+    assert_eq!(turn_indices_at(&[], &at(&[5])), vec![None]);
 }
 
 #[test]

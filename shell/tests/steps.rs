@@ -232,6 +232,20 @@ fn steps_and_usage_are_the_same_rows_in_postgres_and_in_memory() {
                 mem.usage_by(UsageBy::Agent, None),
                 sum_by_model(&rows, UsageBy::Agent, |_| None)
             );
+            // Usage rows in a span, as the turns route asks for them.
+            let when = |s: &str| Some(Timestamp::parse_rfc3339(s).unwrap());
+            for (from, until) in [
+                (None, None),
+                (when("2026-11-22T08:00:04Z"), None),
+                (None, when("2026-11-22T08:00:06Z")),
+            ] {
+                let got = pg.usage_rows(agent, from, until).await.unwrap();
+                assert_eq!(
+                    got,
+                    mem.usage_of(agent, from, until),
+                    "usage rows in [{from:?}, {until:?})"
+                );
+            }
             // Steps in a span, as the turns route asks for them.
             let at = |s: &str| Some(Timestamp::parse_rfc3339(s).unwrap());
             for (from, until) in [
@@ -434,6 +448,18 @@ fn the_routes_show_steps_tokens_cost_and_files_across_a_restart() {
             turns[1].get("steps").is_none(),
             "a turn without steps has none"
         );
+        // Each message's tokens under its turn: the three calls' under the prompt, the
+        // reply's under the reply; together the agent's.
+        assert_eq!(turns[0]["usage"]["messages"], 3);
+        assert!(turns[1].get("usage").is_none());
+        assert_eq!(turns[2]["usage"]["messages"], 1);
+        let per_turn: u64 = turns
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["usage"]["tokens"]["output"].as_u64())
+            .sum();
+        assert_eq!(per_turn, tally.tokens().output);
         // Paging: a page of the first turn alone still holds its steps, the next page none.
         let page = server.json(&format!("/api/agents/{agent}/turns?limit=1"));
         assert_eq!(page[0]["steps"].as_array().unwrap().len(), 3);

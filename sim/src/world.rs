@@ -509,6 +509,16 @@ impl Store for SimWorld {
         Box::pin(async move { Ok(r) })
     }
 
+    fn usage_rows(
+        &self,
+        agent_id: u64,
+        from: Option<headspace_core::Timestamp>,
+        until: Option<headspace_core::Timestamp>,
+    ) -> BoxFuture<'_, Result<Vec<headspace_core::usage_sum::UsageRow>, StoreError>> {
+        let r = self.lock().store.usage_of(agent_id, from, until);
+        Box::pin(async move { Ok(r) })
+    }
+
     fn current_steps(
         &self,
     ) -> BoxFuture<

@@ -115,6 +115,16 @@ pub trait Store: Send + Sync {
     ) -> BoxFuture<'_, Result<Vec<StepRow>, StoreError>> {
         Box::pin(async { Ok(Vec::new()) })
     }
+    /// An agent's usage rows written in `[from, until)` (either end open when `None`), by
+    /// time then message id.
+    fn usage_rows(
+        &self,
+        _agent_id: u64,
+        _from: Option<headspace_core::Timestamp>,
+        _until: Option<headspace_core::Timestamp>,
+    ) -> BoxFuture<'_, Result<Vec<headspace_core::usage_sum::UsageRow>, StoreError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
     /// Each agent's current step, by agent ([`headspace_core::step::current_step`] since its
     /// current task's start).
     fn current_steps(&self) -> BoxFuture<'_, Result<BTreeMap<u64, StepRow>, StoreError>> {

@@ -8,8 +8,8 @@ use super::body::{error, json_response, Body};
 use super::{query_param, App};
 use crate::server::store::StoreError;
 use headspace_core::model::TurnRow;
-use headspace_core::step::{files_changed, fold_under_turns, StepRow};
-use headspace_core::usage_sum::{totals, UsageBy, UsageTotal};
+use headspace_core::step::{files_changed, fold_under_turns, turn_indices_at, StepRow};
+use headspace_core::usage_sum::{sum_by_model, totals, UsageBy, UsageRow, UsageTotal};
 use headspace_core::view::AgentView;
 use headspace_core::Activity;
 use hyper::{Response, StatusCode};
@@ -91,13 +91,31 @@ pub(super) async fn turns_json(
         })
         .collect();
     let folded = fold_under_turns(rows, &steps);
+    // Each message's tokens go under its turn by the same rule.
+    let usage = app.store.usage_rows(agent_id, from, until).await?;
+    let times: Vec<_> = usage.iter().map(|u| u.at).collect();
+    let mut spent: BTreeMap<usize, Vec<&UsageRow>> = BTreeMap::new();
+    for (u, turn) in usage.iter().zip(turn_indices_at(rows, &times)) {
+        if let Some(t) = turn {
+            spent.entry(t).or_default().push(u);
+        }
+    }
     Ok(rows
         .iter()
         .zip(folded)
-        .map(|(t, steps)| {
+        .enumerate()
+        .map(|(i, (t, steps))| {
             let mut v = headspace_core::engine::turn_json(t);
             if !steps.is_empty() {
                 v["steps"] = Value::Array(steps.iter().map(|s| s.to_json()).collect());
+            }
+            if let Some(messages) = spent.get(&i) {
+                let by_model = sum_by_model(messages.iter().copied(), UsageBy::Agent, |_| None);
+                let mut total = UsageTotal::default();
+                for m in &by_model {
+                    total.add(m, &app.prices);
+                }
+                v["usage"] = total.to_json();
             }
             v
         })

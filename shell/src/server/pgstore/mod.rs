@@ -439,6 +439,15 @@ impl Store for PgStore {
         Box::pin(PgStore::steps(self, agent_id, from, until))
     }
 
+    fn usage_rows(
+        &self,
+        agent_id: u64,
+        from: Option<headspace_core::Timestamp>,
+        until: Option<headspace_core::Timestamp>,
+    ) -> BoxFuture<'_, Result<Vec<headspace_core::usage_sum::UsageRow>, StoreError>> {
+        Box::pin(PgStore::usage_rows(self, agent_id, from, until))
+    }
+
     fn current_steps(&self) -> BoxFuture<'_, Result<BTreeMap<u64, StepRow>, StoreError>> {
         Box::pin(PgStore::current_steps(self))
     }

@@ -276,6 +276,50 @@ impl PgStore {
         rows.iter().map(step_row).collect()
     }
 
+    /// An agent's usage rows written in `[from, until)`, by time then message id.
+    pub async fn usage_rows(
+        &self,
+        agent_id: u64,
+        from: Option<Timestamp>,
+        until: Option<Timestamp>,
+    ) -> Result<Vec<UsageRow>, StoreError> {
+        let c = self.pool.get().await?;
+        let rows = c
+            .query(
+                &format!(
+                    "SELECT u.agent_id, u.message_id, u.task_id, u.model, u.input_tokens, u.output_tokens,
+                            u.cache_creation_tokens, u.cache_read_tokens, {}
+                     FROM message_usage u
+                     WHERE u.agent_id = $1 AND u.\"at\" >= COALESCE({}, '-infinity') AND u.\"at\" < COALESCE({}, 'infinity')
+                     ORDER BY u.\"at\", u.message_id COLLATE \"C\"",
+                    ms("u.\"at\""),
+                    at("$2::bigint"),
+                    at("$3::bigint")
+                ),
+                &[&id(agent_id), &from.map(Timestamp::millis), &until.map(Timestamp::millis)],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let n = |i: usize| r.get::<_, i64>(i).max(0) as u64;
+                UsageRow {
+                    agent_id: r.get::<_, i64>(0) as u64,
+                    message_id: r.get(1),
+                    task_id: r.get::<_, Option<i64>>(2).map(|t| t as u64),
+                    model: r.get(3),
+                    tokens: Tokens {
+                        input: n(4),
+                        output: n(5),
+                        cache_creation: n(6),
+                        cache_read: n(7),
+                    },
+                    at: Timestamp(r.get(8)),
+                }
+            })
+            .collect())
+    }
+
     /// Each agent's current step ([`headspace_core::step::current_step`] with its current
     /// task's start): the same rule, in SQL, over the pending steps only.
     pub async fn current_steps(&self) -> Result<BTreeMap<u64, StepRow>, StoreError> {
