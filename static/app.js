@@ -155,6 +155,8 @@ function card(a) {
     inline(last, a.last_turn.text); // bold, code and links; blocks stay lines of text
     c.appendChild(last);
   }
+  const now = nowLine(a);
+  if (now) c.appendChild(now);
   if (c.dataset.shown === 'waiting') {
     const q = el('div', 'question');
     q.appendChild(askedBlock(a, true));
@@ -165,6 +167,8 @@ function card(a) {
   const t = el('span', 'since', since(a.state_since));
   t.dataset.since = a.state_since || '';
   foot.append(t);
+  const spent = usageLine(a);
+  if (spent) foot.append(spent);
   c.appendChild(foot);
   return c;
 }
@@ -266,6 +270,8 @@ function refreshAgent(id) {
 function convTitle(a) {
   $('conv-title').textContent = a ? `${agentName(a)} · ${SHOWN_LABEL[shownState(a)]}` : '';
   $('conv-title').title = a ? `session ${a.session_id}` : '';
+  const spent = usageLine(a, 'conv-usage');
+  if (spent) $('conv-title').append(' · ', spent);
 }
 
 function bubble(t) {
@@ -282,6 +288,7 @@ function bubble(t) {
     const o = options(t.question);
     if (o) b.appendChild(o);
   }
+  if (t.steps) setSteps(b, t.steps);
   return b;
 }
 
@@ -371,6 +378,7 @@ function upsertTurn(t, bulk) {
     existing.turn = Object.assign({}, existing.turn, t);
     const newKey = key(existing.turn);
     existing.el.querySelector('.time').textContent = clock(existing.turn.timestamp);
+    if (t.steps) setSteps(existing.el, t.steps);
     if (oldKey[0] !== newKey[0]) {
       const from = position(oldKey);
       hs.order.splice(from, 1);
@@ -484,7 +492,13 @@ function connect() {
     es.addEventListener(name, (ev) => applyOnce(ev, (d) => refreshAgent(d.agent_id)));
   }
   es.addEventListener('session_created', (ev) => applyOnce(ev, () => loadAgents()));
-  es.addEventListener('session_activity', (ev) => applyOnce(ev, () => refreshOrchestrations()));
+  es.addEventListener('session_activity', (ev) => applyOnce(ev, (d) => {
+    refreshOrchestrations();
+    // A transcript grew: its tool calls and tokens may have too.
+    if (hs.agents.has(d.agent_id)) refreshAgent(d.agent_id);
+    refreshSteps(d.agent_id);
+  }));
+  es.addEventListener('step_updated', (ev) => applyOnce(ev, (d) => { refreshAgent(d.agent_id); refreshSteps(d.agent_id); }));
   es.addEventListener('agent_merged', (ev) => applyOnce(ev, (m) => {
     // A session seen first in its transcript turned out to be this pane's agent.
     if (hs.open === m.from) openConversation(m.into);

@@ -112,6 +112,20 @@ pub enum Write {
     /// Everything before `offset` of the file is stored. Emitted only after the writes of
     /// the lines before it.
     Offset(OffsetRow),
+    /// A tool call began or ended: fold it into its step (one per agent and tool-use id)
+    /// with [`crate::step::merge`].
+    Step(crate::step::StepRow),
+    /// The transcript's interrupt line: the agent's steps still pending and started by `at`
+    /// were interrupted ([`crate::step::interrupted`]).
+    StepsInterrupted {
+        /// The agent.
+        agent_id: AgentId,
+        /// The interrupt line's time.
+        at: Timestamp,
+    },
+    /// An assistant message's usage: fold it into its row (one per agent and message id)
+    /// with [`crate::usage_sum::merge`].
+    Usage(crate::usage_sum::UsageRow),
 }
 
 /// Something the shell must do, drained with [`crate::Core::poll_command`].

@@ -28,6 +28,7 @@
 //! | `Store(Write::HookMatched)` | a late hook matched an entry's turn: remember its fingerprint | — |
 //! | `Store(Write::MergeAgent { from, into })` | a transcript-made agent turned out to be a hook-made one: move its tasks and turns, remove it | — |
 //! | `Store(Write::Offset)` | save how far a file is read (emitted after the writes of its lines) | — |
+//! | `Store(Write::Step / StepsInterrupted / Usage)` | fold a tool call into its step, end pending steps at an interrupt, fold a message's usage ([`step`], [`usage_sum`]) | — |
 //! | `Publish(Event)` | send an SSE event (`turn_created`, `turn_updated`, `state_changed`, …) | — |
 //! | `ReadTranscript { path, from, read }` | read the file from `from` to its end | `Input::Transcript { read: Some(read), .. }` |
 //! | `GapDetected { agent_id }` | count it (the watchdog saw output no turn followed; a read was asked) | — |
@@ -102,6 +103,12 @@
 //!   uuid.
 //! - **Restart-safe.** Everything decisions depend on is in the store; [`Input::Restore`]
 //!   rebuilds it exactly, so where a crash happens does not change the result.
+//! - **Steps and usage are folded by the store, not kept here.** Each tool hook and each
+//!   `tool_use` / `tool_result` / `usage` a line holds becomes a write keyed by tool-use id or
+//!   message id, which every store folds into its row by one rule ([`step::merge`],
+//!   [`usage_sum::merge`]): idempotent, the transcript above hooks, so a re-read, a retry, a
+//!   restart or a lost hook leaves each step once with its outcome and each message counted
+//!   once.
 //!
 //! ## The second machine: orchestration
 //!
@@ -138,12 +145,16 @@ pub mod question;
 pub mod replay;
 pub mod send_check;
 pub mod state;
+pub mod step;
+pub mod step_line;
+pub mod step_truncated;
 pub mod store;
 pub mod time;
 pub mod tool;
 pub mod trace;
 pub mod truncated;
 pub mod usage;
+pub mod usage_sum;
 pub mod view;
 pub mod wait;
 

@@ -6,6 +6,8 @@ use crate::io::Write;
 use crate::model::{
     AgentId, AgentRow, OffsetRow, Snapshot, TaskId, TaskRow, TimestampSource, TurnId, TurnRow,
 };
+use crate::step::StepRow;
+use crate::usage_sum::UsageRow;
 use crate::view::{resolve_reference, AgentView};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -18,6 +20,8 @@ pub struct MemStore {
     turns: BTreeMap<TurnId, TurnRow>,
     entries: BTreeSet<(AgentId, String)>,
     offsets: BTreeMap<String, OffsetRow>,
+    steps: BTreeMap<(AgentId, String), StepRow>,
+    usage: BTreeMap<(AgentId, String), UsageRow>,
     violations: Vec<String>,
 }
 
@@ -80,7 +84,36 @@ impl MemStore {
             Write::Offset(o) => {
                 self.offsets.insert(o.path.clone(), o.clone());
             }
+            Write::Step(step) => self.fold_step(step.clone()),
+            Write::StepsInterrupted { agent_id, at } => {
+                for s in self.steps.values_mut().filter(|s| s.agent_id == *agent_id) {
+                    *s = crate::step::interrupted(s, *at);
+                }
+            }
+            Write::Usage(u) => self.fold_usage(u.clone()),
             Write::MergeAgent { from, into } => {
+                let steps: Vec<StepRow> = self
+                    .steps
+                    .values()
+                    .filter(|s| s.agent_id == *from)
+                    .cloned()
+                    .collect();
+                for mut s in steps {
+                    self.steps.remove(&(*from, s.tool_use_id.clone()));
+                    s.agent_id = *into;
+                    self.fold_step(s);
+                }
+                let usage: Vec<UsageRow> = self
+                    .usage
+                    .values()
+                    .filter(|u| u.agent_id == *from)
+                    .cloned()
+                    .collect();
+                for mut u in usage {
+                    self.usage.remove(&(*from, u.message_id.clone()));
+                    u.agent_id = *into;
+                    self.fold_usage(u);
+                }
                 for t in self.tasks.values_mut().filter(|t| t.agent_id == *from) {
                     t.agent_id = *into;
                 }
@@ -100,6 +133,109 @@ impl MemStore {
                 self.agents.remove(from);
             }
         }
+    }
+
+    fn fold_step(&mut self, step: StepRow) {
+        let key = (step.agent_id, step.tool_use_id.clone());
+        let row = match self.steps.get(&key) {
+            Some(old) => crate::step::merge(old, &step),
+            None => step,
+        };
+        self.steps.insert(key, row);
+    }
+
+    fn fold_usage(&mut self, usage: UsageRow) {
+        let key = (usage.agent_id, usage.message_id.clone());
+        let row = match self.usage.get(&key) {
+            Some(old) => crate::usage_sum::merge(old, &usage),
+            None => usage,
+        };
+        self.usage.insert(key, row);
+    }
+
+    /// All steps, by agent and tool-use id.
+    pub fn steps(&self) -> impl Iterator<Item = &StepRow> {
+        self.steps.values()
+    }
+
+    /// All usage rows, by agent and message id.
+    pub fn usage(&self) -> impl Iterator<Item = &UsageRow> {
+        self.usage.values()
+    }
+
+    /// An agent's steps started in `[from, until)` (steps without a start only when both
+    /// ends are open), by start: what every store's step read answers.
+    pub fn steps_of(
+        &self,
+        agent_id: AgentId,
+        from: Option<crate::Timestamp>,
+        until: Option<crate::Timestamp>,
+    ) -> Vec<StepRow> {
+        let mut out: Vec<StepRow> = self
+            .steps
+            .values()
+            .filter(|s| s.agent_id == agent_id)
+            .filter(|s| match s.started_at {
+                _ if from.is_none() && until.is_none() => true,
+                Some(at) => from.is_none_or(|f| at >= f) && until.is_none_or(|u| at < u),
+                None => false,
+            })
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| (a.started_at, &a.tool_use_id).cmp(&(b.started_at, &b.tool_use_id)));
+        out
+    }
+
+    /// An agent's usage rows written in `[from, until)` (either end open when `None`), by
+    /// time then message id.
+    pub fn usage_of(
+        &self,
+        agent_id: AgentId,
+        from: Option<crate::Timestamp>,
+        until: Option<crate::Timestamp>,
+    ) -> Vec<UsageRow> {
+        let mut out: Vec<UsageRow> = self
+            .usage
+            .values()
+            .filter(|u| u.agent_id == agent_id)
+            .filter(|u| from.is_none_or(|f| u.at >= f) && until.is_none_or(|t| u.at < t))
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| (a.at, &a.message_id).cmp(&(b.at, &b.message_id)));
+        out
+    }
+
+    /// Each agent's current step ([`crate::step::current_step`] since its current task's
+    /// start), by agent.
+    pub fn current_steps(&self) -> BTreeMap<AgentId, StepRow> {
+        self.agents
+            .keys()
+            .filter_map(|&id| {
+                let since = current_task(self.tasks.values().filter(|t| t.agent_id == id))
+                    .map(|t| t.started_at);
+                let step = crate::step::current_step(
+                    self.steps.values().filter(|s| s.agent_id == id),
+                    since,
+                )?;
+                Some((id, step.clone()))
+            })
+            .collect()
+    }
+
+    /// Usage summed by group and model ([`crate::usage_sum::sum_by_model`]), of one agent
+    /// or of all.
+    pub fn usage_by(
+        &self,
+        by: crate::usage_sum::UsageBy,
+        agent_id: Option<AgentId>,
+    ) -> Vec<crate::usage_sum::ModelUsage> {
+        crate::usage_sum::sum_by_model(
+            self.usage
+                .values()
+                .filter(|u| agent_id.is_none_or(|a| u.agent_id == a)),
+            by,
+            |a| self.agents.get(&a).and_then(|r| r.project.clone()),
+        )
     }
 
     /// Writes the store refused because they would break one-turn-per-entry (S1). The

@@ -13,24 +13,7 @@ pub const FIELD_CHARS: usize = 2000;
 /// fields, each clipped to [`FIELD_CHARS`].
 pub fn asked_tool(name: &str, input: Option<&Value>) -> Value {
     let field = |k: &str| input.and_then(|i| i.get(k)).and_then(Value::as_str);
-    let summary = match name {
-        "Bash" => field("command"),
-        "Edit" | "MultiEdit" | "Write" | "Read" | "NotebookEdit" => {
-            field("file_path").or_else(|| field("notebook_path"))
-        }
-        "WebFetch" => field("url"),
-        "WebSearch" => field("query"),
-        "Grep" | "Glob" => field("pattern"),
-        "Task" | "Agent" => field("description").or_else(|| field("prompt")),
-        _ => None,
-    }
-    .or_else(|| {
-        // Another tool (an MCP server's): its first string field.
-        input
-            .and_then(Value::as_object)
-            .and_then(|o| o.values().find_map(Value::as_str))
-    })
-    .map(clip_field);
+    let summary = input_summary(name, input);
     let lines = |k: &str| field(k).map_or(0, |t| t.lines().count());
     let detail = match name {
         "Edit" => Some(format!(
@@ -64,6 +47,30 @@ pub fn asked_tool(name: &str, input: Option<&Value>) -> Value {
         })
         .unwrap_or_default();
     json!({"name": name, "summary": summary, "detail": detail, "input": kept})
+}
+
+/// The input that matters of tool `name` (the command, the file, the address, the pattern;
+/// another tool's first string field), clipped to [`FIELD_CHARS`].
+pub fn input_summary(name: &str, input: Option<&Value>) -> Option<String> {
+    let field = |k: &str| input.and_then(|i| i.get(k)).and_then(Value::as_str);
+    match name {
+        "Bash" => field("command"),
+        "Edit" | "MultiEdit" | "Write" | "Read" | "NotebookEdit" => {
+            field("file_path").or_else(|| field("notebook_path"))
+        }
+        "WebFetch" => field("url"),
+        "WebSearch" => field("query"),
+        "Grep" | "Glob" => field("pattern"),
+        "Task" | "Agent" => field("description").or_else(|| field("prompt")),
+        _ => None,
+    }
+    .or_else(|| {
+        // Another tool (an MCP server's): its first string field.
+        input
+            .and_then(Value::as_object)
+            .and_then(|o| o.values().find_map(Value::as_str))
+    })
+    .map(clip_field)
 }
 
 /// The first [`FIELD_CHARS`] characters of `text`, with `…` when it goes on.

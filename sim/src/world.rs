@@ -499,6 +499,45 @@ impl Store for SimWorld {
         Box::pin(async move { Ok(r) })
     }
 
+    fn steps(
+        &self,
+        agent_id: u64,
+        from: Option<headspace_core::Timestamp>,
+        until: Option<headspace_core::Timestamp>,
+    ) -> BoxFuture<'_, Result<Vec<headspace_core::step::StepRow>, StoreError>> {
+        let r = self.lock().store.steps_of(agent_id, from, until);
+        Box::pin(async move { Ok(r) })
+    }
+
+    fn usage_rows(
+        &self,
+        agent_id: u64,
+        from: Option<headspace_core::Timestamp>,
+        until: Option<headspace_core::Timestamp>,
+    ) -> BoxFuture<'_, Result<Vec<headspace_core::usage_sum::UsageRow>, StoreError>> {
+        let r = self.lock().store.usage_of(agent_id, from, until);
+        Box::pin(async move { Ok(r) })
+    }
+
+    fn current_steps(
+        &self,
+    ) -> BoxFuture<
+        '_,
+        Result<std::collections::BTreeMap<u64, headspace_core::step::StepRow>, StoreError>,
+    > {
+        let r = self.lock().store.current_steps();
+        Box::pin(async move { Ok(r) })
+    }
+
+    fn usage(
+        &self,
+        by: headspace_core::usage_sum::UsageBy,
+        agent_id: Option<u64>,
+    ) -> BoxFuture<'_, Result<Vec<headspace_core::usage_sum::ModelUsage>, StoreError>> {
+        let r = self.lock().store.usage_by(by, agent_id);
+        Box::pin(async move { Ok(r) })
+    }
+
     fn panes(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
         let s = self.lock();
         let set: BTreeSet<String> = s

@@ -151,6 +151,7 @@ impl Core {
             }
             HookEvent::SubagentStop | HookEvent::PreCompact | HookEvent::Other(_) => {}
         }
+        self.hook_step(agent_id, &hook, body, stamp);
     }
 
     /// Learns the session's transcript from a hook and starts reading it if it is new.

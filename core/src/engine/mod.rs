@@ -8,6 +8,7 @@ mod panes;
 mod reconcile;
 mod rescan;
 mod restore;
+mod steps;
 mod tasks;
 mod timer;
 

@@ -156,6 +156,17 @@ impl Core {
         let classified = entry::classify_mended(line);
         let at = classified.as_ref().ok().and_then(|(e, _)| e.timestamp());
         let prompt = matches!(classified, Ok((Entry::UserPrompt { .. }, _)));
+        let interrupt = matches!(
+            classified,
+            Ok((
+                Entry::Signal {
+                    signal: entry::Signal::Interrupt,
+                    ..
+                },
+                _
+            ))
+        )
+        .then(|| at.unwrap_or(self.now));
         self.learn_from_line(agent_id, line, at, prompt);
         match classified {
             Ok((Entry::Ignored, _)) => {}
@@ -173,6 +184,7 @@ impl Core {
                 line.len()
             ),
         }
+        self.steps_of_line(path, agent_id, line, interrupt);
     }
 
     /// A line longer than `max_line_bytes`: what its head and tail tell becomes its turn,
@@ -213,5 +225,6 @@ impl Core {
         if r.entry != Entry::Ignored {
             self.process_entry(path, agent_id, r.entry);
         }
+        self.steps_of_truncated(path, agent_id, head, tail);
     }
 }

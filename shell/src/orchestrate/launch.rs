@@ -90,6 +90,10 @@ pub fn spawn_runner(launch: &Launch, addr: &str, token: Option<&str>) -> Result<
     if let Some(t) = token {
         cmd.env("HEADSPACE_TOKEN", t);
     }
+    // The server's price table, so the runner's budget gate prices tokens as the cards do.
+    if let Some(p) = crate::server::prices::PRICES_FILE.get() {
+        cmd.env("HEADSPACE_PRICES", p);
+    }
     // A group of its own: a Ctrl-C meant for the server does not stop the run.
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let child = cmd

@@ -130,6 +130,52 @@ impl Metrics {
 }
 
 /// A label value as the text format writes it: `\\`, `\"` and `\n` escaped, nothing else.
+/// The token and cost families: what every model has used and cost so far, summed from the
+/// store's usage rows (so every hub shows the same figures), at the server's price table.
+pub fn render_usage(by_model: &BTreeMap<String, headspace_core::usage_sum::UsageTotal>) -> String {
+    let mut s = String::new();
+    let tokens = "headspace_tokens_total";
+    family(
+        &mut s,
+        tokens,
+        "counter",
+        Some("Tokens used by all agents, by model and kind (input, output, cache_read, cache_creation)."),
+    );
+    for (model, t) in by_model {
+        let kinds = [
+            ("input", t.tokens.input),
+            ("output", t.tokens.output),
+            ("cache_read", t.tokens.cache_read),
+            ("cache_creation", t.tokens.cache_creation),
+        ];
+        for (kind, n) in kinds {
+            sample(
+                &mut s,
+                &format!(
+                    "{tokens}{{model=\"{}\",kind=\"{kind}\"}}",
+                    label_value(model)
+                ),
+                n,
+            );
+        }
+    }
+    let cost = "headspace_cost_usd_total";
+    family(
+        &mut s,
+        cost,
+        "counter",
+        Some("Dollars spent by all agents at the price table, by model."),
+    );
+    for (model, t) in by_model {
+        sample(
+            &mut s,
+            &format!("{cost}{{model=\"{}\"}}", label_value(model)),
+            t.cost_usd,
+        );
+    }
+    s
+}
+
 fn label_value(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     for c in value.chars() {
@@ -244,6 +290,31 @@ mod tests {
             }
         }
         Ok(())
+    }
+
+    #[test]
+    fn tokens_and_cost_are_exposed_by_model() {
+        let mut by_model = BTreeMap::new();
+        by_model.insert(
+            "claude-\"x\"".to_string(),
+            headspace_core::usage_sum::UsageTotal {
+                tokens: headspace_core::usage::Tokens {
+                    input: 1,
+                    output: 2,
+                    cache_creation: 3,
+                    cache_read: 4,
+                },
+                messages: 1,
+                cost_usd: 0.5,
+                models: Vec::new(),
+            },
+        );
+        let text = super::render_usage(&by_model);
+        valid_exposition(&text).unwrap();
+        assert!(text.contains(
+            "headspace_tokens_total{model=\"claude-\\\"x\\\"\",kind=\"cache_creation\"} 3\n"
+        ));
+        assert!(text.contains("headspace_cost_usd_total{model=\"claude-\\\"x\\\"\"} 0.5\n"));
     }
 
     #[test]

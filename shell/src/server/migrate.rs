@@ -30,6 +30,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         include_str!("../../../migrations/0006_agent_git_branch.sql"),
     ),
     (
+        "0007_steps_usage.sql",
+        include_str!("../../../migrations/0007_steps_usage.sql"),
+    ),
+    (
         "0009_events.sql",
         include_str!("../../../migrations/0009_events.sql"),
     ),

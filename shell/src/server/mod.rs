@@ -10,6 +10,7 @@ pub mod migrate;
 pub mod notifier;
 pub mod peer;
 pub mod pgstore;
+pub mod prices;
 pub mod record;
 pub mod sse;
 pub mod store;
@@ -119,6 +120,11 @@ pub struct ServeArgs {
     /// not told).
     #[arg(long, env = "HEADSPACE_NOTIFY_COMMAND")]
     pub notify_command: Option<String>,
+    /// A JSON price table (dollars per million tokens by model) whose entries replace the
+    /// shipped ones, for the cost cards, `/api/usage` and `/metrics` show; the orchestration
+    /// runners this server starts use it too.
+    #[arg(long, env = "HEADSPACE_PRICES")]
+    pub prices: Option<PathBuf>,
 }
 
 fn default_static() -> PathBuf {
@@ -280,6 +286,7 @@ async fn serve(
         header_timeout: Duration::from_secs_f64(args.header_timeout_seconds.max(0.1)),
         static_dir: args.static_dir.clone().unwrap_or_else(default_static),
         core_home: CoreHome::Thread,
+        prices: crate::server::prices::load(args.prices.as_deref())?,
     };
     let app = start(&world, settings, recorder).await?;
     crate::server::watcher::start_notify(claude_dir.clone(), app.core.clone());
@@ -359,6 +366,8 @@ pub struct Settings {
     pub static_dir: PathBuf,
     /// Where the core's loop runs.
     pub core_home: CoreHome,
+    /// Prices per model (the shipped table, or it overridden by `--prices`).
+    pub prices: headspace_core::usage::PriceTable,
 }
 
 /// Starts a server's insides on `world`: restores the core from the store, then starts the
@@ -435,6 +444,7 @@ pub async fn start(
         max_line_bytes,
         audit,
         clock: world.clock.clone(),
+        prices: Arc::new(settings.prices),
     }))
 }
 

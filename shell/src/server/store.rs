@@ -5,8 +5,11 @@
 
 use headspace_core::audit::StoredTurn;
 use headspace_core::model::{Snapshot, TurnRow};
+use headspace_core::step::StepRow;
+use headspace_core::usage_sum::{ModelUsage, UsageBy};
 use headspace_core::view::AgentView;
 use headspace_core::{Reply, Write};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -100,6 +103,41 @@ pub trait Store: Send + Sync {
             files.sort();
             Ok(files)
         })
+    }
+    /// An agent's steps (tool calls) started in `[from, until)` (either end open when
+    /// `None`; steps without a start time only when both are), by start. A store that keeps
+    /// none answers none.
+    fn steps(
+        &self,
+        _agent_id: u64,
+        _from: Option<headspace_core::Timestamp>,
+        _until: Option<headspace_core::Timestamp>,
+    ) -> BoxFuture<'_, Result<Vec<StepRow>, StoreError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    /// An agent's usage rows written in `[from, until)` (either end open when `None`), by
+    /// time then message id.
+    fn usage_rows(
+        &self,
+        _agent_id: u64,
+        _from: Option<headspace_core::Timestamp>,
+        _until: Option<headspace_core::Timestamp>,
+    ) -> BoxFuture<'_, Result<Vec<headspace_core::usage_sum::UsageRow>, StoreError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    /// Each agent's current step, by agent ([`headspace_core::step::current_step`] since its
+    /// current task's start).
+    fn current_steps(&self) -> BoxFuture<'_, Result<BTreeMap<u64, StepRow>, StoreError>> {
+        Box::pin(async { Ok(BTreeMap::new()) })
+    }
+    /// Token usage summed by group and model ([`headspace_core::usage_sum::sum_by_model`]),
+    /// of one agent or of all.
+    fn usage(
+        &self,
+        _by: UsageBy,
+        _agent_id: Option<u64>,
+    ) -> BoxFuture<'_, Result<Vec<ModelUsage>, StoreError>> {
+        Box::pin(async { Ok(Vec::new()) })
     }
     /// Every stored turn, under any agent, holding one of these entry uuids (for the audit).
     fn entry_turns<'a>(

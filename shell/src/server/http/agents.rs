@@ -48,17 +48,6 @@ pub(super) fn no_pane(reference: &str) -> Response<Body> {
     )
 }
 
-pub(super) async fn with_agent(
-    app: &App,
-    reference: &str,
-    f: impl FnOnce(&AgentView) -> Response<Body>,
-) -> Response<Body> {
-    match agent_view(app, reference).await {
-        Ok(view) => f(&view),
-        Err(r) => r,
-    }
-}
-
 pub(super) async fn turns(app: &App, reference: &str, query: Option<&str>) -> Response<Body> {
     let id = match resolve(app, reference).await {
         Ok(id) => id,
@@ -79,11 +68,14 @@ pub(super) async fn turns(app: &App, reference: &str, query: Option<&str>) -> Re
             )
         }
     };
-    match app.store.turns(id, after, limit).await {
-        Ok(rows) => json_response(
-            StatusCode::OK,
-            &Value::Array(rows.iter().map(headspace_core::engine::turn_json).collect()),
-        ),
+    // One turn more than asked: its time bounds the steps of the page's last turn.
+    let mut rows = match app.store.turns(id, after, limit + 1).await {
+        Ok(rows) => rows,
+        Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
+    };
+    let next = (rows.len() as i64 > limit).then(|| rows.pop()).flatten();
+    match super::usage::turns_json(app, id, &rows, after.is_some(), next.as_ref()).await {
+        Ok(turns) => json_response(StatusCode::OK, &Value::Array(turns)),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
     }
 }

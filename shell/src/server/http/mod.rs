@@ -9,7 +9,6 @@ use crate::server::store::Store;
 use crate::server::world::Panes;
 use headspace_core::access::{percent_decode, route_path, AccessPolicy, Peer, RequestFacts};
 use headspace_core::hook::Hook;
-use headspace_core::view::AgentView;
 use headspace_core::Input;
 use hyper::body::Incoming;
 use hyper::header::HeaderValue;
@@ -30,6 +29,7 @@ pub(crate) mod audit;
 mod body;
 mod login;
 mod orchestration;
+mod usage;
 
 use agents::*;
 use answer::{answer, answer_questions};
@@ -79,6 +79,8 @@ pub struct App {
     pub audit: Arc<crate::server::audit_loop::AuditStatus>,
     /// The clock (the audit's time).
     pub clock: Arc<dyn crate::server::world::Clock>,
+    /// Prices per model, for the tokens cards, usage routes and `/metrics` show.
+    pub prices: Arc<headspace_core::usage::PriceTable>,
 }
 
 /// Handles one request from `peer`: the access checks first ([`AccessPolicy::check`]), then
@@ -168,19 +170,21 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
                 app.metrics.render(
                     app.hub.clients.load(Relaxed),
                     app.health.healthy.load(Relaxed),
-                ) + &app.audit.render(),
+                ) + &app.audit.render()
+                    + &usage::metrics_text(&app).await,
             ))
             .expect("response"),
         (&Method::GET, ["api", "agents"]) => {
             // Read before the list: a page that streams events from this id misses nothing
             // committed after the list was read.
             let last_event = app.hub.last_id();
-            match app.store.agents().await {
-                Ok(rows) => {
-                    let mut r = json_response(
-                        StatusCode::OK,
-                        &Value::Array(rows.iter().map(AgentView::card).collect()),
-                    );
+            let cards = match app.store.agents().await {
+                Ok(rows) => usage::cards(&app, &rows).await,
+                Err(e) => Err(e),
+            };
+            match cards {
+                Ok(cards) => {
+                    let mut r = json_response(StatusCode::OK, &Value::Array(cards));
                     r.headers_mut()
                         .insert("x-last-event-id", HeaderValue::from(last_event));
                     r
@@ -188,9 +192,18 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
                 Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
             }
         }
-        (&Method::GET, ["api", "agents", id]) => {
-            with_agent(&app, id, |row| json_response(StatusCode::OK, &row.card())).await
-        }
+        (&Method::GET, ["api", "agents", id]) => match agent_view(&app, id).await {
+            Ok(view) => match usage::cards(&app, std::slice::from_ref(&view)).await {
+                Ok(mut cards) => json_response(StatusCode::OK, &cards.remove(0)),
+                Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+            },
+            Err(r) => r,
+        },
+        (&Method::GET, ["api", "agents", id, "usage"]) => match resolve(&app, id).await {
+            Ok(agent) => usage::agent_usage(&app, agent).await,
+            Err(r) => r,
+        },
+        (&Method::GET, ["api", "usage"]) => usage::usage(&app, req.uri().query()).await,
         (&Method::GET, ["api", "agents", id, "turns"]) => turns(&app, id, req.uri().query()).await,
         (&Method::POST, ["api", "agents", id, "reconcile"]) => reconcile(&app, id).await,
         (&Method::GET, ["api", "agents", id, "audit"]) => audit_agent(&app, id).await,

@@ -5,6 +5,8 @@ use crate::server::store::{BoxFuture, Store, StoreError, Waited};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use headspace_core::audit::StoredTurn;
 use headspace_core::model::*;
+use headspace_core::step::StepRow;
+use headspace_core::usage_sum::{ModelUsage, UsageBy};
 use headspace_core::view::AgentView;
 use headspace_core::Write;
 use serde::de::DeserializeOwned;
@@ -16,6 +18,7 @@ use tracing::{error, warn};
 mod audit;
 pub mod events;
 mod reads;
+mod steps;
 
 impl From<tokio_postgres::Error> for StoreError {
     fn from(e: tokio_postgres::Error) -> Self {
@@ -152,6 +155,7 @@ impl PgStore {
         let mut claimed = std::collections::BTreeSet::new();
         let mut matched: BTreeMap<i64, &str> = BTreeMap::new();
         let mut merges: Vec<(i64, i64)> = Vec::new();
+        let mut step_ops = steps::StepOps::default();
         for w in writes {
             match w {
                 Write::Agent(a) => {
@@ -183,6 +187,9 @@ impl PgStore {
                     offsets.insert(&o.path, o);
                 }
                 Write::MergeAgent { from, into } => merges.push((id(*from), id(*into))),
+                Write::Step(st) => step_ops.step(st),
+                Write::StepsInterrupted { agent_id, at } => step_ops.interrupt(*agent_id, *at),
+                Write::Usage(u) => step_ops.usage(u),
             }
         }
         let mut client = self
@@ -337,8 +344,12 @@ impl PgStore {
             .await
             .map_err(Failure::of)?;
         }
+        step_ops.apply(&tx).await.map_err(Failure::of)?;
         // Merges last: whatever this batch wrote for the agent that goes moves with it.
         for (from, into) in merges {
+            steps::merge_agent(&tx, from, into)
+                .await
+                .map_err(Failure::of)?;
             tx.execute(
                 "UPDATE tasks SET agent_id = $2 WHERE agent_id = $1",
                 &[&from, &into],
@@ -419,5 +430,35 @@ impl Store for PgStore {
         uuids: &'a [String],
     ) -> BoxFuture<'a, Result<Vec<StoredTurn>, StoreError>> {
         Box::pin(PgStore::entry_turns(self, uuids))
+    }
+
+    fn steps(
+        &self,
+        agent_id: u64,
+        from: Option<headspace_core::Timestamp>,
+        until: Option<headspace_core::Timestamp>,
+    ) -> BoxFuture<'_, Result<Vec<StepRow>, StoreError>> {
+        Box::pin(PgStore::steps(self, agent_id, from, until))
+    }
+
+    fn usage_rows(
+        &self,
+        agent_id: u64,
+        from: Option<headspace_core::Timestamp>,
+        until: Option<headspace_core::Timestamp>,
+    ) -> BoxFuture<'_, Result<Vec<headspace_core::usage_sum::UsageRow>, StoreError>> {
+        Box::pin(PgStore::usage_rows(self, agent_id, from, until))
+    }
+
+    fn current_steps(&self) -> BoxFuture<'_, Result<BTreeMap<u64, StepRow>, StoreError>> {
+        Box::pin(PgStore::current_steps(self))
+    }
+
+    fn usage(
+        &self,
+        by: UsageBy,
+        agent_id: Option<u64>,
+    ) -> BoxFuture<'_, Result<Vec<ModelUsage>, StoreError>> {
+        Box::pin(PgStore::usage(self, by, agent_id))
     }
 }

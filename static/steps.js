@@ -1,0 +1,96 @@
+// What agents did and spent: the tool calls (steps) folded under each turn, the card's
+// "now" line, tokens and cost on cards and in the conversation header. Every piece of
+// agent text goes through textContent (see app.js): a command or a path is data.
+'use strict';
+
+const OUTCOME_LABEL = { pending: 'running', ok: 'ok', error: 'error', denied: 'denied', interrupted: 'interrupted' };
+
+function formatTokens(n) {
+  if (n >= 1e6) return `${(n / 1e6).toFixed(n >= 1e7 ? 0 : 1)}M`;
+  if (n >= 1e3) return `${(n / 1e3).toFixed(n >= 1e4 ? 0 : 1)}k`;
+  return String(n);
+}
+
+function formatCost(usd) {
+  if (!usd) return '$0';
+  return usd < 0.01 ? '<$0.01' : `$${usd.toFixed(2)}`;
+}
+
+function formatDuration(ms) {
+  if (ms === null || ms === undefined) return '';
+  if (ms < 1000) return `${ms} ms`;
+  const s = ms / 1000;
+  return s < 60 ? `${s.toFixed(1)} s` : `${Math.floor(s / 60)}m ${Math.round(s % 60)}s`;
+}
+
+function tokenTotal(t) {
+  return t ? t.input + t.output + t.cache_read + t.cache_creation : 0;
+}
+
+// "12k tokens · $0.42", with the kinds in its title; null before the agent used any.
+function usageLine(a, cls) {
+  if (!a || !a.tokens || !tokenTotal(a.tokens)) return null;
+  const t = a.tokens;
+  const s = el('span', cls || 'usage', `${formatTokens(tokenTotal(t))} tokens · ${formatCost(a.cost_usd)}`);
+  s.title = `input ${t.input}, output ${t.output}, cache read ${t.cache_read}, cache write ${t.cache_creation}` +
+    (a.models && a.models.length ? ` · ${a.models.join(', ')}` : '');
+  return s;
+}
+
+// The card's line saying which tool runs now ("Bash: cargo test"), while one does.
+function nowLine(a) {
+  if (!a.now) return null;
+  const n = el('div', 'now');
+  n.append(el('span', 'now-tag', 'now'), document.createTextNode(' '), el('span', 'now-label', a.now.label));
+  n.title = a.now.label;
+  return n;
+}
+
+// A turn's tool calls, folded: "3 tool calls · 1 error", opened to one line each.
+function stepsBlock(steps) {
+  const d = el('details', 'tool-steps');
+  const bad = steps.filter((s) => s.outcome !== 'ok' && s.outcome !== 'pending').length;
+  const sum = el('summary', null, `${steps.length} tool call${steps.length === 1 ? '' : 's'}${bad ? ` · ${bad} not ok` : ''}`);
+  d.appendChild(sum);
+  const list = el('ol', 'step-list');
+  for (const s of steps) {
+    const li = el('li', 'step');
+    li.dataset.outcome = s.outcome;
+    li.dataset.toolUseId = s.tool_use_id;
+    li.append(el('span', 'step-outcome', OUTCOME_LABEL[s.outcome] || s.outcome), el('span', 'step-tool', s.tool));
+    if (s.summary) li.appendChild(el('code', 'step-summary', s.summary));
+    const took = formatDuration(s.duration_ms);
+    if (took) li.appendChild(el('span', 'step-time', took));
+    list.appendChild(li);
+  }
+  d.appendChild(list);
+  return d;
+}
+
+// Puts `steps` under a bubble, replacing what it showed (kept open if it was).
+function setSteps(bubbleEl, steps) {
+  const old = bubbleEl.querySelector(':scope > .tool-steps');
+  if (!steps || !steps.length) return;
+  const block = stepsBlock(steps);
+  if (old) { block.open = old.open; old.replaceWith(block); } else bubbleEl.appendChild(block);
+}
+
+// Steps arrive after their turn (hooks, then the transcript): the open conversation's last
+// turns are read again, at most once a second, and their steps put in place.
+const stepRefresh = { timer: null };
+function refreshSteps(agentId) {
+  if (hs.open !== agentId || stepRefresh.timer) return;
+  stepRefresh.timer = setTimeout(async () => {
+    stepRefresh.timer = null;
+    if (hs.open !== agentId) return;
+    const from = hs.order.length > 20 ? hs.order[hs.order.length - 21][1] : null;
+    try {
+      const page = await api(`/api/agents/${agentId}/turns${from ? `?after=${from}` : ''}`);
+      if (hs.open !== agentId) return;
+      for (const t of page) {
+        const e = hs.turns.get(t.id);
+        if (e && t.steps) { e.turn.steps = t.steps; setSteps(e.el, t.steps); }
+      }
+    } catch (e) { /* the next event tries again */ }
+  }, 1000);
+}
