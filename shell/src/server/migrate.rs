@@ -25,6 +25,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0005_agent_end_reason.sql",
         include_str!("../../../migrations/0005_agent_end_reason.sql"),
     ),
+    (
+        "0008_search.sql",
+        include_str!("../../../migrations/0008_search.sql"),
+    ),
 ];
 
 /// Why migrating failed.

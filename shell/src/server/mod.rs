@@ -11,6 +11,7 @@ pub mod notifier;
 pub mod peer;
 pub mod pgstore;
 pub mod record;
+pub mod search;
 pub mod sse;
 pub mod store;
 pub mod watchdog;

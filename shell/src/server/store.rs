@@ -3,10 +3,11 @@
 //! production, the simulator's world in memory; both answer with the core's
 //! [`AgentView`], whose card the core computes.
 
+use crate::server::search::{HistoryAgent, PruneRequest, PrunedAgent, SearchHit, SearchQuery};
 use headspace_core::audit::StoredTurn;
 use headspace_core::model::{Snapshot, TurnRow};
 use headspace_core::view::AgentView;
-use headspace_core::{Reply, Write};
+use headspace_core::{Reply, Timestamp, Write};
 use std::future::Future;
 use std::pin::Pin;
 
@@ -124,4 +125,35 @@ pub trait Store: Send + Sync {
                 .collect())
         })
     }
+
+    /// The turns matching a search, best first (see [`SearchQuery`]). Only PostgreSQL
+    /// searches; another store says so.
+    fn search<'a>(
+        &'a self,
+        query: &'a SearchQuery,
+    ) -> BoxFuture<'a, Result<Vec<SearchHit>, StoreError>> {
+        let _ = query;
+        Box::pin(async { Err(unsupported("search")) })
+    }
+    /// Ended agents, most recently seen first: of one project, of one day (its first
+    /// millisecond, UTC), at most `limit`.
+    fn history<'a>(
+        &'a self,
+        project: Option<&'a str>,
+        day: Option<Timestamp>,
+        limit: i64,
+    ) -> BoxFuture<'a, Result<Vec<HistoryAgent>, StoreError>> {
+        let _ = (project, day, limit);
+        Box::pin(async { Err(unsupported("the history")) })
+    }
+    /// Deletes (or, dry, lists) ended agents last heard of before a time, with their turns.
+    fn prune(&self, request: PruneRequest) -> BoxFuture<'_, Result<Vec<PrunedAgent>, StoreError>> {
+        let _ = request;
+        Box::pin(async { Err(unsupported("prune")) })
+    }
+}
+
+/// The error of a store that cannot do `what` (only PostgreSQL has the search indexes).
+fn unsupported(what: &str) -> StoreError {
+    StoreError::Database(format!("{what} needs the PostgreSQL store"))
 }

@@ -1,6 +1,7 @@
 //! The PostgreSQL store: applies the core's writes (batched, in order, idempotent), loads the
 //! snapshot that restores the core, and answers the API's reads.
 
+use crate::server::search::{HistoryAgent, PruneRequest, PrunedAgent, SearchHit, SearchQuery};
 use crate::server::store::{BoxFuture, Store, StoreError, Waited};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use headspace_core::audit::StoredTurn;
@@ -15,6 +16,7 @@ use tracing::{error, warn};
 
 mod audit;
 mod reads;
+mod search;
 
 impl From<tokio_postgres::Error> for StoreError {
     fn from(e: tokio_postgres::Error) -> Self {
@@ -417,5 +419,25 @@ impl Store for PgStore {
         uuids: &'a [String],
     ) -> BoxFuture<'a, Result<Vec<StoredTurn>, StoreError>> {
         Box::pin(PgStore::entry_turns(self, uuids))
+    }
+
+    fn search<'a>(
+        &'a self,
+        query: &'a SearchQuery,
+    ) -> BoxFuture<'a, Result<Vec<SearchHit>, StoreError>> {
+        Box::pin(PgStore::search(self, query))
+    }
+
+    fn history<'a>(
+        &'a self,
+        project: Option<&'a str>,
+        day: Option<headspace_core::Timestamp>,
+        limit: i64,
+    ) -> BoxFuture<'a, Result<Vec<HistoryAgent>, StoreError>> {
+        Box::pin(PgStore::history(self, project, day, limit))
+    }
+
+    fn prune(&self, request: PruneRequest) -> BoxFuture<'_, Result<Vec<PrunedAgent>, StoreError>> {
+        Box::pin(PgStore::prune(self, request))
     }
 }
