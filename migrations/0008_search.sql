@@ -25,5 +25,9 @@ ALTER TABLE turns ADD COLUMN IF NOT EXISTS text_search tsvector
     GENERATED ALWAYS AS (to_tsvector('english'::regconfig, left(text, 100000))) STORED;
 CREATE INDEX IF NOT EXISTS turns_text_search ON turns USING gin (text_search);
 CREATE INDEX IF NOT EXISTS turns_text_trgm ON turns USING gin (text gin_trgm_ops);
+-- Prune: an ended agent whose turns the user deleted stays as a row (its sessions and
+-- transcript offsets keep the watcher from reading the pruned transcripts back in) but
+-- leaves the agent list, the history and the audit.
+ALTER TABLE agents ADD COLUMN IF NOT EXISTS pruned_at TIMESTAMPTZ;
 -- The history view: ended agents by day.
 CREATE INDEX IF NOT EXISTS agents_ended_seen ON agents (last_seen_at) WHERE ended;

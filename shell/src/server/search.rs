@@ -116,7 +116,7 @@ pub struct PruneRequest {
     pub dry_run: bool,
 }
 
-/// An agent prune deleted (or would delete), with what went with it.
+/// An agent whose turns prune deleted (or would delete).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PrunedAgent {
     /// The agent.
@@ -127,10 +127,8 @@ pub struct PrunedAgent {
     pub session_id: String,
     /// When it was last heard of (RFC 3339).
     pub last_seen_at: Value,
-    /// Its turns.
+    /// Its turns (the ones prune deletes).
     pub turns: i64,
-    /// Its tasks.
-    pub tasks: i64,
 }
 
 /// The `LIKE` pattern that finds `q` anywhere, with `\`, `%` and `_` taken literally (the

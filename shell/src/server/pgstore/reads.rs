@@ -35,9 +35,11 @@ impl PgStore {
         rows(&c, "= ANY($1)", &[&ids]).await
     }
 
-    /// All agents with their current task and what their cards show.
+    /// All agents with their current task and what their cards show; not the ended agents
+    /// whose turns were pruned (see `PgStore::prune`).
     pub async fn agents(&self) -> Result<Vec<AgentView>, StoreError> {
-        self.agents_where("", &[]).await
+        self.agents_where("WHERE a.pruned_at IS NULL OR NOT a.ended", &[])
+            .await
     }
 
     /// One agent by id.

@@ -142,7 +142,7 @@ impl PgStore {
                     (SELECT left(f.text, 200) FROM turns f WHERE f.agent_id = a.id AND f.actor = 'user'
                      ORDER BY f.\"timestamp\", f.id LIMIT 1)
              FROM agents a
-             WHERE a.ended AND ($1::text IS NULL OR a.project = $1)
+             WHERE a.ended AND a.pruned_at IS NULL AND ($1::text IS NULL OR a.project = $1)
                AND ($2::bigint IS NULL OR (a.last_seen_at >= {from} AND a.last_seen_at < {to}))
              ORDER BY a.last_seen_at DESC, a.id DESC LIMIT $3",
             seen = ms("a.last_seen_at"),
@@ -167,25 +167,27 @@ impl PgStore {
             .collect())
     }
 
-    /// Deletes (or, dry, lists) the ended agents last heard of before `before` and with no
-    /// turn since, with their tasks and turns, in one transaction. A live agent is never
-    /// touched. Transcript offsets stay (their task cleared) so the watcher never reads the
-    /// pruned transcripts back in. Tables added later that point at turns or agents (tool
-    /// steps) must be deleted here too, before the turns.
+    /// Deletes (or, dry, lists) the turns of the ended agents last heard of before `before`
+    /// and with no turn since, in one transaction. A live agent is never touched. The agent
+    /// row, its tasks and its transcript offsets stay, marked `pruned_at`: the core restores
+    /// the agent with its files read to the end, so the watcher never reads the pruned
+    /// transcripts back in, and a resumed session still has its tasks. Pruned agents leave
+    /// the agent list (so the audit), the history and search. Tables added later that point
+    /// at turns (tool steps) must be deleted here too, before the turns.
     pub async fn prune(&self, request: PruneRequest) -> Result<Vec<PrunedAgent>, StoreError> {
         let mut c = self.pool.get().await?;
         let tx = c.transaction().await?;
         let sql = format!(
             "SELECT a.id, a.project, a.session_id, {seen},
-                    (SELECT count(*) FROM turns u WHERE u.agent_id = a.id),
-                    (SELECT count(*) FROM tasks k WHERE k.agent_id = a.id)
+                    (SELECT count(*) FROM turns u WHERE u.agent_id = a.id)
              FROM agents a
              WHERE a.ended AND a.last_seen_at < {before}
                AND NOT EXISTS (SELECT 1 FROM turns u WHERE u.agent_id = a.id AND u.\"timestamp\" >= {before})
+               AND (a.pruned_at IS NULL OR EXISTS (SELECT 1 FROM turns u WHERE u.agent_id = a.id))
              ORDER BY a.last_seen_at, a.id
              FOR UPDATE OF a",
             seen = ms("a.last_seen_at"),
-            before = at("$1"),
+            before = at("$1::bigint"),
         );
         let rows = tx.query(&sql, &[&request.before.millis()]).await?;
         let agents: Vec<PrunedAgent> = rows
@@ -196,7 +198,6 @@ impl PgStore {
                 session_id: r.get(2),
                 last_seen_at: time_json(r.get(3)),
                 turns: r.get(4),
-                tasks: r.get(5),
             })
             .collect();
         if request.dry_run || agents.is_empty() {
@@ -204,11 +205,8 @@ impl PgStore {
         }
         let ids: Vec<i64> = agents.iter().map(|a| id(a.id)).collect();
         for statement in [
-            "UPDATE transcript_offsets SET task_id = NULL
-             WHERE task_id IN (SELECT id FROM tasks WHERE agent_id = ANY($1))",
+            "UPDATE agents SET pruned_at = now() WHERE id = ANY($1) AND ended",
             "DELETE FROM turns WHERE agent_id = ANY($1)",
-            "DELETE FROM tasks WHERE agent_id = ANY($1)",
-            "DELETE FROM agents WHERE id = ANY($1) AND ended",
         ] {
             tx.execute(statement, &[&ids]).await?;
         }
