@@ -25,6 +25,9 @@ ALTER TABLE turns ADD COLUMN IF NOT EXISTS text_search tsvector
     GENERATED ALWAYS AS (to_tsvector('english'::regconfig, left(text, 100000))) STORED;
 CREATE INDEX IF NOT EXISTS turns_text_search ON turns USING gin (text_search);
 CREATE INDEX IF NOT EXISTS turns_text_trgm ON turns USING gin (text gin_trgm_ops);
+-- Newest first across all agents: a word or text in a large share of the turns is answered
+-- by walking back from the newest turn until enough match, not by reading every match.
+CREATE INDEX IF NOT EXISTS turns_time ON turns ("timestamp", id);
 -- Prune: an ended agent whose turns the user deleted stays as a row (its sessions and
 -- transcript offsets keep the watcher from reading the pruned transcripts back in) but
 -- leaves the agent list, the history and the audit.

@@ -23,6 +23,10 @@ use serde_json::Value;
 const DOCUMENTS: &str = "(SELECT t.id AS doc_id, t.agent_id, t.actor, t.\"timestamp\" AS ts,
         t.text AS body, t.text_search AS body_search FROM turns t) d";
 
+/// How many of the newest full-text matches are ranked: all of them for any selective
+/// query; the newest for a word found in a large share of the turns.
+const RANKED_CANDIDATES: i64 = 1000;
+
 /// The filters every branch applies ($3 project, $4 agent, $5 actor, $6 since ms, $7 until
 /// ms, $8 before turn id).
 const FILTERS: &str = "($3::text IS NULL OR d.agent_id IN (SELECT id FROM agents WHERE project = $3))
@@ -39,8 +43,11 @@ impl PgStore {
         let c = self.pool.get().await?;
         // Exact hits rank 1 + their full-text rank, full-text hits their rank alone
         // (normalisation 32 keeps it in [0, 1)): an exact phrase always comes first. The
-        // exact side takes the newest `limit` matches (a common substring may match many),
-        // the full-text side the `limit` best ranked.
+        // exact side takes the newest `limit` matches, the full-text side the `limit` best
+        // ranked of the newest RANKED_CANDIDATES matches. Both sides are bounded by recency
+        // so that the planner may answer a query matching a large share of the turns by
+        // walking `turns_time` back from the newest (cheap when matches are dense) and a rare
+        // one from the GIN indexes (cheap when they are sparse), never by ranking them all.
         let sql = format!(
             "WITH query AS (SELECT websearch_to_tsquery('english', $1) AS q),
              hits AS (
@@ -49,10 +56,12 @@ impl PgStore {
                 WHERE $2::text IS NOT NULL AND d.body ILIKE $2 AND {FILTERS}
                 ORDER BY d.ts DESC, d.doc_id DESC LIMIT $9)
                UNION ALL
-               (SELECT d.doc_id, ts_rank_cd(d.body_search, query.q, 32), false
-                FROM {DOCUMENTS}, query
-                WHERE d.body_search @@ query.q AND {FILTERS}
-                ORDER BY 2 DESC, d.ts DESC LIMIT $9)),
+               (SELECT doc_id, ts_rank_cd(body_search, q, 32), false
+                FROM (SELECT d.doc_id, d.body_search, d.ts, query.q
+                      FROM {DOCUMENTS}, query
+                      WHERE d.body_search @@ query.q AND {FILTERS}
+                      ORDER BY d.ts DESC, d.doc_id DESC LIMIT {RANKED_CANDIDATES}) newest
+                ORDER BY 2 DESC, ts DESC LIMIT $9)),
              best AS (SELECT doc_id, max(score) AS score, bool_or(exact) AS exact FROM hits GROUP BY doc_id)
              SELECT t.id, t.agent_id, a.project, a.cwd, a.session_id, a.ended, t.actor, t.intent, {ts},
                     b.score::float8, b.exact, m.pos, m.start,
