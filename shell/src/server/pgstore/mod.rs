@@ -15,6 +15,7 @@ use tokio_postgres::NoTls;
 use tracing::{error, warn};
 
 mod audit;
+mod history;
 mod reads;
 mod search;
 
