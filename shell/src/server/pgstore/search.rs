@@ -108,9 +108,15 @@ impl PgStore {
             );
             let params = [&[&query.q as &(dyn ToSql + Sync)][..], &filter_params, &[&query.limit]].concat();
             let rows = if matches > DENSE_MATCHES {
-                // Many matches: walk back from the newest turn rather than fetch them all.
+                // Many matches: walk back from the newest turn rather than fetch them all (the
+                // planner, expecting few, would read them all or scan the table).
                 let tx = c.transaction().await?;
-                tx.batch_execute("SET LOCAL enable_bitmapscan = off").await?;
+                // Serial: starting parallel workers costs more than the short walk.
+                tx.batch_execute(
+                    "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off;
+                     SET LOCAL max_parallel_workers_per_gather = 0",
+                )
+                .await?;
                 let rows = tx.query(&sql, &params).await?;
                 tx.commit().await?;
                 rows
