@@ -373,3 +373,35 @@ fn history_lists_ended_agents_and_prune_deletes_only_them_when_asked() {
     let (code, out) = cli(&again, &["audit"]);
     assert_eq!(code, 0, "{out}");
 }
+
+#[test]
+fn a_database_account_that_cannot_create_pg_trgm_is_told_what_to_run() {
+    let Some(db) = fresh_db("search_no_trgm") else {
+        return;
+    };
+    // An account that may create tables but not extensions (no CREATE on the database).
+    let role = format!("hs_limited_{}", std::process::id());
+    psql(&db, &format!("DROP ROLE IF EXISTS {role}"));
+    psql(&db, &format!("CREATE ROLE {role} LOGIN; GRANT ALL ON SCHEMA public TO {role}"));
+    let url = db.replace("user=postgres", &format!("user={role}"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
+        .args(["migrate", "--database-url", &url])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("0008_search.sql"), "{stderr}");
+    assert!(stderr.contains("CREATE EXTENSION pg_trgm;"), "{stderr}");
+    assert!(stderr.contains("as its owner or a superuser"), "{stderr}");
+    // Once the owner has created it, the same account migrates.
+    psql(&db, "CREATE EXTENSION pg_trgm");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
+        .args(["migrate", "--database-url", &url])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
