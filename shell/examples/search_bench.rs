@@ -52,13 +52,21 @@ FROM generate_series(1, $TURNS) g;";
 /// hundred turns; common ones a large share of the table.
 fn queries() -> Vec<(&'static str, String, bool)> {
     vec![
-        ("error string with punctuation", "error[E0599]: no method named".into(), true),
+        (
+            "error string with punctuation",
+            "error[E0599]: no method named".into(),
+            true,
+        ),
         ("file path", "src/engine/wal_replay.rs".into(), true),
         ("identifier prefix", "frobnicate_wid".into(), true),
         ("words (full text)", "frobnicate widget engine".into(), true),
         ("hex id fragment", "77732a294f90".into(), true),
         ("quoted phrase", "\"no method named\"".into(), true),
-        ("common phrase (1 in 8 turns)", "two tests fail with a timeout".into(), false),
+        (
+            "common phrase (1 in 8 turns)",
+            "two tests fail with a timeout".into(),
+            false,
+        ),
         ("common path (1 in 8 turns)", "src/lib.rs".into(), false),
     ]
 }
@@ -118,9 +126,11 @@ async fn main() {
 
     // Indexes are built after the rows, as a restore would: faster than row by row.
     let t = Instant::now();
-    c.batch_execute("DROP INDEX turns_text_search; DROP INDEX turns_text_trgm; DROP INDEX turns_time;")
-        .await
-        .unwrap();
+    c.batch_execute(
+        "DROP INDEX turns_text_search; DROP INDEX turns_text_trgm; DROP INDEX turns_time;",
+    )
+    .await
+    .unwrap();
     c.batch_execute(&FILL.replace("$TURNS", &turns.to_string()))
         .await
         .expect("fill");
@@ -134,7 +144,9 @@ async fn main() {
     )
     .await
     .expect("indexes");
-    c.batch_execute("VACUUM ANALYZE turns").await.expect("vacuum");
+    c.batch_execute("VACUUM ANALYZE turns")
+        .await
+        .expect("vacuum");
     let indexed = t.elapsed();
     let size: String = c
         .query_one(

@@ -203,13 +203,7 @@ fn main() -> ExitCode {
             agent,
             limit,
             server,
-        } => cli::search::search(
-            &query,
-            project.as_deref(),
-            agent.as_deref(),
-            limit,
-            &server,
-        ),
+        } => cli::search::search(&query, project.as_deref(), agent.as_deref(), limit, &server),
         Cmd::Prune {
             before,
             dry_run,

@@ -54,7 +54,10 @@ fn a_search_result_opens_the_conversation_at_its_turn() {
     let agent = turns[0]["agent_id"].as_u64().unwrap();
 
     browser.goto(&format!("{base}/"));
-    browser.until("the card", "return document.querySelector('.card') !== null");
+    browser.until(
+        "the card",
+        "return document.querySelector('.card') !== null",
+    );
     browser.click("#filter");
     browser.type_into("#filter", "tests/wal_replay.rs");
     let marked = browser.until(
@@ -103,13 +106,9 @@ fn a_search_result_opens_the_conversation_at_its_turn() {
     );
 
     // The agent ends: the history view lists it by day and project, and opens it.
-    let mut end: serde_json::Value = serde_json::from_slice(&s.hook(
-        "SessionEnd",
-        None,
-        None,
-        json!({"reason": "logout"}),
-    ))
-    .unwrap();
+    let mut end: serde_json::Value =
+        serde_json::from_slice(&s.hook("SessionEnd", None, None, json!({"reason": "logout"})))
+            .unwrap();
     end["transcript_path"] = json!(claude.join(s.path()).display().to_string());
     let (status, _) = server.post("/hook/SessionEnd", end.to_string().as_bytes());
     assert_eq!(status, 200);

@@ -47,7 +47,10 @@ fn highlighted(hit: &Value) -> Vec<String> {
         .unwrap()
         .iter()
         .map(|r| {
-            let (a, b) = (r[0].as_u64().unwrap() as usize, r[1].as_u64().unwrap() as usize);
+            let (a, b) = (
+                r[0].as_u64().unwrap() as usize,
+                r[1].as_u64().unwrap() as usize,
+            );
             chars[a..b].iter().collect()
         })
         .collect()
@@ -148,7 +151,10 @@ fn search_finds_phrases_paths_error_strings_and_prefixes_exact_first() {
     assert_eq!(hits.len(), 1, "{hits:?}");
     assert_eq!(hits[0]["agent_id"], json!(old_agent));
     assert_eq!(hits[0]["actor"], json!("agent"));
-    assert!(hits[0]["timestamp"].as_str().unwrap().starts_with("2026-01-05"));
+    assert!(hits[0]["timestamp"]
+        .as_str()
+        .unwrap()
+        .starts_with("2026-01-05"));
     for key in ["turn_id", "machine", "project", "snippet", "highlights"] {
         assert!(hits[0].get(key).is_some(), "{key} in {}", hits[0]);
     }
@@ -161,7 +167,10 @@ fn search_finds_phrases_paths_error_strings_and_prefixes_exact_first() {
     }
     // An error string with punctuation, and an error code inside brackets.
     let hits = search(s, "error: expected `;`", "");
-    assert!(!hits.is_empty() && hits[0]["exact"] == json!(true), "{hits:?}");
+    assert!(
+        !hits.is_empty() && hits[0]["exact"] == json!(true),
+        "{hits:?}"
+    );
     assert_eq!(highlighted(&hits[0]), vec!["error: expected `;`"]);
     let hits = search(s, "E0308", "");
     assert_eq!(hits.len(), 1, "{hits:?}");
@@ -198,18 +207,28 @@ fn search_finds_phrases_paths_error_strings_and_prefixes_exact_first() {
         .unwrap()
         .to_string();
     assert!(search(s, "src/lib.rs", &format!("&project={}", enc(&live_project))).is_empty());
-    assert_eq!(search(s, "src/lib.rs", &format!("&agent={}", h.old.session_id)).len(), 2);
+    assert_eq!(
+        search(s, "src/lib.rs", &format!("&agent={}", h.old.session_id)).len(),
+        2
+    );
     assert_eq!(search(s, "src/lib.rs", "&actor=user").len(), 1);
     assert!(search(s, "src/lib.rs", "&since=2026-02-01").is_empty());
     assert_eq!(search(s, "src/lib.rs", "&until=2026-01-05").len(), 2);
     assert_eq!(search(s, "src/lib.rs", "&limit=1").len(), 1);
     let newest = search(s, "src/lib.rs", "")[0]["turn_id"].as_u64().unwrap();
-    assert_eq!(search(s, "src/lib.rs", &format!("&before={newest}")).len(), 1);
+    assert_eq!(
+        search(s, "src/lib.rs", &format!("&before={newest}")).len(),
+        1
+    );
 
     // The CLI prints one line a hit.
     let (code, out) = cli(s, &["search", "src/lib.rs"]);
     assert_eq!(code, 0, "{out}");
-    assert_eq!(out.lines().filter(|l| l.contains("src/lib.rs")).count(), 2, "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.contains("src/lib.rs")).count(),
+        2,
+        "{out}"
+    );
     let (code, out) = cli(s, &["search", "no such words anywhere zzqx"]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("no results"), "{out}");
@@ -228,7 +247,11 @@ fn search_takes_wildcards_literally_and_refuses_bad_input() {
     assert_eq!(exact.len(), 1, "{hits:?}");
     assert!(exact[0]["snippet"].as_str().unwrap().contains("50% of"));
     assert_eq!(hits[0]["exact"], json!(true), "{hits:?}");
-    assert!(hits.iter().all(|h| !h["snippet"].as_str().unwrap().contains("500")), "{hits:?}");
+    assert!(
+        hits.iter()
+            .all(|h| !h["snippet"].as_str().unwrap().contains("500")),
+        "{hits:?}"
+    );
     let hits = search(s, "fleet_canary", "");
     assert_eq!(hits.len(), 1, "{hits:?}");
     assert!(!hits[0]["snippet"].as_str().unwrap().contains("fleetX"));
@@ -236,7 +259,12 @@ fn search_takes_wildcards_literally_and_refuses_bad_input() {
         assert!(search(s, nothing, "").is_empty(), "{nothing}");
     }
     // SQL-ish input is text: nothing found, nothing dropped.
-    for q in ["'; DROP TABLE turns; --", "\") OR 1=1 --", "src' OR 'a'='a", "!(&|<->):*"] {
+    for q in [
+        "'; DROP TABLE turns; --",
+        "\") OR 1=1 --",
+        "src' OR 'a'='a",
+        "!(&|<->):*",
+    ] {
         assert!(search(s, q, "").is_empty(), "{q}");
     }
     assert_eq!(psql(&h.db, "SELECT count(*) FROM turns"), "8");
@@ -265,7 +293,10 @@ fn search_takes_wildcards_literally_and_refuses_bad_input() {
     assert_eq!(status, 404);
     // Another site's page may not read history.
     for path in ["/api/search?q=src", "/api/history"] {
-        assert_eq!(raw_get(&s.addr, path, &["Origin: http://evil.example"]), 403);
+        assert_eq!(
+            raw_get(&s.addr, path, &["Origin: http://evil.example"]),
+            403
+        );
         assert_eq!(raw_get(&s.addr, path, &["Sec-Fetch-Site: cross-site"]), 403);
         assert_eq!(raw_get(&s.addr, path, &[]), 200);
     }
@@ -280,7 +311,9 @@ fn history_lists_ended_agents_and_prune_deletes_only_them_when_asked() {
         return;
     };
     let s = &h.server;
-    let mut end = h.old.hook("SessionEnd", None, None, json!({"reason": "logout"}));
+    let mut end = h
+        .old
+        .hook("SessionEnd", None, None, json!({"reason": "logout"}));
     let mut body: Value = serde_json::from_slice(&end).unwrap();
     body["transcript_path"] = json!(h.claude.join(h.old.path()).display().to_string());
     end = serde_json::to_vec(&body).unwrap();
@@ -365,11 +398,18 @@ fn history_lists_ended_agents_and_prune_deletes_only_them_when_asked() {
     drop(h.server);
     let again = Server::start(&db, &claude, &[]);
     wait_for(Duration::from_secs(10), || {
-        again.try_json("/api/agents").filter(|v| v.as_array().is_some_and(|a| a.len() == 1))
+        again
+            .try_json("/api/agents")
+            .filter(|v| v.as_array().is_some_and(|a| a.len() == 1))
     })
     .unwrap_or_else(|| panic!("agents after restart:\n{}", again.log()));
     std::thread::sleep(Duration::from_secs(2));
-    assert_eq!(psql(&db, "SELECT count(*) FROM turns"), "3", "{}", again.log());
+    assert_eq!(
+        psql(&db, "SELECT count(*) FROM turns"),
+        "3",
+        "{}",
+        again.log()
+    );
     let (code, out) = cli(&again, &["audit"]);
     assert_eq!(code, 0, "{out}");
 }
@@ -382,7 +422,10 @@ fn a_database_account_that_cannot_create_pg_trgm_is_told_what_to_run() {
     // An account that may create tables but not extensions (no CREATE on the database).
     let role = format!("hs_limited_{}", std::process::id());
     psql(&db, &format!("DROP ROLE IF EXISTS {role}"));
-    psql(&db, &format!("CREATE ROLE {role} LOGIN; GRANT ALL ON SCHEMA public TO {role}"));
+    psql(
+        &db,
+        &format!("CREATE ROLE {role} LOGIN; GRANT ALL ON SCHEMA public TO {role}"),
+    );
     let url = db.replace("user=postgres", &format!("user={role}"));
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
         .args(["migrate", "--database-url", &url])

@@ -47,7 +47,9 @@ pub(crate) fn search(
     for h in &hits {
         println!(
             "{}  agent {:<4} {:<16} {:<5} turn {:<6} {}",
-            text(&h["timestamp"]).get(..19).unwrap_or(text(&h["timestamp"])),
+            text(&h["timestamp"])
+                .get(..19)
+                .unwrap_or(text(&h["timestamp"])),
             h["agent_id"],
             text(&h["project"]),
             text(&h["actor"]),

@@ -163,9 +163,13 @@ pub fn parse_bound(s: &str, until: bool) -> Option<Timestamp> {
 /// A day (`YYYY-MM-DD`) as its first millisecond, UTC.
 pub fn parse_day(s: &str) -> Option<Timestamp> {
     let valid = s.len() == 10
-        && s.bytes()
-            .enumerate()
-            .all(|(i, b)| if i == 4 || i == 7 { b == b'-' } else { b.is_ascii_digit() });
+        && s.bytes().enumerate().all(|(i, b)| {
+            if i == 4 || i == 7 {
+                b == b'-'
+            } else {
+                b.is_ascii_digit()
+            }
+        });
     if !valid {
         return None;
     }
@@ -229,7 +233,9 @@ pub fn hits_json(hits: &[SearchHit]) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::{exact_snippet, like_pattern, parse_bound, parse_day, unmark, MARK_END, MARK_START};
+    use super::{
+        exact_snippet, like_pattern, parse_bound, parse_day, unmark, MARK_END, MARK_START,
+    };
 
     #[test]
     fn like_pattern_takes_wildcards_and_backslashes_literally() {

@@ -263,7 +263,10 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
             Err(r) => r,
         },
         (&Method::POST, ["api", "logout"]) => logout(),
-        (&Method::GET, ["hook", _] | ["hooks", "claude"] | ["api", "login" | "logout" | "prune"])
+        (
+            &Method::GET,
+            ["hook", _] | ["hooks", "claude"] | ["api", "login" | "logout" | "prune"],
+        )
         | (
             &Method::GET,
             ["api", "agents", _, "reconcile" | "send" | "clear" | "interrupt" | "answer"],

@@ -47,7 +47,8 @@ pub(super) async fn search(app: &App, query: Option<&str>) -> Response<Body> {
 /// what is wrong with it.
 async fn search_query(app: &App, query: Option<&str>) -> Result<SearchQuery, Response<Body>> {
     let bad = |m: String| error(StatusCode::BAD_REQUEST, m);
-    let q = nonempty(query, "q").ok_or_else(|| bad("q must name something to search for".into()))?;
+    let q =
+        nonempty(query, "q").ok_or_else(|| bad("q must name something to search for".into()))?;
     if q.chars().count() > MAX_QUERY_CHARS {
         return Err(bad(format!(
             "q is too long: at most {MAX_QUERY_CHARS} characters"
@@ -64,16 +65,15 @@ async fn search_query(app: &App, query: Option<&str>) -> Result<SearchQuery, Res
             return Err(bad("actor must be user or agent".into()));
         }
     }
+    // The message for a bad bound; the 400 is made at the `?` (a response is large).
     let bound = |key: &str, until: bool| match nonempty(query, key) {
         None => Ok(None),
         Some(v) => parse_bound(&v, until).map(Some).ok_or_else(|| {
-            bad(format!(
-                "{key} must be a day (2026-11-20) or an RFC 3339 time (2026-11-20T10:00:00Z)"
-            ))
+            format!("{key} must be a day (2026-11-20) or an RFC 3339 time (2026-11-20T10:00:00Z)")
         }),
     };
-    let since = bound("since", false)?;
-    let until = bound("until", true)?;
+    let since = bound("since", false).map_err(bad)?;
+    let until = bound("until", true).map_err(bad)?;
     let before = match nonempty(query, "before").map(|b| b.parse::<u64>()) {
         None => None,
         Some(Ok(b)) => Some(b),
@@ -120,7 +120,13 @@ pub(super) async fn history(app: &App, query: Option<&str>) -> Response<Body> {
 fn history_groups(agents: Vec<HistoryAgent>) -> Value {
     let mut groups: BTreeMap<(String, String), Vec<HistoryAgent>> = BTreeMap::new();
     for a in agents {
-        let day = a.last_seen_at.as_str().unwrap_or("").chars().take(10).collect();
+        let day = a
+            .last_seen_at
+            .as_str()
+            .unwrap_or("")
+            .chars()
+            .take(10)
+            .collect();
         let project = a.project.clone().unwrap_or_default();
         groups.entry((day, project)).or_default().push(a);
     }
@@ -137,7 +143,10 @@ fn history_groups(agents: Vec<HistoryAgent>) -> Value {
 /// last heard of before then, with their turns; refuses without a date.
 pub(super) async fn prune(app: &App, body: &[u8]) -> Response<Body> {
     let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-    let Some(before) = v["before"].as_str().and_then(|b| parse_bound(b.trim(), false)) else {
+    let Some(before) = v["before"]
+        .as_str()
+        .and_then(|b| parse_bound(b.trim(), false))
+    else {
         return error(
             StatusCode::BAD_REQUEST,
             "body must be {\"before\": \"2026-11-20\", \"dry_run\": true|false}: prune deletes ended agents last heard of before that day (or RFC 3339 time), and needs one",

@@ -69,8 +69,14 @@ impl PgStore {
         let since = query.since.map(Timestamp::millis);
         let until = query.until.map(Timestamp::millis);
         let before = query.before.map(id);
-        let filter_params: [&(dyn ToSql + Sync); 6] =
-            [&query.project, &agent, &query.actor, &since, &until, &before];
+        let filter_params: [&(dyn ToSql + Sync); 6] = [
+            &query.project,
+            &agent,
+            &query.actor,
+            &since,
+            &until,
+            &before,
+        ];
         let mut hits: Vec<(i64, f64, bool)> = Vec::new();
 
         if let Some(pattern) = query.exact_pattern() {
@@ -81,7 +87,15 @@ impl PgStore {
                 f = filters(3),
             );
             for r in c
-                .query(&sql, &[&[&query.q as &(dyn ToSql + Sync), &pattern][..], &filter_params, &[&query.limit]].concat())
+                .query(
+                    &sql,
+                    &[
+                        &[&query.q as &(dyn ToSql + Sync), &pattern][..],
+                        &filter_params,
+                        &[&query.limit],
+                    ]
+                    .concat(),
+                )
                 .await?
             {
                 hits.push((r.get(0), r.get::<_, f64>(1), true));
@@ -94,7 +108,10 @@ impl PgStore {
             f = filters(2),
         );
         let matches: i64 = c
-            .query_one(&dense_sql, &[&[&query.q as &(dyn ToSql + Sync)][..], &filter_params].concat())
+            .query_one(
+                &dense_sql,
+                &[&[&query.q as &(dyn ToSql + Sync)][..], &filter_params].concat(),
+            )
             .await?
             .get(0);
         if matches > 0 {
@@ -106,7 +123,12 @@ impl PgStore {
                  ORDER BY 2 DESC, ts DESC, doc_id DESC LIMIT $8",
                 f = filters(2),
             );
-            let params = [&[&query.q as &(dyn ToSql + Sync)][..], &filter_params, &[&query.limit]].concat();
+            let params = [
+                &[&query.q as &(dyn ToSql + Sync)][..],
+                &filter_params,
+                &[&query.limit],
+            ]
+            .concat();
             let rows = if matches > DENSE_MATCHES {
                 // Many matches: walk back from the newest turn rather than fetch them all (the
                 // planner, expecting few, would read them all or scan the table).
