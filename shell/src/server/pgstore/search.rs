@@ -13,13 +13,17 @@ use tokio_postgres::types::ToSql;
 /// `body` and its full-text vector `body_search`. Written as a plain subquery, not a CTE, so
 /// PostgreSQL pushes each filter into it and uses the indexes.
 ///
-/// Tool steps join here as a second branch, with no other change to the query:
-/// `UNION ALL SELECT s.turn_id, t.agent_id, t.actor, t."timestamp", s.summary,
-/// s.summary_search FROM steps s JOIN turns t ON t.id = s.turn_id`, once `steps` has a
-/// generated `summary_search` tsvector and a `gin_trgm_ops` index on `summary` like `turns`
-/// (PostgreSQL pushes the WHERE of a `UNION ALL` subquery into every branch). A step's hit
-/// then counts for its turn; its snippet comes from the turn text unless the step's summary
-/// is carried through `hits` as well.
+/// Tool steps join here as a second branch, with no other change to the statements:
+/// `UNION ALL SELECT s.turn_id, s.agent_id, s.actor, s."timestamp", s.summary,
+/// s.summary_search FROM steps s`, once `steps` carries its turn's agent, actor and time
+/// (copied at insert, so every filter and the time walk have an index of their own there:
+/// `(timestamp, turn_id)`, `(agent_id, timestamp)`), a generated `summary_search` tsvector
+/// under GIN and a `gin_trgm_ops` index on `summary`, as `turns` has. PostgreSQL pushes the
+/// WHERE of a `UNION ALL` subquery into every branch and merges ordered branches (Merge
+/// Append), so the plans stay index-only. A step's hit counts for its turn (hits are
+/// deduplicated by turn id); the details statement then finds no exact match in the turn
+/// text and falls back to the headline, until it also reads the step's summary for the
+/// snippet.
 const DOCUMENTS: &str = "(SELECT t.id AS doc_id, t.agent_id, t.actor, t.\"timestamp\" AS ts,
         t.text AS body, t.text_search AS body_search FROM turns t) d";
 
