@@ -221,6 +221,51 @@ fn search_finds_phrases_paths_error_strings_and_prefixes_exact_first() {
         1
     );
 
+    // The conversation opens at a hit: `around` gives the turns either side of it.
+    let all: Vec<u64> = s
+        .json(&format!("/api/agents/{old_agent}/turns"))
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_u64().unwrap())
+        .collect();
+    let around = |path: &str| -> Vec<u64> {
+        s.json(path)
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_u64().unwrap())
+            .collect()
+    };
+    let at = all[2];
+    assert_eq!(
+        around(&format!(
+            "/api/agents/{old_agent}/turns?around={at}&limit=3"
+        )),
+        all[1..4].to_vec()
+    );
+    assert_eq!(
+        around(&format!(
+            "/api/agents/{old_agent}/turns?around={}&limit=4",
+            all[0]
+        )),
+        all[0..2].to_vec(),
+        "two before it asked, none there"
+    );
+    assert_eq!(
+        around(&format!("/api/agents/{old_agent}/turns?around={at}")),
+        all
+    );
+    let other = search(s, "fleet_canary", "")[0]["turn_id"]
+        .as_u64()
+        .unwrap();
+    let (status, body) = s.get(&format!("/api/agents/{old_agent}/turns?around={other}"));
+    assert_eq!(status, 404, "{body}");
+    let (status, _) = s.get(&format!(
+        "/api/agents/{old_agent}/turns?around={at}&after={at}"
+    ));
+    assert_eq!(status, 400);
+
     // The CLI prints one line a hit.
     let (code, out) = cli(s, &["search", "src/lib.rs"]);
     assert_eq!(code, 0, "{out}");

@@ -82,6 +82,27 @@ pub trait Store: Send + Sync {
         after: Option<u64>,
         limit: i64,
     ) -> BoxFuture<'_, Result<Vec<TurnRow>, StoreError>>;
+    /// At most `limit` of an agent's turns around one of them, ordered by (timestamp, id):
+    /// the `limit / 2` before it, it, and those after; empty when the turn is not the
+    /// agent's. What opens a conversation at a search result. By default from [`turns`].
+    ///
+    /// [`turns`]: Store::turns
+    fn turns_around(
+        &self,
+        agent_id: u64,
+        turn_id: u64,
+        limit: i64,
+    ) -> BoxFuture<'_, Result<Vec<TurnRow>, StoreError>> {
+        Box::pin(async move {
+            let all = self.turns(agent_id, None, i64::MAX).await?;
+            let Some(at) = all.iter().position(|t| t.id == turn_id) else {
+                return Ok(Vec::new());
+            };
+            let limit = limit.max(1) as usize;
+            let start = at.saturating_sub(limit / 2);
+            Ok(all.into_iter().skip(start).take(limit).collect())
+        })
+    }
     /// The transcript files (relative to the claude dir) read for an agent's sessions, in
     /// path order, for the audit. By default from the snapshot; a store may answer faster.
     fn agent_files(&self, agent_id: u64) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {

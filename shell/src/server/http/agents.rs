@@ -59,6 +59,9 @@ pub(super) async fn with_agent(
     }
 }
 
+/// The turns `around=TURN` returns when no limit is given.
+const AROUND_LIMIT: i64 = 200;
+
 pub(super) async fn turns(app: &App, reference: &str, query: Option<&str>) -> Response<Body> {
     let id = match resolve(app, reference).await {
         Ok(id) => id,
@@ -79,7 +82,34 @@ pub(super) async fn turns(app: &App, reference: &str, query: Option<&str>) -> Re
             )
         }
     };
-    match app.store.turns(id, after, limit).await {
+    let around = match query_param(query, "around").map(str::parse::<u64>) {
+        None => None,
+        Some(Ok(_)) if after.is_some() => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "around and after do not go together",
+            )
+        }
+        Some(Ok(t)) => Some(t),
+        Some(Err(_)) => return error(StatusCode::BAD_REQUEST, "around must be a turn id"),
+    };
+    let read = match around {
+        // A window of `limit` turns (200 unless given) centred on one: a search result's.
+        Some(turn) => {
+            let limit = query_param(query, "limit").map_or(AROUND_LIMIT, |_| limit);
+            match app.store.turns_around(id, turn, limit).await {
+                Ok(rows) if rows.is_empty() => {
+                    return error(
+                        StatusCode::NOT_FOUND,
+                        format!("turn {turn} is not one of agent {reference}'s turns"),
+                    )
+                }
+                other => other,
+            }
+        }
+        None => app.store.turns(id, after, limit).await,
+    };
+    match read {
         Ok(rows) => json_response(
             StatusCode::OK,
             &Value::Array(rows.iter().map(headspace_core::engine::turn_json).collect()),
