@@ -36,6 +36,7 @@ bench: deps
 	$(CARGO) build --release -p headspace --bins --examples
 	$(CARGO) run --release -p headspace-core --example replay_bench
 	scripts/with-test-postgres.sh target/release/examples/server_bench
+	scripts/with-test-postgres.sh target/release/examples/search_bench
 
 ## The long simulation: proof that each planted bug is caught, then a big swarm of random
 ## seeds (each failure is printed with the command that reproduces it).

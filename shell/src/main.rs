@@ -101,6 +101,35 @@ enum Cmd {
         #[command(flatten)]
         server: ServerArg,
     },
+    /// Search every turn of every agent, ended ones too: full text and exact text (paths,
+    /// error strings); one hit a line, best first.
+    Search {
+        /// Words, a "quoted phrase", or exact text such as src/lib.rs or `error: expected`.
+        query: String,
+        /// Only this project.
+        #[arg(long)]
+        project: Option<String>,
+        /// Only this agent (id, Claude session id or pane id).
+        #[arg(long)]
+        agent: Option<String>,
+        /// At most this many hits (1 to 100; default 20).
+        #[arg(long)]
+        limit: Option<u32>,
+        #[command(flatten)]
+        server: ServerArg,
+    },
+    /// Delete ended agents last heard of before a date, with their turns and tasks; lists
+    /// them first. Live agents are never touched. Nothing is deleted without --before.
+    Prune {
+        /// A day (2026-11-20, UTC) or an RFC 3339 time.
+        #[arg(long)]
+        before: String,
+        /// List what would be deleted; delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        server: ServerArg,
+    },
     /// Drive a specflow phase: design → analyze → implement → verify → merge.
     Orchestrate {
         #[command(subcommand)]
@@ -168,6 +197,18 @@ fn main() -> ExitCode {
         } => send(&agent, Some(&text), &server),
         Cmd::Clear { agent, server } => send(&agent, None, &server),
         Cmd::Orchestrate { action } => orchestrate(action),
+        Cmd::Search {
+            query,
+            project,
+            agent,
+            limit,
+            server,
+        } => cli::search::search(&query, project.as_deref(), agent.as_deref(), limit, &server),
+        Cmd::Prune {
+            before,
+            dry_run,
+            server,
+        } => cli::search::prune(&before, dry_run, &server),
     }
 }
 

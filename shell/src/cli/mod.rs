@@ -6,6 +6,7 @@ pub mod audit;
 pub mod hooks;
 pub mod orchestrate;
 pub mod replay;
+pub mod search;
 
 use std::path::PathBuf;
 

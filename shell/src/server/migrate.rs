@@ -34,6 +34,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         include_str!("../../../migrations/0007_steps_usage.sql"),
     ),
     (
+        "0008_search.sql",
+        include_str!("../../../migrations/0008_search.sql"),
+    ),
+    (
         "0009_events.sql",
         include_str!("../../../migrations/0009_events.sql"),
     ),

@@ -12,6 +12,7 @@ pub mod peer;
 pub mod pgstore;
 pub mod prices;
 pub mod record;
+pub mod search;
 pub mod sse;
 pub mod store;
 pub mod watchdog;

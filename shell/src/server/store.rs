@@ -3,12 +3,13 @@
 //! production, the simulator's world in memory; both answer with the core's
 //! [`AgentView`], whose card the core computes.
 
+use crate::server::search::{HistoryAgent, PruneRequest, PrunedAgent, SearchHit, SearchQuery};
 use headspace_core::audit::StoredTurn;
 use headspace_core::model::{Snapshot, TurnRow};
 use headspace_core::step::StepRow;
 use headspace_core::usage_sum::{ModelUsage, UsageBy};
 use headspace_core::view::AgentView;
-use headspace_core::{Reply, Write};
+use headspace_core::{Reply, Timestamp, Write};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -84,6 +85,27 @@ pub trait Store: Send + Sync {
         after: Option<u64>,
         limit: i64,
     ) -> BoxFuture<'_, Result<Vec<TurnRow>, StoreError>>;
+    /// At most `limit` of an agent's turns around one of them, ordered by (timestamp, id):
+    /// the `limit / 2` before it, it, and those after; empty when the turn is not the
+    /// agent's. What opens a conversation at a search result. By default from [`turns`].
+    ///
+    /// [`turns`]: Store::turns
+    fn turns_around(
+        &self,
+        agent_id: u64,
+        turn_id: u64,
+        limit: i64,
+    ) -> BoxFuture<'_, Result<Vec<TurnRow>, StoreError>> {
+        Box::pin(async move {
+            let all = self.turns(agent_id, None, i64::MAX).await?;
+            let Some(at) = all.iter().position(|t| t.id == turn_id) else {
+                return Ok(Vec::new());
+            };
+            let limit = limit.max(1) as usize;
+            let start = at.saturating_sub(limit / 2);
+            Ok(all.into_iter().skip(start).take(limit).collect())
+        })
+    }
     /// The transcript files (relative to the claude dir) read for an agent's sessions, in
     /// path order, for the audit. By default from the snapshot; a store may answer faster.
     fn agent_files(&self, agent_id: u64) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
@@ -162,4 +184,35 @@ pub trait Store: Send + Sync {
                 .collect())
         })
     }
+
+    /// The turns matching a search, best first (see [`SearchQuery`]). Only PostgreSQL
+    /// searches; another store says so.
+    fn search<'a>(
+        &'a self,
+        query: &'a SearchQuery,
+    ) -> BoxFuture<'a, Result<Vec<SearchHit>, StoreError>> {
+        let _ = query;
+        Box::pin(async { Err(unsupported("search")) })
+    }
+    /// Ended agents, most recently seen first: of one project, of one day (its first
+    /// millisecond, UTC), at most `limit`.
+    fn history<'a>(
+        &'a self,
+        project: Option<&'a str>,
+        day: Option<Timestamp>,
+        limit: i64,
+    ) -> BoxFuture<'a, Result<Vec<HistoryAgent>, StoreError>> {
+        let _ = (project, day, limit);
+        Box::pin(async { Err(unsupported("the history")) })
+    }
+    /// Deletes (or, dry, lists) ended agents last heard of before a time, with their turns.
+    fn prune(&self, request: PruneRequest) -> BoxFuture<'_, Result<Vec<PrunedAgent>, StoreError>> {
+        let _ = request;
+        Box::pin(async { Err(unsupported("prune")) })
+    }
+}
+
+/// The error of a store that cannot do `what` (only PostgreSQL has the search indexes).
+fn unsupported(what: &str) -> StoreError {
+    StoreError::Database(format!("{what} needs the PostgreSQL store"))
 }

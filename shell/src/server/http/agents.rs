@@ -48,6 +48,9 @@ pub(super) fn no_pane(reference: &str) -> Response<Body> {
     )
 }
 
+/// The turns `around=TURN` returns when no limit is given.
+const AROUND_LIMIT: i64 = 200;
+
 pub(super) async fn turns(app: &App, reference: &str, query: Option<&str>) -> Response<Body> {
     let id = match resolve(app, reference).await {
         Ok(id) => id,
@@ -68,13 +71,44 @@ pub(super) async fn turns(app: &App, reference: &str, query: Option<&str>) -> Re
             )
         }
     };
-    // One turn more than asked: its time bounds the steps of the page's last turn.
-    let mut rows = match app.store.turns(id, after, limit + 1).await {
-        Ok(rows) => rows,
-        Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
+    let around = match query_param(query, "around").map(str::parse::<u64>) {
+        None => None,
+        Some(Ok(_)) if after.is_some() => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "around and after do not go together",
+            )
+        }
+        Some(Ok(t)) => Some(t),
+        Some(Err(_)) => return error(StatusCode::BAD_REQUEST, "around must be a turn id"),
     };
-    let next = (rows.len() as i64 > limit).then(|| rows.pop()).flatten();
-    match super::usage::turns_json(app, id, &rows, after.is_some(), next.as_ref()).await {
+    let (rows, next) = match around {
+        // A window of `limit` turns (200 unless given) centred on one: a search result's.
+        Some(turn) => {
+            let limit = query_param(query, "limit").map_or(AROUND_LIMIT, |_| limit);
+            match app.store.turns_around(id, turn, limit).await {
+                Ok(rows) if rows.is_empty() => {
+                    return error(
+                        StatusCode::NOT_FOUND,
+                        format!("turn {turn} is not one of agent {reference}'s turns"),
+                    )
+                }
+                Ok(rows) => (rows, None),
+                Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
+            }
+        }
+        None => {
+            // One turn more than asked: its time bounds the steps of the page's last turn.
+            let mut rows = match app.store.turns(id, after, limit + 1).await {
+                Ok(rows) => rows,
+                Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
+            };
+            let next = (rows.len() as i64 > limit).then(|| rows.pop()).flatten();
+            (rows, next)
+        }
+    };
+    let not_first = after.is_some() || around.is_some();
+    match super::usage::turns_json(app, id, &rows, not_first, next.as_ref()).await {
         Ok(turns) => json_response(StatusCode::OK, &Value::Array(turns)),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
     }

@@ -29,6 +29,7 @@ pub(crate) mod audit;
 mod body;
 mod login;
 mod orchestration;
+mod search;
 mod usage;
 
 use agents::*;
@@ -251,6 +252,12 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
                 Err(r) => r,
             }
         }
+        (&Method::GET, ["api", "search"]) => search::search(&app, req.uri().query()).await,
+        (&Method::GET, ["api", "history"]) => search::history(&app, req.uri().query()).await,
+        (&Method::POST, ["api", "prune"]) => match read_body(&app, req).await {
+            Ok(body) => search::prune(&app, &body).await,
+            Err(r) => r,
+        },
         (&Method::GET, ["api", "orchestrations"]) => orchestrations(&app).await,
         (&Method::GET, ["api", "orchestrate", command]) => match Command::parse(command) {
             Some(c) if !c.read_only() => post_only(&path),
@@ -278,7 +285,10 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
             Err(r) => r,
         },
         (&Method::POST, ["api", "logout"]) => logout(),
-        (&Method::GET, ["hook", _] | ["hooks", "claude"] | ["api", "login" | "logout"])
+        (
+            &Method::GET,
+            ["hook", _] | ["hooks", "claude"] | ["api", "login" | "logout" | "prune"],
+        )
         | (
             &Method::GET,
             ["api", "agents", _, "reconcile" | "send" | "clear" | "interrupt" | "answer"],

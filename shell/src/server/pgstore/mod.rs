@@ -1,6 +1,7 @@
 //! The PostgreSQL store: applies the core's writes (batched, in order, idempotent), loads the
 //! snapshot that restores the core, and answers the API's reads.
 
+use crate::server::search::{HistoryAgent, PruneRequest, PrunedAgent, SearchHit, SearchQuery};
 use crate::server::store::{BoxFuture, Store, StoreError, Waited};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use headspace_core::audit::StoredTurn;
@@ -17,7 +18,9 @@ use tracing::{error, warn};
 
 mod audit;
 pub mod events;
+mod history;
 mod reads;
+mod search;
 mod steps;
 
 impl From<tokio_postgres::Error> for StoreError {
@@ -421,6 +424,15 @@ impl Store for PgStore {
         Box::pin(PgStore::turns(self, agent_id, after, limit))
     }
 
+    fn turns_around(
+        &self,
+        agent_id: u64,
+        turn_id: u64,
+        limit: i64,
+    ) -> BoxFuture<'_, Result<Vec<TurnRow>, StoreError>> {
+        Box::pin(PgStore::turns_around(self, agent_id, turn_id, limit))
+    }
+
     fn agent_files(&self, agent_id: u64) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
         Box::pin(PgStore::agent_files(self, agent_id))
     }
@@ -460,5 +472,25 @@ impl Store for PgStore {
         agent_id: Option<u64>,
     ) -> BoxFuture<'_, Result<Vec<ModelUsage>, StoreError>> {
         Box::pin(PgStore::usage(self, by, agent_id))
+    }
+
+    fn search<'a>(
+        &'a self,
+        query: &'a SearchQuery,
+    ) -> BoxFuture<'a, Result<Vec<SearchHit>, StoreError>> {
+        Box::pin(PgStore::search(self, query))
+    }
+
+    fn history<'a>(
+        &'a self,
+        project: Option<&'a str>,
+        day: Option<headspace_core::Timestamp>,
+        limit: i64,
+    ) -> BoxFuture<'a, Result<Vec<HistoryAgent>, StoreError>> {
+        Box::pin(PgStore::history(self, project, day, limit))
+    }
+
+    fn prune(&self, request: PruneRequest) -> BoxFuture<'_, Result<Vec<PrunedAgent>, StoreError>> {
+        Box::pin(PgStore::prune(self, request))
     }
 }

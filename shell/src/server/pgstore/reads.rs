@@ -35,9 +35,11 @@ impl PgStore {
         rows(&c, "= ANY($1)", &[&ids]).await
     }
 
-    /// All agents with their current task and what their cards show.
+    /// All agents with their current task and what their cards show; not the ended agents
+    /// whose turns were pruned (see `PgStore::prune`).
     pub async fn agents(&self) -> Result<Vec<AgentView>, StoreError> {
-        self.agents_where("", &[]).await
+        self.agents_where("WHERE a.pruned_at IS NULL OR NOT a.ended", &[])
+            .await
     }
 
     /// One agent by id.
@@ -182,6 +184,31 @@ impl PgStore {
             }
             None => c.query(&format!("{TURN_SELECT} WHERE agent_id = $1 ORDER BY \"timestamp\", id LIMIT $2"), &[&id(agent_id), &limit]).await?,
         };
+        rows.iter().map(turn_row).collect()
+    }
+
+    /// At most `limit` of an agent's turns around `turn_id` (the `limit / 2` before it, it,
+    /// and those after), ordered by (timestamp, id); empty when the turn is not the agent's.
+    pub async fn turns_around(
+        &self,
+        agent_id: u64,
+        turn_id: u64,
+        limit: i64,
+    ) -> Result<Vec<TurnRow>, StoreError> {
+        let c = self.pool.get().await?;
+        let sql = format!(
+            "WITH at AS (SELECT \"timestamp\" AS ts, id FROM turns WHERE id = $2 AND agent_id = $1),
+             window_ids AS (
+               (SELECT t.id FROM turns t, at WHERE t.agent_id = $1 AND (t.\"timestamp\", t.id) < (at.ts, at.id)
+                ORDER BY t.\"timestamp\" DESC, t.id DESC LIMIT $3::bigint / 2)
+               UNION ALL
+               (SELECT t.id FROM turns t, at WHERE t.agent_id = $1 AND (t.\"timestamp\", t.id) >= (at.ts, at.id)
+                ORDER BY t.\"timestamp\", t.id LIMIT $3::bigint - $3::bigint / 2))
+             {TURN_SELECT} WHERE id IN (SELECT id FROM window_ids) ORDER BY \"timestamp\", id"
+        );
+        let rows = c
+            .query(&sql, &[&id(agent_id), &id(turn_id), &limit.max(1)])
+            .await?;
         rows.iter().map(turn_row).collect()
     }
 }

@@ -1,0 +1,242 @@
+//! `make bench` (search part): search latency over 1,000,000 turns, side by side with a
+//! plain `ILIKE '%…%'` scan of the same table (no index: what a search without
+//! `migrations/0008_search.sql` does).
+//!
+//! The rows are made inside PostgreSQL (`INSERT … SELECT generate_series`): 200 agents,
+//! turns of prose, file paths, a random hex id each, and ten planted needles (an error
+//! string with punctuation, a path, an identifier). Each query runs through
+//! [`PgStore::search`] as the API runs it (ranking, snippets, highlights included).
+//!
+//! Needs DATABASE_URL (run through scripts/with-test-postgres.sh, as `make bench` does).
+//! `SEARCH_BENCH_TURNS` changes the table's size.
+
+use headspace::server::migrate;
+use headspace::server::pgstore::PgStore;
+use headspace::server::search::SearchQuery;
+use std::time::{Duration, Instant};
+use tokio_postgres::{Client, NoTls};
+
+/// Searches timed per selective query, and per common one.
+const SEARCH_RUNS: usize = 200;
+const COMMON_RUNS: usize = 30;
+/// Unindexed scans timed per query (each reads the whole table).
+const SCAN_RUNS: usize = 5;
+
+/// The turns: prose from a few phrases, a path, a random hex id, and a needle every 100,000.
+const FILL: &str = "
+INSERT INTO agents (id, session_id, project, cwd, ended, last_seen_at)
+SELECT a, 'bench-' || a, 'project' || (a % 12), '/home/u/project' || (a % 12), a % 3 = 0, now()
+FROM generate_series(1, 200) a;
+INSERT INTO tasks (id, agent_id, state, transcript_state, started_at, state_since)
+SELECT a, a, 'complete', 'complete', now(), now() FROM generate_series(1, 200) a;
+INSERT INTO turns (id, agent_id, task_id, actor, intent, text, \"timestamp\", timestamp_source, source)
+SELECT g, 1 + g % 200, 1 + g % 200,
+       CASE WHEN g % 5 = 0 THEN 'user' ELSE 'agent' END,
+       CASE WHEN g % 5 = 0 THEN 'command' ELSE 'progress' END,
+       CASE WHEN g % 100000 = 7
+            THEN 'cargo test failed: error[E0599]: no method named `frobnicate_widget` found for struct `Engine` in src/engine/wal_replay.rs:88:14'
+            ELSE (ARRAY['Reading the file', 'Running the test suite again after', 'The build passes now with',
+                        'Looking at the failing assertion in', 'Editing the parser to handle', 'Checking the migration for',
+                        'Refactoring the handler of', 'Adding a unit test for'])[1 + g % 8]
+                 || ' ' || (ARRAY['src/lib.rs', 'src/main.rs', 'core/src/engine/mod.rs', 'shell/src/server/http/agents.rs',
+                                  'static/app.js', 'migrations/0001_initial.sql', 'Cargo.toml', 'README.md'])[1 + (g / 8) % 8]
+                 || ' (' || md5(g::text) || '): '
+                 || (ARRAY['it compiles', 'two tests fail with a timeout', 'the lock is held too long', 'the index is not used',
+                           'a borrow outlives its owner', 'the snapshot is stale', 'nothing changed',
+                           'the query plan looks right'])[1 + (g / 64) % 8] || '.'
+       END,
+       timestamptz '2025-01-01' + g * interval '20 seconds', 'jsonl', 'transcript'
+FROM generate_series(1, $TURNS) g;";
+
+/// The bench's queries: (label, query, selective). Selective ones match at most a few
+/// hundred turns; common ones a large share of the table.
+fn queries() -> Vec<(&'static str, String, bool)> {
+    vec![
+        (
+            "error string with punctuation",
+            "error[E0599]: no method named".into(),
+            true,
+        ),
+        ("file path", "src/engine/wal_replay.rs".into(), true),
+        ("identifier prefix", "frobnicate_wid".into(), true),
+        ("words (full text)", "frobnicate widget engine".into(), true),
+        ("hex id fragment", "77732a294f90".into(), true),
+        ("quoted phrase", "\"no method named\"".into(), true),
+        (
+            "common phrase (1 in 8 turns)",
+            "two tests fail with a timeout".into(),
+            false,
+        ),
+        ("common path (1 in 8 turns)", "src/lib.rs".into(), false),
+    ]
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+async fn connect(url: &str) -> Client {
+    let (client, conn) = tokio_postgres::connect(url, NoTls).await.expect("database");
+    tokio::spawn(conn);
+    client
+}
+
+async fn timed<F, Fut>(runs: usize, mut f: F) -> Vec<Duration>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut out = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t = Instant::now();
+        f().await;
+        out.push(t.elapsed());
+    }
+    out.sort();
+    out
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let cluster = std::env::var("DATABASE_URL")
+        .expect("DATABASE_URL: run through scripts/with-test-postgres.sh (make bench)");
+    let turns: u64 = std::env::var("SEARCH_BENCH_TURNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let db = format!("search_bench_{}", std::process::id());
+    let admin = connect(&cluster).await;
+    for statement in [
+        format!("DROP DATABASE IF EXISTS {db}"),
+        format!("CREATE DATABASE {db}"),
+    ] {
+        admin
+            .simple_query(&statement)
+            .await
+            .expect("create the bench database");
+    }
+    let url = cluster.replace("dbname=postgres", &format!("dbname={db}"));
+    migrate::run(&url).await.expect("migrations");
+    let c = connect(&url).await;
+
+    // Indexes are built after the rows, as a restore would: faster than row by row.
+    let t = Instant::now();
+    c.batch_execute(
+        "DROP INDEX turns_text_search; DROP INDEX turns_text_trgm; DROP INDEX turns_time;",
+    )
+    .await
+    .unwrap();
+    c.batch_execute(&FILL.replace("$TURNS", &turns.to_string()))
+        .await
+        .expect("fill");
+    let filled = t.elapsed();
+    let t = Instant::now();
+    c.batch_execute(
+        "SET maintenance_work_mem = '512MB';
+         CREATE INDEX turns_text_search ON turns USING gin (text_search);
+         CREATE INDEX turns_text_trgm ON turns USING gin (text gin_trgm_ops);
+         CREATE INDEX turns_time ON turns (\"timestamp\", id);",
+    )
+    .await
+    .expect("indexes");
+    c.batch_execute("VACUUM ANALYZE turns")
+        .await
+        .expect("vacuum");
+    let indexed = t.elapsed();
+    let size: String = c
+        .query_one(
+            "SELECT pg_size_pretty(pg_table_size('turns')) || ' table, '
+                 || pg_size_pretty(pg_relation_size('turns_text_search')) || ' full-text index, '
+                 || pg_size_pretty(pg_relation_size('turns_text_trgm')) || ' trigram index'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    println!(
+        "search bench: {turns} turns made in {:.1} s (text vectors included), indexed in {:.1} s; {size}",
+        filled.as_secs_f64(),
+        indexed.as_secs_f64()
+    );
+
+    let store = PgStore::new(&url, 2).expect("pool");
+    // The baseline: the same table, no index allowed (a plain scan, parallel as PostgreSQL
+    // chooses), the newest 20 matches as the search returns.
+    let scan = connect(&url).await;
+    scan.batch_execute("SET enable_bitmapscan = off; SET enable_indexscan = off")
+        .await
+        .unwrap();
+    println!(
+        "{:<32} {:>8} {:>9} {:>9} {:>11} {:>11} {:>9}",
+        "query", "hits", "search", "p99", "ILIKE scan", "p99", "faster"
+    );
+    let (mut selective_p50, mut selective_p99, mut scan_p50) = (Vec::new(), Vec::new(), Vec::new());
+    for (label, q, selective) in queries() {
+        let query = SearchQuery {
+            q: q.clone(),
+            project: None,
+            agent: None,
+            actor: None,
+            since: None,
+            until: None,
+            before: None,
+            limit: 20,
+        };
+        let hits = store.search(&query).await.expect("search").len();
+        let runs = if selective { SEARCH_RUNS } else { COMMON_RUNS };
+        let searched = timed(runs, || async {
+            store.search(&query).await.expect("search");
+        })
+        .await;
+        let pattern = headspace::server::search::like_pattern(q.trim_matches('"'));
+        let scanned = timed(SCAN_RUNS, || async {
+            scan.query(
+                "SELECT id FROM turns WHERE text ILIKE $1 ORDER BY \"timestamp\" DESC LIMIT 20",
+                &[&pattern],
+            )
+            .await
+            .expect("scan");
+        })
+        .await;
+        let (p50, p99) = (percentile(&searched, 0.5), percentile(&searched, 0.99));
+        let (s50, s99) = (percentile(&scanned, 0.5), percentile(&scanned, 0.99));
+        println!(
+            "{:<32} {:>8} {:>7.2}ms {:>7.2}ms {:>9.1}ms {:>9.1}ms {:>8.0}×",
+            label,
+            hits,
+            ms(p50),
+            ms(p99),
+            ms(s50),
+            ms(s99),
+            ms(s50) / ms(p50)
+        );
+        if selective {
+            selective_p50.extend_from_slice(&searched);
+            selective_p99.push(p99);
+            scan_p50.push(s50);
+        }
+    }
+    selective_p50.sort();
+    let all50 = percentile(&selective_p50, 0.5);
+    let all99 = percentile(&selective_p50, 0.99);
+    scan_p50.sort();
+    let scan50 = percentile(&scan_p50, 0.5);
+    println!(
+        "selective queries together: search p50 {:.2} ms, p99 {:.2} ms; ILIKE scan p50 {:.0} ms → {:.0}× faster at p50 (goal ≥ 50×, p99 ≤ 50 ms)",
+        ms(all50),
+        ms(all99),
+        ms(scan50),
+        ms(scan50) / ms(all50)
+    );
+    drop(store);
+    drop(scan);
+    drop(c);
+    let _ = admin
+        .simple_query(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
+        .await;
+}
