@@ -31,12 +31,12 @@ test: deps
 run: deps build
 	target/release/headspace serve
 
-## Benchmarks: figures printed side by side against their baselines.
+## Benchmarks: figures printed side by side against their baselines, the server's on a
+## cluster with the embedded database's settings (fsync on); one closing table of goals.
 bench: deps
 	$(CARGO) build --release -p headspace --bins --examples
-	$(CARGO) run --release -p headspace-core --example replay_bench
-	scripts/with-test-postgres.sh target/release/examples/server_bench
-	scripts/with-test-postgres.sh target/release/examples/search_bench
+	$(CARGO) build --release -p headspace-core --examples
+	CARGO="$(CARGO)" scripts/bench.sh
 
 ## The long simulation: proof that each planted bug is caught, then a big swarm of random
 ## seeds (each failure is printed with the command that reproduces it).

@@ -4,10 +4,14 @@
 //! user's terminals, so without a token only the account that runs the server (or root) may
 //! use it. Linux lists every TCP socket with its owner's uid in `/proc/net/tcp` and
 //! `/proc/net/tcp6`; the client's socket is the one whose local address is our peer and whose
-//! remote address is us. Reading the table costs well under a millisecond per connection.
+//! remote address is us. The kernel is asked for that one socket by netlink first
+//! ([`sock_diag`]): the tables hold every socket on the machine, and reading them cost more
+//! the more hooks had come (each leaves a TIME_WAIT socket behind).
 
 use headspace_core::access::Peer;
 use std::net::{IpAddr, SocketAddr};
+
+mod sock_diag;
 
 /// Who is at `peer`, the far end of a connection accepted on `local`.
 pub fn identify(peer: SocketAddr, local: SocketAddr) -> Peer {
@@ -39,6 +43,9 @@ fn is_loopback(ip: IpAddr) -> bool {
 
 /// The uid owning the TCP socket bound to `addr` and connected to `remote`.
 fn socket_owner(addr: SocketAddr, remote: SocketAddr) -> Option<u32> {
+    if let Some(uid) = sock_diag::socket_owner(addr, remote) {
+        return Some(uid);
+    }
     ["/proc/net/tcp", "/proc/net/tcp6"]
         .iter()
         .find_map(|table| {

@@ -203,7 +203,8 @@ impl PgStore {
         let tx = client.transaction().await.map_err(Failure::of)?;
         if !agents.is_empty() {
             let a: Vec<&AgentRow> = agents.into_values().collect();
-            tx.execute(
+            run(
+                &tx,
                 &format!(
                     "INSERT INTO agents (id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, last_seen_at, sent_at, permission, end_reason, claude_pid, git_branch)
                      SELECT u.id, u.session_id, ARRAY(SELECT jsonb_array_elements_text(u.sessions::jsonb)), u.project, u.cwd, u.transcript_path,
@@ -235,12 +236,12 @@ impl PgStore {
                     &a.iter().map(|r| r.git_branch.clone()).collect::<Vec<_>>(),
                 ],
             )
-            .await
-            .map_err(Failure::of)?;
+            .await?;
         }
         if !tasks.is_empty() {
             let t: Vec<&TaskRow> = tasks.into_values().collect();
-            tx.execute(
+            run(
+                &tx,
                 &format!(
                     "INSERT INTO tasks (id, agent_id, session_id, state, transcript_state, started_at, hook_turn_end_at, state_since)
                      SELECT u.id, u.agent_id, u.session_id, u.state, u.tx, {}, CASE WHEN u.end_ms IS NULL THEN NULL ELSE {} END, {}
@@ -265,11 +266,11 @@ impl PgStore {
                     &t.iter().map(|r| r.state_since.millis()).collect::<Vec<_>>(),
                 ],
             )
-            .await
-            .map_err(Failure::of)?;
+            .await?;
         }
         if !turns.is_empty() {
-            tx.execute(
+            run(
+                &tx,
                 &format!(
                     "INSERT INTO turns (id, agent_id, task_id, actor, intent, text, \"timestamp\", timestamp_source, entry_uuid, source, hook_key, prompt_id, tool_use_id, question, session_id)
                      SELECT u.id, u.agent_id, u.task_id, u.actor, u.intent, u.text, {}, u.ts_source, u.entry_uuid, u.source, u.hook_key, u.prompt_id,
@@ -298,11 +299,11 @@ impl PgStore {
                     &turns.iter().map(|r| r.session_id.clone()).collect::<Vec<_>>(),
                 ],
             )
-            .await
-            .map_err(Failure::of)?;
+            .await?;
         }
         if !claims.is_empty() {
-            tx.execute(
+            run(
+                &tx,
                 &format!(
                     "UPDATE turns t SET entry_uuid = c.entry_uuid, task_id = c.task_id,
                        \"timestamp\" = CASE WHEN c.ms IS NULL THEN t.\"timestamp\" ELSE {} END,
@@ -319,21 +320,21 @@ impl PgStore {
                     &claims.iter().map(|c| c.3).collect::<Vec<_>>(),
                 ],
             )
-            .await
-            .map_err(Failure::of)?;
+            .await?;
         }
         if !matched.is_empty() {
             let (ids, keys): (Vec<i64>, Vec<&str>) = matched.into_iter().unzip();
-            tx.execute(
+            run(
+                &tx,
                 "UPDATE turns t SET hook_key = COALESCE(t.hook_key, m.key) FROM UNNEST($1::bigint[], $2::text[]) AS m(id, key) WHERE t.id = m.id",
                 &[&ids, &keys],
             )
-            .await
-            .map_err(Failure::of)?;
+            .await?;
         }
         if !offsets.is_empty() {
             let o: Vec<&OffsetRow> = offsets.into_values().collect();
-            tx.execute(
+            run(
+                &tx,
                 "INSERT INTO transcript_offsets (path, session_id, \"offset\", task_id)
                  SELECT * FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::bigint[])
                  ON CONFLICT (path) DO UPDATE SET session_id=EXCLUDED.session_id, \"offset\"=EXCLUDED.\"offset\", task_id=EXCLUDED.task_id",
@@ -344,8 +345,7 @@ impl PgStore {
                     &o.iter().map(|r| r.task_id.map(id)).collect::<Vec<_>>(),
                 ],
             )
-            .await
-            .map_err(Failure::of)?;
+            .await?;
         }
         step_ops.apply(&tx).await.map_err(Failure::of)?;
         // Merges last: whatever this batch wrote for the agent that goes moves with it.
@@ -372,6 +372,17 @@ impl PgStore {
         tx.commit().await.map_err(Failure::of)?;
         Ok(())
     }
+}
+
+/// Runs one statement of a batch, prepared once per connection: a batch's statements are the
+/// same few texts every time, and an unprepared one costs a second round trip.
+async fn run(
+    tx: &deadpool_postgres::Transaction<'_>,
+    sql: &str,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> Result<u64, Failure> {
+    let statement = tx.prepare_cached(sql).await.map_err(Failure::of)?;
+    tx.execute(&statement, params).await.map_err(Failure::of)
 }
 
 impl Store for PgStore {
