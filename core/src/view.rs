@@ -141,6 +141,7 @@ impl AgentView {
             "state": self.state().as_str(),
             "activity": self.activity().as_str(),
             "end_reason": a.end_reason,
+            "claude_pid": a.claude_pid,
             "task_id": task.map(|t| t.id),
             "state_since": task.map(|t| t.state_since),
             "command": self.command.as_deref().map(|c| preview(c).0),

@@ -305,12 +305,22 @@ fn a_killed_agent_is_ended_with_the_reason() {
         agent(&world.server, "reap-1").filter(|a| a["tmux_pane"] == pane.as_str())
     })
     .expect("the agent registers in its pane");
-    // The watchdog lists the panes every 0.3 s: let it see the process (a busy machine runs
-    // four of these tests at once).
-    std::thread::sleep(Duration::from_secs(3));
-    // SIGKILL: no SessionEnd hook.
+    // The reaper ends an agent whose Claude Code process it saw and then no longer sees: wait
+    // until a pane listing has shown it (a busy machine runs four of these tests at once).
     let pids = pids_running("reap-1");
     assert!(!pids.is_empty(), "the agent's process is found");
+    wait_for(Duration::from_secs(30), || {
+        agent(&world.server, "reap-1")
+            .and_then(|a| a["claude_pid"].as_u64())
+            .filter(|pid| pids.contains(&(*pid as u32)))
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "the pane listing shows its process {pids:?}: {:?}",
+            agent(&world.server, "reap-1")
+        )
+    });
+    // SIGKILL: no SessionEnd hook.
     for pid in pids {
         std::process::Command::new("kill")
             .args(["-9", &pid.to_string()])
