@@ -322,3 +322,50 @@ fn the_agent_takes_its_git_branch_from_the_first_line_and_each_prompt() {
     append(&mut r, 4_000, on_branch(&prompt, ""));
     assert_eq!(agent_of(&r, &s).git_branch.as_deref(), Some("fix/parser"));
 }
+
+#[test]
+fn a_session_a_late_hook_puts_in_a_pane_already_closed_is_ended() {
+    let mut r = Replayer::new(CLAUDE_DIR);
+    let a = session(&mut r, 1, "/work/p", 10_000);
+    let stop = a.hook("Stop", Some("%7"), Some(at(10_500)), json!({}));
+    r.step(
+        at(10_500),
+        Step::Hook {
+            event: Some("Stop".into()),
+            body: stop,
+        },
+    );
+    r.step(
+        at(11_000),
+        Step::Panes {
+            panes: vec![pane("%7", vec![claude(70, "/work/p", 9_000)])],
+        },
+    );
+    // The pane closes; the next listing does not show it and ends the agent in it.
+    r.step(at(12_000), Step::Panes { panes: vec![] });
+    assert_eq!(agent_of(&r, &a).end_reason.as_deref(), Some("pane_closed"));
+    // A session that began in that pane before it closed is heard of only now, by a late
+    // hook: nothing lists its pane again, and it is ended too.
+    let b = SessionWriter::new(2, at(11_500));
+    let start = b.hook(
+        "SessionStart",
+        Some("%7"),
+        Some(at(11_500)),
+        json!({"source": "startup"}),
+    );
+    r.step(
+        at(20_000),
+        Step::Hook {
+            event: Some("SessionStart".into()),
+            body: start,
+        },
+    );
+    assert!(!agent_of(&r, &b).ended);
+    r.step(at(21_000), Step::Panes { panes: vec![] });
+    assert_eq!(
+        agent_of(&r, &b).end_reason.as_deref(),
+        Some("pane_closed"),
+        "{:?}",
+        agent_of(&r, &b)
+    );
+}

@@ -132,7 +132,8 @@ mod generated {
 /// brought the evicted agent back without its tasks (the core panicked).
 #[test]
 fn the_seeds_that_once_failed_pass() {
-    const ONCE_FAILED: &[u64] = &[6951, 4534, 9349, 505];
+    // 2035: a late SessionStart put a new session in a pane that had already closed.
+    const ONCE_FAILED: &[u64] = &[6951, 4534, 9349, 505, 2035];
     for &seed in ONCE_FAILED {
         let plan = (find("random").unwrap().plan)(&mut Rng::new(seed));
         let o = run(&plan, seed, None);

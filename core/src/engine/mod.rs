@@ -177,6 +177,13 @@ pub struct Core {
     agents: BTreeMap<AgentId, AgentState>,
     by_session: BTreeMap<String, AgentId>,
     by_pane: BTreeMap<String, AgentId>,
+    /// The panes the last tmux listing showed: an agent that came to a pane after that
+    /// listing still learns that its pane closed.
+    listed_panes: BTreeSet<String>,
+    /// Panes a listing showed and a later one did not: closed (tmux never reuses a pane id
+    /// while its server runs; a pane listed again is taken out). An agent a late hook puts
+    /// in one of them is ended at the next listing.
+    closed_panes: BTreeSet<String>,
     files: BTreeMap<String, FileState>,
     next_agent: AgentId,
     next_task: TaskId,
@@ -210,6 +217,8 @@ impl Core {
             agents: BTreeMap::new(),
             by_session: BTreeMap::new(),
             by_pane: BTreeMap::new(),
+            listed_panes: BTreeSet::new(),
+            closed_panes: BTreeSet::new(),
             files: BTreeMap::new(),
             next_agent: 1,
             next_task: 1,

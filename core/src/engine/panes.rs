@@ -12,9 +12,21 @@ use serde_json::json;
 use std::collections::BTreeSet;
 use tracing::{debug, info};
 
+/// How many closed panes the core remembers.
+const MAX_CLOSED_PANES: usize = 10_000;
+
 impl Core {
     /// A listing of every tmux pane and its processes.
     pub(super) fn on_panes(&mut self, panes: &[PaneListing]) {
+        let now_listed: BTreeSet<String> = panes.iter().map(|l| l.pane.clone()).collect();
+        let gone: Vec<String> = self.listed_panes.difference(&now_listed).cloned().collect();
+        if self.closed_panes.len() + gone.len() > MAX_CLOSED_PANES {
+            self.closed_panes.clear(); // a bound; forgetting old panes only delays a reaping
+        }
+        self.closed_panes.extend(gone);
+        for p in &now_listed {
+            self.closed_panes.remove(p);
+        }
         self.place_sessions(panes);
         let live: Vec<(AgentId, String)> = self
             .agents
@@ -23,8 +35,14 @@ impl Core {
             .filter_map(|(id, a)| Some((*id, a.row.tmux_pane.clone()?)))
             .collect();
         for (id, pane) in live {
+            let listed_before =
+                self.listed_panes.contains(&pane) || self.closed_panes.contains(&pane);
             let agent = self.agent_mut(id);
-            let (reason, seen) = witness(&pane, &agent.pane_witness, panes);
+            // A pane the last listing showed and this one does not has closed, whoever came
+            // to it since (a new session after /clear, a resumed one).
+            let mut before = agent.pane_witness.clone();
+            before.listed |= listed_before;
+            let (reason, seen) = witness(&pane, &before, panes);
             if seen.claude_pid.is_some() && seen.claude_pid != agent.row.claude_pid {
                 agent.row.claude_pid = seen.claude_pid;
                 self.dirty_agents.insert(id);
@@ -35,6 +53,7 @@ impl Core {
                 self.reap(id, reason);
             }
         }
+        self.listed_panes = now_listed;
     }
 
     /// Ties each live agent without a pane to the pane of the one Claude Code process that
