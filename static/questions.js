@@ -3,6 +3,24 @@
 // The server drives the pane's dialog through every question (POST .../answer {answers}).
 'use strict';
 
+/// Sends `answers` (one per question) for agent `agentId`; `button` stays disabled once
+/// answered, and the form kept under `key` is forgotten.
+async function postAnswers(agentId, answers, button, key) {
+  button.disabled = true;
+  try {
+    await api(`/api/agents/${agentId}/answer`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ answers }),
+    });
+    toast('Answered', 'ok');
+    answerForms.delete(key);
+  } catch (err) {
+    button.disabled = false;
+    toast(`Could not answer: ${err.message}`, 'error');
+  }
+}
+
 /// Whether the tool input asks more than one option button can answer.
 function isWizard(dialog) {
   const qs = (dialog && dialog.questions) || [];
@@ -59,19 +77,7 @@ function answerForm(dialog, agentId, place) {
       else if (!picked.length) { toast(`“${name}” has no answer yet`, 'error'); return; }
       else answers.push(q.multiSelect ? { options: picked } : { option: picked[0] });
     }
-    send.disabled = true;
-    try {
-      await api(`/api/agents/${agentId}/answer`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ answers }),
-      });
-      toast('Answered', 'ok');
-      answerForms.delete(key);
-    } catch (err) {
-      send.disabled = false;
-      toast(`Could not answer: ${err.message}`, 'error');
-    }
+    await postAnswers(agentId, answers, send, key);
   });
   answerForms.set(key, form);
   return form;
@@ -94,19 +100,7 @@ function otherAnswer(agentId, place, text) {
   f.addEventListener('submit', async (e) => {
     e.preventDefault();
     if (!input.value.trim()) return;
-    b.disabled = true;
-    try {
-      await api(`/api/agents/${agentId}/answer`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ answers: [{ other: input.value.trim() }] }),
-      });
-      toast('Answered', 'ok');
-      answerForms.delete(key);
-    } catch (err) {
-      b.disabled = false;
-      toast(`Could not answer: ${err.message}`, 'error');
-    }
+    await postAnswers(agentId, [{ other: input.value.trim() }], b, key);
   });
   answerForms.set(key, f);
   return f;

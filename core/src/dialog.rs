@@ -10,7 +10,8 @@
 //! are. A dialog that stops changing is given up on with the screen's reason, never guessed
 //! past.
 
-use crate::pane::{options_with_text, squashed, strip_box};
+use crate::pane::{numbered_option, options_with_text, squashed, strip_box};
+use crate::question::option_labels;
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -23,6 +24,17 @@ pub enum Answer {
     Options(Vec<usize>),
     /// The free-text answer ("Other").
     Other(String),
+}
+
+impl Answer {
+    /// The answer as a request body names it (the inverse of [`answers_of`]'s items).
+    pub fn to_json(&self) -> Value {
+        match self {
+            Answer::Option(n) => serde_json::json!({"option": n}),
+            Answer::Options(ns) => serde_json::json!({"options": ns}),
+            Answer::Other(t) => serde_json::json!({"other": t}),
+        }
+    }
 }
 
 /// A key to press in the pane.
@@ -131,16 +143,7 @@ fn asked_of(input: &Value) -> Vec<Asked> {
                         .and_then(Value::as_str)
                         .unwrap_or_default()
                         .to_string(),
-                    options: q
-                        .get("options")
-                        .and_then(Value::as_array)
-                        .map(|o| {
-                            o.iter()
-                                .filter_map(|o| o.as_str().or_else(|| o.get("label")?.as_str()))
-                                .map(str::to_string)
-                                .collect()
-                        })
-                        .unwrap_or_default(),
+                    options: option_labels(q),
                     multi: q.get("multiSelect").and_then(Value::as_bool) == Some(true),
                 })
                 .collect()
@@ -417,9 +420,5 @@ impl Menu {
 
 /// The number of the row `line` shows ("❯ 2. Blue" → 2).
 fn row_number(line: &str) -> Option<usize> {
-    let t = strip_box(line).trim_start_matches(['❯', '>', ' ', '\u{a0}']);
-    let (num, _) = t.split_once(". ")?;
-    (num.len() <= 2 && num.chars().all(|c| c.is_ascii_digit()))
-        .then(|| num.parse().ok())
-        .flatten()
+    numbered_option(line)?.0
 }

@@ -108,7 +108,7 @@ fn input_box(lines: &[&str]) -> Option<(usize, usize, String)> {
 /// A dialog's numbered option on `line`: its number and text, with the box edges and the
 /// selection marker taken off. A line such as ". text" counts as an option without a
 /// number, as it always has.
-fn numbered_option(line: &str) -> Option<(Option<usize>, String)> {
+pub(crate) fn numbered_option(line: &str) -> Option<(Option<usize>, String)> {
     let t = strip_box(line).trim_start_matches(['❯', '>', ' ', '\u{a0}']);
     let (num, rest) = t.split_once(". ")?;
     (num.len() <= 2 && num.chars().all(|c| c.is_ascii_digit()))

@@ -44,16 +44,7 @@ impl OpenQuestion {
             .and_then(Value::as_array)
             .and_then(|a| a.first())
             .unwrap_or(q);
-        first
-            .get("options")
-            .and_then(Value::as_array)
-            .map(|opts| {
-                opts.iter()
-                    .filter_map(|o| o.as_str().or_else(|| o.get("label")?.as_str()))
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default()
+        option_labels(first)
     }
 
     /// The label of option `n` (numbered from 1, as on screen), or why it cannot be picked.
@@ -78,6 +69,21 @@ impl OpenQuestion {
             )),
         }
     }
+}
+
+/// The labels of a question's `options`, in order: strings (a permission dialog's) or
+/// `{"label"}` objects (AskUserQuestion's).
+pub fn option_labels(question: &Value) -> Vec<String> {
+    question
+        .get("options")
+        .and_then(Value::as_array)
+        .map(|opts| {
+            opts.iter()
+                .filter_map(|o| o.as_str().or_else(|| o.get("label")?.as_str()))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The question an agent waits on: the pane's permission dialog first (it is what blocks

@@ -133,16 +133,8 @@ pub(super) async fn answer_questions(
     json_response(
         StatusCode::OK,
         &json!({"status": "answered", "pane": pane, "question": question.text,
-                "answers": answers.iter().map(answer_json).collect::<Vec<_>>(), "keys": keys, "verified": true}),
+                "answers": answers.iter().map(Answer::to_json).collect::<Vec<_>>(), "keys": keys, "verified": true}),
     )
-}
-
-fn answer_json(a: &Answer) -> serde_json::Value {
-    match a {
-        Answer::Option(n) => json!({"option": n}),
-        Answer::Options(ns) => json!({"options": ns}),
-        Answer::Other(t) => json!({"other": t}),
-    }
 }
 
 fn not_waiting(reference: &str) -> Response<Body> {
