@@ -12,6 +12,38 @@ fn post_json(server: &Server, path: &str, body: Value) -> (u16, Value) {
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
+/// Starts a stand-in agent playing `turns` as session `session`, in tmux session `name`,
+/// `columns` wide.
+fn launch(
+    claude: &std::path::Path,
+    tmux: &Tmux,
+    session: &str,
+    name: &str,
+    columns: u32,
+    turns: Value,
+) {
+    let script = claude.join(format!("{session}.json"));
+    std::fs::write(&script, json!({ "turns": turns }).to_string()).unwrap();
+    let cmd = format!(
+        "{} --claude-dir {} --script {} --session {session} --think-ms 200 --stay",
+        headspace_testkit::stand_in::stand_in_agent(),
+        claude.display(),
+        script.display()
+    );
+    let columns = columns.to_string();
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        name,
+        "-x",
+        &columns,
+        "-y",
+        "45",
+        &cmd,
+    ]);
+}
+
 #[test]
 fn answering_picks_the_option_in_the_pane_and_the_agent_goes_on() {
     let Some(PaneWorld {
@@ -22,35 +54,19 @@ fn answering_picks_the_option_in_the_pane_and_the_agent_goes_on() {
     else {
         return;
     };
-    let script = claude.join("script.json");
-    std::fs::write(
-        &script,
-        json!({"turns": [{
+    launch(
+        &claude,
+        &tmux,
+        "ans-1",
+        "a",
+        120,
+        json!([{
             "prompt": "tidy the build",
             "replies": ["Looking.", "Done. All tidy."],
             "question": {"question": "Which directory?", "options": ["src/", "target/", "docs/"], "answer": "src/"},
             "permission": true
-        }]})
-        .to_string(),
-    )
-    .unwrap();
-    let cmd = format!(
-        "{} --claude-dir {} --script {} --session ans-1 --think-ms 200 --stay",
-        headspace_testkit::stand_in::stand_in_agent(),
-        claude.display(),
-        script.display()
+        }]),
     );
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "a",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        &cmd,
-    ]);
     let card = || server.try_json("/api/agents/ans-1");
     assert!(
         wait_for(Duration::from_secs(10), || card()
@@ -140,11 +156,14 @@ fn a_wizard_of_questions_is_answered_with_several_options_and_free_text() {
     else {
         return;
     };
-    let script = claude.join("script.json");
     let option = |l: &str| json!({"label": l, "description": format!("{l}, as described")});
-    std::fs::write(
-        &script,
-        json!({"turns": [{
+    launch(
+        &claude,
+        &tmux,
+        "wiz-1",
+        "w",
+        100,
+        json!([{
             "prompt": "set up the shop",
             "replies": ["Looking.", "Done, set up."],
             "ask": {"questions": [
@@ -155,27 +174,8 @@ fn a_wizard_of_questions_is_answered_with_several_options_and_free_text() {
                 {"question": "Which name?", "header": "Name", "multiSelect": false,
                  "options": [option("shop"), option("store")]}
             ]}
-        }]})
-        .to_string(),
-    )
-    .unwrap();
-    let cmd = format!(
-        "{} --claude-dir {} --script {} --session wiz-1 --think-ms 200 --stay",
-        headspace_testkit::stand_in::stand_in_agent(),
-        claude.display(),
-        script.display()
+        }]),
     );
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "w",
-        "-x",
-        "100",
-        "-y",
-        "45",
-        &cmd,
-    ]);
     let card = || server.try_json("/api/agents/wiz-1");
     wait_for(Duration::from_secs(10), || {
         card().filter(|a| a["activity"] == "idle")
