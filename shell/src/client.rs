@@ -35,6 +35,11 @@ pub fn request(
         .and_then(|_| s.write_all(body))
         .map_err(|e| e.to_string())?;
     let text = read_response(&mut s).map_err(|e| format!("no answer from {base}: {e}"))?;
+    if text.is_empty() {
+        return Err(format!(
+            "the server at {base} closed the connection without answering {method} {path}"
+        ));
+    }
     let status = text
         .split_whitespace()
         .nth(1)

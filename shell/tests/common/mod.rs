@@ -183,11 +183,23 @@ impl Server {
     }
 
     pub fn get(&self, path: &str) -> (u16, String) {
-        request(&self.addr, "GET", path, b"").expect("server answers")
+        self.call("GET", path, b"")
     }
 
     pub fn post(&self, path: &str, body: &[u8]) -> (u16, String) {
-        request(&self.addr, "POST", path, body).expect("server answers")
+        self.call("POST", path, body)
+    }
+
+    /// One request; a failure names the transport error and shows the server's last log
+    /// lines (a panic in a handler shows there, not in the answer).
+    fn call(&self, method: &str, path: &str, body: &[u8]) -> (u16, String) {
+        headspace::client::request(&self.addr, method, path, body, None, REQUEST_TIME)
+            .unwrap_or_else(|e| {
+                let log = self.log.lock().unwrap();
+                let lines: Vec<&str> = log.lines().collect();
+                let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+                panic!("{method} {path}: {e}\nthe server's last log lines:\n{tail}")
+            })
     }
 
     pub fn json(&self, path: &str) -> serde_json::Value {
@@ -234,10 +246,13 @@ impl Drop for Server {
 
 /// A request to the server; `None` if the server is not there.
 pub fn request(addr: &str, method: &str, path: &str, body: &[u8]) -> Option<(u16, String)> {
-    // Generous: six servers, their agents and runners share two cores in the end-to-end
-    // tests, and a route that drives tmux (answer) once took longer than 10 s there.
-    headspace::client::request(addr, method, path, body, None, Duration::from_secs(30)).ok()
+    headspace::client::request(addr, method, path, body, None, REQUEST_TIME).ok()
 }
+
+/// How long a test waits for an answer. Generous: six servers, their agents and runners
+/// share two cores in the end-to-end tests, and a route that drives tmux (answer) once took
+/// longer than 10 s there.
+const REQUEST_TIME: Duration = Duration::from_secs(30);
 
 /// Polls `f` until it returns `Some` or the time runs out.
 pub fn wait_for<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
