@@ -193,6 +193,26 @@ pub fn witness(
     )
 }
 
+/// Whether an agent in `pane` that no listing has shown with a process of its own ran in
+/// the Claude Code process that left the pane at `left_at`: the pane shows none now, and
+/// every word of the agent (`news`, the newest stamp its hooks and lines carried) came before
+/// that listing. A session a late hook revealed after its process had exited (a `/clear` or
+/// compaction just before the exit) ends here instead of showing idle for ever.
+pub fn left_with_its_process(
+    pane: &str,
+    news: Timestamp,
+    left_at: Option<Timestamp>,
+    panes: &[PaneListing],
+) -> bool {
+    let Some(left_at) = left_at else {
+        return false;
+    };
+    panes
+        .iter()
+        .find(|l| l.pane == pane)
+        .is_some_and(|l| claude_processes(l).next().is_none() && news < left_at)
+}
+
 #[cfg(test)]
 mod tests {
     use super::{

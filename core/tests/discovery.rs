@@ -369,3 +369,57 @@ fn a_session_a_late_hook_puts_in_a_pane_already_closed_is_ended() {
         agent_of(&r, &b)
     );
 }
+
+#[test]
+fn a_session_a_late_hook_puts_in_a_pane_whose_claude_already_exited_is_ended() {
+    let mut r = Replayer::new(CLAUDE_DIR);
+    let listing = |r: &mut Replayer, ms: i64, processes: Vec<PaneProcess>| {
+        r.step(
+            at(ms),
+            Step::Panes {
+                panes: vec![pane("%7", processes)],
+            },
+        )
+    };
+    let hook = |r: &mut Replayer, ms: i64, s: &SessionWriter, stamp: i64| {
+        let body = s.hook("SessionStart", Some("%7"), Some(at(stamp)), json!({}));
+        r.step(
+            at(ms),
+            Step::Hook {
+                event: Some("SessionStart".into()),
+                body,
+            },
+        )
+    };
+    let a = session(&mut r, 1, "/work/p", 10_000);
+    hook(&mut r, 10_000, &a, 10_000);
+    listing(&mut r, 11_000, vec![shell(7), claude(70, "/work/p", 9_000)]);
+    // The process begins a new session (after a compaction) whose line is read at once;
+    // its hook is late.
+    let b = session(&mut r, 2, "/work/p", 12_000);
+    // Claude Code exits; the pane stays, with its shell. The agent seen in it ends.
+    listing(&mut r, 13_000, vec![shell(7)]);
+    assert_eq!(
+        agent_of(&r, &a).end_reason.as_deref(),
+        Some("process_exited")
+    );
+    assert!(!agent_of(&r, &b).ended);
+    // The late hook puts the new session in the pane. The pane shows no Claude Code
+    // process, and all the session's news predates the exit: the next listing ends it.
+    hook(&mut r, 14_000, &b, 12_000);
+    assert!(!agent_of(&r, &b).ended, "{:?}", agent_of(&r, &b));
+    listing(&mut r, 15_000, vec![shell(7)]);
+    assert_eq!(
+        agent_of(&r, &b).end_reason.as_deref(),
+        Some("process_exited"),
+        "{:?}",
+        agent_of(&r, &b)
+    );
+    // A session whose news comes after the exit was seen is another process's, even if no
+    // listing shows it yet (it started between two listings): it is left alone.
+    let c = session(&mut r, 3, "/work/p", 15_500);
+    hook(&mut r, 15_600, &c, 15_500);
+    listing(&mut r, 17_000, vec![shell(7)]);
+    assert_eq!(agent_of(&r, &c).tmux_pane.as_deref(), Some("%7"));
+    assert!(!agent_of(&r, &c).ended, "{:?}", agent_of(&r, &c));
+}

@@ -298,12 +298,21 @@ impl Checker {
     }
 
     /// R2: an agent whose pane closed, or whose process is gone, is not shown running once
-    /// `bound_ms` have passed.
-    pub fn check_gone(&mut self, now: Timestamp, store: &MemStore, bound_ms: i64) {
+    /// `bound_ms` have passed since it went and the store took writes again (`store_back`:
+    /// the end of the last outage; nothing can be committed while the store is down).
+    pub fn check_gone(
+        &mut self,
+        now: Timestamp,
+        store: &MemStore,
+        bound_ms: i64,
+        store_back: Option<Timestamp>,
+    ) {
         let late: Vec<(String, Timestamp)> = self
             .gone
             .iter()
-            .filter(|(_, at)| now.millis() - at.millis() > bound_ms)
+            .filter(|(_, at)| {
+                now.millis() - (**at).max(store_back.unwrap_or(**at)).millis() > bound_ms
+            })
             .map(|(p, at)| (p.clone(), *at))
             .collect();
         for (pane, at) in late {

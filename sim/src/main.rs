@@ -105,7 +105,28 @@ fn report(o: &Outcome) {
     }
 }
 
+/// Log lines stamped with the simulated time since the run began.
+struct SimTime;
+
+impl tracing_subscriber::fmt::time::FormatTime for SimTime {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        match turmoil::sim_elapsed() {
+            Some(t) => write!(w, "{:>9.3}s", t.as_secs_f64()),
+            None => write!(w, "        -"),
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    // The server's log, for following one seed: `RUST_LOG=info headspace-sim run …`.
+    if let Ok(filter) = std::env::var("RUST_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .with_timer(SimTime)
+            .with_ansi(false)
+            .init();
+    }
     match real_main() {
         Ok(code) => code,
         Err(e) => {

@@ -389,9 +389,22 @@ impl State {
         self.checker.check_stuck(now, &self.store, bound_ms);
     }
 
-    /// R2 on the store as it is now.
+    /// R2 on the store as it is now; not while the store is down, and counted from the end
+    /// of the last outage.
     pub fn check_gone(&mut self, now: Timestamp, bound_ms: i64) {
-        self.checker.check_gone(now, &self.store, bound_ms);
+        if self.down(now) {
+            return;
+        }
+        let t = now.millis() - EPOCH_MS;
+        let back = self
+            .faults
+            .outages
+            .iter()
+            .filter(|(_, end)| *end <= t)
+            .map(|(_, end)| Timestamp(EPOCH_MS + end))
+            .max()
+            .filter(|_| self.hostile);
+        self.checker.check_gone(now, &self.store, bound_ms, back);
     }
 
     /// The end-of-run checks on the store as it is now.

@@ -50,6 +50,7 @@ impl Core {
         // an 18 s late hook let a stale idle screen end a working turn).
         let agent = self.agent_mut(agent_id);
         agent.last_signal_at = agent.last_signal_at.max(stamp);
+        agent.news_stamp = agent.news_stamp.max(stamp);
         if hook.event != HookEvent::SessionEnd {
             self.revive_if_reaped(agent_id, stamp);
         }

@@ -129,6 +129,10 @@ struct AgentState {
     pane_idle_since: Option<Timestamp>,
     /// When a hook or a transcript entry last said something about this agent.
     last_signal_at: Timestamp,
+    /// The newest time its own news carried: hooks' emission stamps and transcript lines'
+    /// times, never an arrival time (a late hook is old news). For an agent loaded from the
+    /// store, its row's last-seen time, which is no earlier.
+    news_stamp: Timestamp,
     /// The text of the pending `send`, when known (lost on restart: the stamp decides then).
     sent_text: Option<u128>,
     /// The tool it last asked to use (PreToolUse / PermissionRequest hook), shown with the
@@ -184,6 +188,12 @@ pub struct Core {
     /// while its server runs; a pane listed again is taken out). An agent a late hook puts
     /// in one of them is ended at the next listing.
     closed_panes: BTreeSet<String>,
+    /// The Claude Code processes the last listing showed, by pane.
+    pane_claudes: BTreeMap<String, BTreeSet<u32>>,
+    /// When a listing first showed a Claude Code process gone from a pane that is still open:
+    /// a session whose every word came before that, found in the pane with no Claude Code
+    /// process, ran in the one that left (a late hook created it after the exit was seen).
+    claude_left_at: BTreeMap<String, Timestamp>,
     files: BTreeMap<String, FileState>,
     next_agent: AgentId,
     next_task: TaskId,
@@ -219,6 +229,8 @@ impl Core {
             by_pane: BTreeMap::new(),
             listed_panes: BTreeSet::new(),
             closed_panes: BTreeSet::new(),
+            pane_claudes: BTreeMap::new(),
+            claude_left_at: BTreeMap::new(),
             files: BTreeMap::new(),
             next_agent: 1,
             next_task: 1,
@@ -355,6 +367,7 @@ impl AgentState {
             pane_idle_readings: 0,
             pane_idle_since: None,
             last_signal_at: Timestamp(i64::MIN),
+            news_stamp: Timestamp(i64::MIN),
             sent_text: None,
             asked_tool: None,
             back_at: Timestamp(i64::MIN),

@@ -5,11 +5,14 @@
 //! back as soon as a hook or a transcript line newer than its end says it lives.
 
 use super::Core;
-use crate::discovery::{place, witness, EndReason, PaneListing, Placement, Unplaced};
+use crate::discovery::{
+    claude_processes, left_with_its_process, place, witness, EndReason, PaneListing, Placement,
+    Unplaced,
+};
 use crate::model::AgentId;
 use crate::time::Timestamp;
 use serde_json::json;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use tracing::{debug, info};
 
 /// How many closed panes the core remembers.
@@ -27,6 +30,7 @@ impl Core {
         for p in &now_listed {
             self.closed_panes.remove(p);
         }
+        self.note_claude_exits(panes);
         self.place_sessions(panes);
         let live: Vec<(AgentId, String)> = self
             .agents
@@ -47,13 +51,40 @@ impl Core {
                 agent.row.claude_pid = seen.claude_pid;
                 self.dirty_agents.insert(id);
             }
+            let left = self.claude_left_at.get(&pane).copied();
             let agent = self.agent_mut(id);
             agent.pane_witness = seen;
+            let reason = reason.or_else(|| {
+                (before.claude_pid.is_none()
+                    && left_with_its_process(&pane, agent.news_stamp, left, panes))
+                .then_some(EndReason::ProcessExited)
+            });
             if let Some(reason) = reason {
                 self.reap(id, reason);
             }
         }
         self.listed_panes = now_listed;
+    }
+
+    /// Remembers, per open pane, when a listing first showed a Claude Code process gone
+    /// from it, and the processes this listing shows.
+    fn note_claude_exits(&mut self, panes: &[PaneListing]) {
+        let now = self.now;
+        let mut shown: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+        for listing in panes {
+            let pids: BTreeSet<u32> = claude_processes(listing).map(|p| p.pid).collect();
+            let before = self.pane_claudes.get(&listing.pane);
+            if before.is_some_and(|b| b.iter().any(|pid| !pids.contains(pid))) {
+                self.claude_left_at.insert(listing.pane.clone(), now);
+            }
+            if !pids.is_empty() {
+                shown.insert(listing.pane.clone(), pids);
+            }
+        }
+        // Only open panes: a closed one is the closed-pane rule's.
+        self.claude_left_at
+            .retain(|pane, _| panes.iter().any(|l| &l.pane == pane));
+        self.pane_claudes = shown;
     }
 
     /// Ties each live agent without a pane to the pane of the one Claude Code process that
@@ -201,6 +232,7 @@ impl Core {
         };
         let first_read = agent.first_line_at.is_none();
         if let Some(at) = at {
+            agent.news_stamp = agent.news_stamp.max(at);
             let first = agent.first_line_at.get_or_insert(at);
             *first = (*first).min(at);
         }

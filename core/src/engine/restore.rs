@@ -58,7 +58,10 @@ impl Core {
             if let Some(p) = &row.tmux_pane {
                 self.by_pane.insert(p.clone(), row.id);
             }
-            self.agents.insert(row.id, AgentState::new(row));
+            let last_seen = row.last_seen_at;
+            let mut agent = AgentState::new(row);
+            agent.news_stamp = last_seen;
+            self.agents.insert(agent.row.id, agent);
         }
         for row in tasks {
             self.next_task = self.next_task.max(row.id + 1);

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 /// What the rest of the server tells the driver.
 pub enum Msg {
@@ -461,12 +461,19 @@ async fn writer(
         loop {
             match store.apply(&writes).await {
                 Ok(()) => {
-                    health.healthy.store(true, Relaxed);
+                    if !health.healthy.swap(true, Relaxed) {
+                        info!(
+                            "[STORE] the database is back: {} writes committed",
+                            writes.len()
+                        );
+                    }
                     break;
                 }
                 Err(e) => {
                     if health.healthy.swap(false, Relaxed) {
                         warn!("[STORE] write failed, retrying until the database is back: {e}");
+                    } else {
+                        debug!("[STORE] write failed again: {e}");
                     }
                     metrics.store_retries.fetch_add(1, Relaxed);
                     backoff.pause().await;
