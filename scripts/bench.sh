@@ -16,6 +16,7 @@ trap 'rm -f "$BENCH_TABLE"' EXIT
 scripts/with-test-postgres.sh --durable bash -c "
   set -euo pipefail
   '$target/release/examples/server_bench'
+  '$target/release/examples/ingest_bench'
   '$target/release/examples/search_bench'
   $cargo test --release -p headspace --test scale_bench -- --ignored --nocapture --test-threads=1
 "

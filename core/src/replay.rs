@@ -25,6 +25,8 @@ pub struct Replayer {
     /// would: the core then holds several inputs while agents come back.
     defer_loads: bool,
     deferred: Vec<Vec<crate::model::AgentId>>,
+    /// Every store write, in order, once [`Replayer::record_writes`] is called.
+    recorded: Option<Vec<crate::io::Write>>,
 }
 
 impl Replayer {
@@ -47,6 +49,7 @@ impl Replayer {
             gaps: 0,
             defer_loads: false,
             deferred: Vec::new(),
+            recorded: None,
         }
     }
 
@@ -92,6 +95,20 @@ impl Replayer {
         self.drain(at);
     }
 
+    /// Keeps a copy of every store write from now on (for benches that apply the same writes
+    /// to another store).
+    pub fn record_writes(&mut self) {
+        self.recorded.get_or_insert_with(Vec::new);
+    }
+
+    /// The writes recorded since the last call.
+    pub fn take_writes(&mut self) -> Vec<crate::io::Write> {
+        self.recorded
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
     /// Answers `LoadAgents` one step late from now on (see [`Replayer::settle`]).
     pub fn defer_loads(&mut self) {
         self.defer_loads = true;
@@ -115,7 +132,12 @@ impl Replayer {
     fn drain(&mut self, at: Timestamp) {
         while let Some(cmd) = self.core.poll_command() {
             match cmd {
-                Command::Store(w) => self.store.apply(&w),
+                Command::Store(w) => {
+                    if let Some(r) = &mut self.recorded {
+                        r.push(w.clone());
+                    }
+                    self.store.apply(&w)
+                }
                 Command::Publish(e) => {
                     self.events += 1;
                     *self.by_name.entry(e.name).or_default() += 1;

@@ -14,7 +14,7 @@
 
 #[path = "bench_support/mod.rs"]
 mod bench_support;
-use bench_support::{baseline, table};
+use bench_support::{baseline, table, transcript};
 
 use headspace_core::Timestamp;
 use headspace_testkit::synth::SessionWriter;
@@ -357,28 +357,7 @@ fn main() {
     // A 100 MB transcript appended at once.
     let mut big = SessionWriter::new(500, t0);
     let path = claude.join(big.path());
-    let mut bytes = Vec::with_capacity(110 << 20);
-    let mut texts = 0u64;
-    let mut last_text = String::new();
-    while bytes.len() < 100 << 20 {
-        texts += 1;
-        let mut lines = vec![big.prompt(&format!("big task {texts}"), None)];
-        for _ in 0..3 {
-            lines.push(big.agent_text(&format!(
-                "step of big task {texts}: {}",
-                "reading the sources ".repeat(8)
-            )));
-            let out = "src/lib.rs:42: fn handle(&mut self, input: Input) -> Result<(), Error> {\n"
-                .repeat(60);
-            lines.extend(big.tool("Bash", json!({"command": "grep -rn handle src/"}), &out));
-        }
-        last_text = format!("Done. Big task {texts} is complete.");
-        lines.push(big.agent_text(&last_text));
-        for l in lines {
-            bytes.extend_from_slice(l.json.as_bytes());
-            bytes.push(b'\n');
-        }
-    }
+    let (bytes, last_text) = transcript::big(&mut big, 100 << 20);
     let turns_before: i64 = sql(&db, "SELECT count(*) FROM turns").parse().unwrap();
     let mb = bytes.len() as f64 / (1 << 20) as f64;
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();

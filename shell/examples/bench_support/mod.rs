@@ -3,3 +3,4 @@
 
 pub mod baseline;
 pub mod table;
+pub mod transcript;
