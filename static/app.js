@@ -449,6 +449,7 @@ async function openConversation(id) {
   try {
     await loadTurns(id);
     followEnd(true);
+    refreshTaskFiles(id);
   } catch (e) {
     $('conv-status').textContent = `could not load: ${e.message}`;
   }

@@ -91,6 +91,8 @@ function refreshSteps(agentId) {
         const e = hs.turns.get(t.id);
         if (e && t.steps) { e.turn.steps = t.steps; setSteps(e.el, t.steps); }
       }
+      refreshTaskFiles(agentId); // an edit that went through changes the task's files
+
     } catch (e) { /* the next event tries again */ }
   }, 1000);
 }

@@ -63,16 +63,20 @@ pub enum UsageBy {
     Agent,
     /// By task id.
     Task,
+    /// By UTC day and project: the key is `YYYY-MM-DD project` (a project is a folder's
+    /// last name and holds no `/`; an empty project leaves a trailing space).
+    ProjectDay,
 }
 
 impl UsageBy {
-    /// The grouping a query names (`project`, `day`, `agent`, `task`).
+    /// The grouping a query names (`project`, `day`, `agent`, `task`, `project_day`).
     pub fn parse(name: &str) -> Option<UsageBy> {
         Some(match name {
             "project" => UsageBy::Project,
             "day" => UsageBy::Day,
             "agent" => UsageBy::Agent,
             "task" => UsageBy::Task,
+            "project_day" => UsageBy::ProjectDay,
             _ => return None,
         })
     }
@@ -98,6 +102,11 @@ pub fn group_key(row: &UsageRow, by: UsageBy, project: Option<&str>) -> String {
         UsageBy::Day => row.at.to_string().chars().take(10).collect(),
         UsageBy::Agent => row.agent_id.to_string(),
         UsageBy::Task => row.task_id.map(|t| t.to_string()).unwrap_or_default(),
+        UsageBy::ProjectDay => format!(
+            "{} {}",
+            group_key(row, UsageBy::Day, None),
+            project.unwrap_or("")
+        ),
     }
 }
 

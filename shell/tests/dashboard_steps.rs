@@ -1,6 +1,7 @@
 //! The dashboard shows what agents did and spent, in a real headless Chromium: the card's
 //! "now" line from a PreToolUse hook, the tool calls folded under their turn with their
-//! outcomes, and tokens and cost on the card and in the conversation header.
+//! outcomes, tokens and cost on the card and in the conversation header, the files a task
+//! changed, and the Usage view by project and day.
 
 mod common;
 use common::browser::*;
@@ -114,4 +115,28 @@ fn cards_and_conversations_show_steps_tokens_and_cost() {
         "no now line",
         "return !document.querySelector('.card .now')",
     );
+    // The task lists the file its edit changed, at its first turn; the failed call changed
+    // nothing.
+    let files = browser.until(
+        "the task's changed files",
+        "const f = document.querySelector('.bubble.task-start .task-files'); return f && [...f.querySelectorAll('code')].map(c => c.textContent)",
+    );
+    assert_eq!(files, json!(["src/lib.rs"]));
+    // The Usage view: by project, and by day and project.
+    browser.js("document.getElementById('usage-toggle').click(); return true");
+    let tables = browser.until(
+        "the usage tables",
+        "const t = document.querySelectorAll('#usage table'); return t.length === 2 && [...t].map(x => [...x.querySelectorAll('tr')].slice(1).map(r => [...r.cells].map(c => c.textContent)))",
+    );
+    let day: String = at.to_string().chars().take(10).collect();
+    assert_eq!(
+        tables,
+        json!([
+            [["project1", "4.5k", "$0.02", "3"]],
+            [[day, "project1", "4.5k", "$0.02", "3"]]
+        ])
+    );
+    assert!(browser.js("return document.getElementById('cards').hidden") == json!(true));
+    browser.js("document.getElementById('usage-toggle').click(); return true");
+    assert!(browser.js("return document.getElementById('cards').hidden") == json!(false));
 }

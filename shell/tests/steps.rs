@@ -216,6 +216,7 @@ fn steps_and_usage_are_the_same_rows_in_postgres_and_in_memory() {
                 UsageBy::Task,
                 UsageBy::Day,
                 UsageBy::Project,
+                UsageBy::ProjectDay,
             ] {
                 for of in [None, Some(agent), Some(424_242)] {
                     let mut got = pg.usage(by, of).await.unwrap();
@@ -501,7 +502,7 @@ fn the_routes_show_steps_tokens_cost_and_files_across_a_restart() {
             .sum();
         assert_eq!(task_tokens, tokens.output);
 
-        for by in ["project", "day", "agent"] {
+        for by in ["project", "day", "agent", "project_day"] {
             let groups = server.json(&format!("/api/usage?by={by}"));
             assert_eq!(groups.as_array().unwrap().len(), 1, "{by}: {groups}");
             assert_eq!(groups[0]["tokens"], card["tokens"], "{by}");
@@ -512,6 +513,15 @@ fn the_routes_show_steps_tokens_cost_and_files_across_a_restart() {
             "project1"
         );
         assert_eq!(server.json("/api/usage?by=day")[0]["key"], "2026-11-22");
+        let cell = &server.json("/api/usage?by=project_day")[0];
+        assert_eq!(
+            (&cell["day"], &cell["project"], &cell["key"]),
+            (
+                &json!("2026-11-22"),
+                &json!("project1"),
+                &json!("2026-11-22 project1")
+            )
+        );
         assert_eq!(server.get("/api/usage?by=week").0, 400);
 
         let (_, metrics) = server.get("/metrics");

@@ -161,13 +161,14 @@ pub(super) async fn agent_usage(app: &App, agent_id: u64) -> Response<Body> {
     json_response(StatusCode::OK, &body)
 }
 
-/// `GET /api/usage?by=project|day|agent|task`: tokens and cost per group, groups in order.
+/// `GET /api/usage?by=project|day|agent|task|project_day`: tokens and cost per group, groups
+/// in order (`project_day`: by day, then project, with both fields).
 pub(super) async fn usage(app: &App, query: Option<&str>) -> Response<Body> {
     let name = query_param(query, "by").unwrap_or("project");
     let Some(by) = UsageBy::parse(name) else {
         return error(
             StatusCode::BAD_REQUEST,
-            "by must be project, day, agent or task",
+            "by must be project, day, agent, task or project_day",
         );
     };
     match app.store.usage(by, None).await {
@@ -177,7 +178,13 @@ pub(super) async fn usage(app: &App, query: Option<&str>) -> Response<Body> {
                 .map(|(key, total)| {
                     let mut v = total.to_json();
                     v["key"] = json!(key);
-                    v[name] = json!(key);
+                    match (by, key.split_once(' ')) {
+                        (UsageBy::ProjectDay, Some((day, project))) => {
+                            v["day"] = json!(day);
+                            v["project"] = json!(project);
+                        }
+                        _ => v[name] = json!(key),
+                    }
                     v
                 })
                 .collect();

@@ -351,6 +351,9 @@ impl PgStore {
             UsageBy::Day => "to_char(u.\"at\" AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
             UsageBy::Agent => "u.agent_id::text",
             UsageBy::Task => "COALESCE(u.task_id::text, '')",
+            UsageBy::ProjectDay => {
+                "to_char(u.\"at\" AT TIME ZONE 'UTC', 'YYYY-MM-DD') || ' ' || COALESCE(a.project, '')"
+            }
         };
         let c = self.pool.get().await?;
         let rows = c
