@@ -101,6 +101,11 @@ impl Replayer {
         self.recorded.get_or_insert_with(Vec::new);
     }
 
+    /// The store, to put rows in it that another core wrote (a database shared by machines).
+    pub fn store_mut(&mut self) -> &mut MemStore {
+        &mut self.store
+    }
+
     /// The writes recorded since the last call.
     pub fn take_writes(&mut self) -> Vec<crate::io::Write> {
         self.recorded

@@ -53,9 +53,25 @@ pub struct Config {
     /// How long an agent no pane listing has ever shown may say nothing before the reaper
     /// ends it as silent (default 12 hours). Zero or less: never.
     pub reap_silent_after_ms: i64,
+    /// Where this core's ids begin: agent, task and turn ids it makes are in
+    /// `id_base + 1 .. id_base + ID_SPACE`, so cores of several machines write into one
+    /// database without coordinating (see [`id_base_of`]). Zero for a single server.
+    pub id_base: u64,
     /// A known bug planted for the simulator to catch (test builds only).
     #[cfg(feature = "planted-bugs")]
     pub planted: Option<crate::planted::Bug>,
+}
+
+/// How many ids each machine's core may make of each kind (2^48).
+pub const ID_SPACE: u64 = 1 << 48;
+
+/// The most machines that share a database: ids stay below 2^53, so a browser's numbers
+/// hold them exactly.
+pub const MAX_MACHINE_ID: u16 = 31;
+
+/// The id base of machine number `machine` (0 to [`MAX_MACHINE_ID`]).
+pub fn id_base_of(machine: u16) -> u64 {
+    u64::from(machine.min(MAX_MACHINE_ID)) * ID_SPACE
 }
 
 impl Config {
@@ -69,6 +85,7 @@ impl Config {
             evict_after_ms: 30 * 60_000,
             max_line_bytes: crate::framing::DEFAULT_MAX_LINE_BYTES,
             reap_silent_after_ms: 12 * 3_600_000,
+            id_base: 0,
             #[cfg(feature = "planted-bugs")]
             planted: None,
         }
@@ -219,8 +236,15 @@ pub struct Core {
 }
 
 impl Core {
+    /// Whether `id` is one this core could have made (its machine's id space): the next
+    /// ids follow only those, never another machine's.
+    fn own_id(&self, id: u64) -> bool {
+        id > self.config.id_base && id - self.config.id_base < ID_SPACE
+    }
+
     /// A core with no state. Feed it [`Input::Restore`] first when a store has rows.
     pub fn new(config: Config) -> Core {
+        let first_id = config.id_base + 1;
         Core {
             config,
             now: Timestamp(0),
@@ -232,9 +256,9 @@ impl Core {
             pane_claudes: BTreeMap::new(),
             claude_left_at: BTreeMap::new(),
             files: BTreeMap::new(),
-            next_agent: 1,
-            next_task: 1,
-            next_turn: 1,
+            next_agent: first_id,
+            next_task: first_id,
+            next_turn: first_id,
             next_read: 1,
             reads: BTreeMap::new(),
             reconciles: BTreeMap::new(),

@@ -50,7 +50,9 @@ impl Core {
     ) {
         let ids: BTreeSet<AgentId> = agents.iter().map(|r| r.id).collect();
         for row in agents {
-            self.next_agent = self.next_agent.max(row.id + 1);
+            if self.own_id(row.id) {
+                self.next_agent = self.next_agent.max(row.id + 1);
+            }
             for s in &row.sessions {
                 self.by_session.insert(s.clone(), row.id);
             }
@@ -64,7 +66,9 @@ impl Core {
             self.agents.insert(agent.row.id, agent);
         }
         for row in tasks {
-            self.next_task = self.next_task.max(row.id + 1);
+            if self.own_id(row.id) {
+                self.next_task = self.next_task.max(row.id + 1);
+            }
             if let Some(agent) = self.agents.get_mut(&row.agent_id) {
                 agent.task_order.insert((row.started_at, row.id));
                 agent.tasks.insert(row.id, row);
@@ -73,7 +77,9 @@ impl Core {
         let mut turns = turns;
         turns.sort_by_key(|t| t.id);
         for turn in &turns {
-            self.next_turn = self.next_turn.max(turn.id + 1);
+            if self.own_id(turn.id) {
+                self.next_turn = self.next_turn.max(turn.id + 1);
+            }
             let Some(agent) = self.agents.get_mut(&turn.agent_id) else {
                 continue;
             };
