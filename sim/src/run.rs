@@ -89,6 +89,7 @@ async fn server(world: SimWorld, bug: Option<Bug>) -> turmoil::Result {
         static_dir: "/nonexistent".into(),
         core_home: headspace::server::driver::CoreHome::Task,
         prices: headspace_core::usage::PriceTable::builtin(),
+        machine: "sim".into(),
     };
     let adapters = world.adapters();
     // While the store is down, wait, as a supervisor would before restarting us; only then

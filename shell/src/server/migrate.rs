@@ -41,6 +41,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0009_events.sql",
         include_str!("../../../migrations/0009_events.sql"),
     ),
+    (
+        "0011_machines.sql",
+        include_str!("../../../migrations/0011_machines.sql"),
+    ),
 ];
 
 /// Why migrating failed.

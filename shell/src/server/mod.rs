@@ -5,6 +5,7 @@ pub mod connections;
 pub mod driver;
 pub mod embedded_pg;
 pub mod http;
+pub mod machines;
 pub mod metrics;
 pub mod migrate;
 pub mod notifier;
@@ -126,6 +127,9 @@ pub struct ServeArgs {
     /// runners this server starts use it too.
     #[arg(long, env = "HEADSPACE_PRICES")]
     pub prices: Option<PathBuf>,
+    /// This machine's name in a shared database (default: the host name).
+    #[arg(long, env = "HEADSPACE_MACHINE")]
+    pub machine: Option<String>,
 }
 
 fn default_static() -> PathBuf {
@@ -232,7 +236,10 @@ async fn serve(
     if !applied.is_empty() {
         info!("applied migrations: {}", applied.join(", "));
     }
-    let store = PgStore::new(&url, 8).map_err(|e| e.to_string())?;
+    let machine = args.machine.clone().unwrap_or_else(machines::default_name);
+    machines::valid_name(&machine)?;
+    let store = PgStore::for_machine(&url, 8, Some(&machine)).map_err(|e| e.to_string())?;
+    machines::register_and_beat(store.clone(), machine.clone(), 0).await?;
     let world = World {
         clock: Arc::new(SystemClock),
         store: Arc::new(store),
@@ -288,6 +295,7 @@ async fn serve(
         static_dir: args.static_dir.clone().unwrap_or_else(default_static),
         core_home: CoreHome::Thread,
         prices: crate::server::prices::load(args.prices.as_deref())?,
+        machine,
     };
     let app = start(&world, settings, recorder).await?;
     crate::server::watcher::start_notify(claude_dir.clone(), app.core.clone());
@@ -369,6 +377,8 @@ pub struct Settings {
     pub core_home: CoreHome,
     /// Prices per model (the shipped table, or it overridden by `--prices`).
     pub prices: headspace_core::usage::PriceTable,
+    /// This machine's name (agents' `machine`).
+    pub machine: String,
 }
 
 /// Starts a server's insides on `world`: restores the core from the store, then starts the
@@ -446,6 +456,7 @@ pub async fn start(
         audit,
         clock: world.clock.clone(),
         prices: Arc::new(settings.prices),
+        machine: settings.machine,
     }))
 }
 

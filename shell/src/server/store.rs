@@ -161,6 +161,12 @@ pub trait Store: Send + Sync {
     ) -> BoxFuture<'_, Result<Vec<ModelUsage>, StoreError>> {
         Box::pin(async { Ok(Vec::new()) })
     }
+    /// Every machine writing into the store (none in memory: one process is one machine).
+    fn machines(
+        &self,
+    ) -> BoxFuture<'_, Result<Vec<crate::server::machines::MachineRow>, StoreError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
     /// Every stored turn, under any agent, holding one of these entry uuids (for the audit).
     fn entry_turns<'a>(
         &'a self,

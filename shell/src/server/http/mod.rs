@@ -82,6 +82,8 @@ pub struct App {
     pub clock: Arc<dyn crate::server::world::Clock>,
     /// Prices per model, for the tokens cards, usage routes and `/metrics` show.
     pub prices: Arc<headspace_core::usage::PriceTable>,
+    /// This machine's name (`--machine`).
+    pub machine: String,
 }
 
 /// Handles one request from `peer`: the access checks first ([`AccessPolicy::check`]), then
@@ -253,6 +255,7 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
             }
         }
         (&Method::GET, ["api", "search"]) => search::search(&app, req.uri().query()).await,
+        (&Method::GET, ["api", "machines"]) => machines_list(&app).await,
         (&Method::GET, ["api", "history"]) => search::history(&app, req.uri().query()).await,
         (&Method::POST, ["api", "prune"]) => match read_body(&app, req).await {
             Ok(body) => search::prune(&app, &body).await,
@@ -365,4 +368,32 @@ fn query_param<'a>(query: Option<&'a str>, key: &str) -> Option<&'a str> {
     query?
         .split('&')
         .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+}
+
+/// `GET /api/machines`: every machine writing into the database, this one included even
+/// when the store keeps no machines (the in-memory store of the simulation).
+async fn machines_list(app: &App) -> Response<Body> {
+    match app.store.machines().await {
+        Ok(rows) => {
+            let mut list: Vec<Value> = rows.iter().map(|m| m.to_json()).collect();
+            if !rows.iter().any(|m| m.name == app.machine) {
+                let live = app
+                    .store
+                    .agents()
+                    .await
+                    .map_or(0, |v| v.iter().filter(|a| !a.agent.ended).count() as u64);
+                let me = crate::server::machines::MachineRow {
+                    name: app.machine.clone(),
+                    id: 0,
+                    last_seen_ms: app.clock.now().millis(),
+                    online: true,
+                    version: env!("CARGO_PKG_VERSION").into(),
+                    agents: live,
+                };
+                list.push(me.to_json());
+            }
+            json_response(StatusCode::OK, &Value::Array(list))
+        }
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
 }

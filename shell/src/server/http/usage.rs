@@ -40,6 +40,8 @@ pub(super) async fn cards(app: &App, views: &[AgentView]) -> Result<Vec<Value>, 
             add_usage(&mut card, &total);
             if let Some(o) = card.as_object_mut() {
                 o.insert("now".into(), step.map_or(Value::Null, now_json));
+                // One process is one machine until edges write into a shared database.
+                o.insert("machine".into(), json!(app.machine));
             }
             card
         })

@@ -19,6 +19,7 @@ use tracing::{error, warn};
 mod audit;
 pub mod events;
 mod history;
+mod machines;
 mod reads;
 mod search;
 mod steps;
@@ -93,9 +94,23 @@ fn id(v: u64) -> i64 {
 impl PgStore {
     /// A pool for `url` (a libpq-style connection string or URL).
     pub fn new(url: &str, size: usize) -> Result<PgStore, StoreError> {
-        let cfg: tokio_postgres::Config = url
+        PgStore::for_machine(url, size, None)
+    }
+
+    /// A pool whose connections name `machine` (see migration 0011: the agent rows they
+    /// insert are stamped with it). The name must pass [`crate::server::machines::valid_name`].
+    pub fn for_machine(
+        url: &str,
+        size: usize,
+        machine: Option<&str>,
+    ) -> Result<PgStore, StoreError> {
+        let mut cfg: tokio_postgres::Config = url
             .parse()
             .map_err(|e: tokio_postgres::Error| StoreError::BadUrl(e.to_string()))?;
+        if let Some(name) = machine {
+            let given = cfg.get_options().unwrap_or("").to_string();
+            cfg.options(format!("{given} -c headspace.machine={name}").trim());
+        }
         let mgr = Manager::from_config(
             cfg,
             NoTls,
@@ -388,6 +403,12 @@ async fn run(
 impl Store for PgStore {
     fn ping(&self) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(PgStore::ping(self))
+    }
+
+    fn machines(
+        &self,
+    ) -> BoxFuture<'_, Result<Vec<crate::server::machines::MachineRow>, StoreError>> {
+        Box::pin(PgStore::machines(self))
     }
 
     fn apply<'a>(&'a self, writes: &'a [Write]) -> BoxFuture<'a, Result<(), StoreError>> {

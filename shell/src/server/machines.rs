@@ -1,0 +1,115 @@
+//! This server as one machine of a shared database (issue 21): its name, the id that gives
+//! its core an id space, its heartbeat, and the rows `GET /api/machines` shows.
+
+use crate::server::pgstore::PgStore;
+use serde_json::{json, Value};
+use std::time::Duration;
+use tracing::{info, warn};
+
+/// How often a machine says it lives.
+pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
+
+/// One machine as the dashboard lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MachineRow {
+    /// Its name (`--machine`, by default the host name).
+    pub name: String,
+    /// Its id (its core's id space).
+    pub id: u16,
+    /// Its last heartbeat, epoch milliseconds.
+    pub last_seen_ms: i64,
+    /// Whether that heartbeat is recent.
+    pub online: bool,
+    /// The Headspace version it runs.
+    pub version: String,
+    /// Its live agents.
+    pub agents: u64,
+}
+
+impl MachineRow {
+    /// The row as `GET /api/machines` shows it.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "name": self.name,
+            "id": self.id,
+            "online": self.online,
+            "last_seen": headspace_core::Timestamp(self.last_seen_ms),
+            "version": self.version,
+            "agents": self.agents,
+        })
+    }
+}
+
+/// The host name, for a `--machine` not given.
+pub fn default_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| valid_name(s).is_ok())
+        .unwrap_or_else(|| "localhost".to_string())
+}
+
+/// A machine name: 1 to 63 letters, digits, `.`, `_` or `-` (it travels in a connection's
+/// startup options and in URLs, unquoted).
+pub fn valid_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "--machine {name:?}: use 1 to 63 letters, digits, '.', '_' or '-'"
+        ))
+    }
+}
+
+/// Registers this machine and keeps its heartbeat going while the server runs (a failed
+/// beat is retried at the next; the database being down shows as the machine offline).
+pub async fn register_and_beat(store: PgStore, name: String, id: u16) -> Result<(), String> {
+    store
+        .register_machine(&name, id, env!("CARGO_PKG_VERSION"))
+        .await
+        .map_err(|e| format!("cannot register machine {name:?}: {e}"))?;
+    info!("[MACHINE] this server is machine {name:?} (id {id})");
+    tokio::spawn(async move {
+        let mut failing = false;
+        loop {
+            tokio::time::sleep(HEARTBEAT_EVERY).await;
+            match store.heartbeat_machine(&name).await {
+                Ok(()) => failing = false,
+                Err(e) if !failing => {
+                    failing = true;
+                    warn!("[MACHINE] heartbeat failed (retrying): {e}");
+                }
+                Err(_) => {}
+            }
+        }
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::valid_name;
+
+    #[test]
+    fn machine_names_that_travel_unquoted_are_the_only_ones_taken() {
+        for good in ["laptop", "build-01", "dev.box_2", "a"] {
+            assert!(valid_name(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "two words",
+            "x;y",
+            "a'b",
+            "ü",
+            &"x".repeat(64),
+            "-c a=b ",
+        ] {
+            assert!(valid_name(bad).is_err(), "{bad:?}");
+        }
+    }
+}

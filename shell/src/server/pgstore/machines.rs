@@ -1,0 +1,83 @@
+//! Machines on PostgreSQL: registering this server under its name and id, its heartbeat,
+//! and the list every dashboard shows (docs/multi-machine.md).
+
+use super::PgStore;
+use crate::server::machines::MachineRow;
+use crate::server::store::StoreError;
+
+/// How long a machine may go without a heartbeat before it is offline.
+pub const OFFLINE_AFTER_SECONDS: f64 = 15.0;
+
+impl PgStore {
+    /// Registers machine `name` with id `id` (started now), and gives it the agent rows no
+    /// machine holds (rows from before machines existed). An id held by another name is an
+    /// error that names it: two servers must never make ids in one space.
+    pub async fn register_machine(
+        &self,
+        name: &str,
+        id: u16,
+        version: &str,
+    ) -> Result<(), StoreError> {
+        let c = self.pool.get().await?;
+        let holder = c
+            .query_opt(
+                "SELECT name FROM machines WHERE id = $1 AND name <> $2",
+                &[&(id as i16), &name],
+            )
+            .await?;
+        if let Some(row) = holder {
+            let other: String = row.get(0);
+            return Err(StoreError::Unavailable(format!(
+                "machine id {id} is held by machine {other:?} in this database; two servers cannot share one id space (give this one another --machine name only once edges exist, or stop the other server)"
+            )));
+        }
+        c.execute(
+            "INSERT INTO machines (name, id, started_at, heartbeat_at, version) VALUES ($1, $2, now(), now(), $3)
+             ON CONFLICT (name) DO UPDATE SET id = EXCLUDED.id, started_at = now(), heartbeat_at = now(), version = EXCLUDED.version",
+            &[&name, &(id as i16), &version],
+        )
+        .await?;
+        c.execute(
+            "UPDATE agents SET machine = $1 WHERE machine = ''",
+            &[&name],
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Says machine `name` lives.
+    pub async fn heartbeat_machine(&self, name: &str) -> Result<(), StoreError> {
+        let c = self.pool.get().await?;
+        c.execute(
+            "UPDATE machines SET heartbeat_at = now() WHERE name = $1",
+            &[&name],
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Every machine, by name: online when its heartbeat is recent, with its live agents.
+    pub async fn machines(&self) -> Result<Vec<MachineRow>, StoreError> {
+        let c = self.pool.get().await?;
+        let rows = c
+            .query(
+                "SELECT m.name, m.id, (extract(epoch from m.heartbeat_at) * 1000)::bigint,
+                        extract(epoch from now() - m.heartbeat_at)::float8 < $1::float8, m.version,
+                        (SELECT count(*) FROM agents a WHERE a.machine = m.name AND NOT a.ended)
+                 FROM machines m ORDER BY m.name",
+                &[&OFFLINE_AFTER_SECONDS],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| MachineRow {
+                name: r.get(0),
+                id: r.get::<_, i16>(1).max(0) as u16,
+                last_seen_ms: r.get(2),
+                online: r.get(3),
+                version: r.get(4),
+                agents: r.get::<_, i64>(5).max(0) as u64,
+            })
+            .collect())
+    }
+}
