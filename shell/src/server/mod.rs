@@ -221,6 +221,13 @@ async fn serve(
     claude_dir: PathBuf,
     url: String,
 ) -> Result<(), String> {
+    // Before anything says it listens: a SIGTERM sent as soon as "listening" shows must find
+    // its handler (a test once waited for ever on one that came in between).
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| e.to_string())?;
+    // A closed terminal or tmux session (SIGHUP) also shuts down cleanly.
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .map_err(|e| e.to_string())?;
     let mut delay = Duration::from_millis(200);
     let applied = loop {
         match crate::server::migrate::run(&url).await {
@@ -317,11 +324,6 @@ async fn serve(
         .unwrap_or_else(|_| "headspace".into());
     eprintln!("headspace: dashboard at http://{local}/");
     eprintln!("headspace: next, connect Claude Code: {exe} hooks install --url http://{local}");
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(|e| e.to_string())?;
-    // A closed terminal or tmux session (SIGHUP) also shuts down cleanly.
-    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
-        .map_err(|e| e.to_string())?;
     let shutdown = async move {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
