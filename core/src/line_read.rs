@@ -30,6 +30,7 @@ pub struct LineReading {
     /// What [`entry::classify_mended`] says of it.
     pub entry: Result<(Entry, Mended), LineError>,
     /// What [`step_line::read_line`] says of it.
+    /// The empty default when it tells nothing about steps or usage.
     pub facts: LineFacts,
     /// What [`entry::line_place`] says of it.
     pub place: LinePlace,
@@ -43,15 +44,20 @@ pub fn read_whole_line(line: &[u8]) -> LineReading {
 /// Reads one whole transcript line with the three readers, each on its own: what
 /// [`read_whole_line`] answers, by definition.
 pub fn read_apart(line: &[u8]) -> LineReading {
+    let facts = step_line::read_line(line);
     LineReading {
         entry: entry::classify_mended(line),
-        facts: step_line::read_line(line),
+        facts: if facts.is_empty() {
+            LineFacts::default()
+        } else {
+            facts
+        },
         place: entry::line_place(line),
     }
 }
 
-/// The one-pass reading, or `None` when the line must be read apart.
-fn read_in_one_pass(line: &[u8]) -> Option<LineReading> {
+/// The one-pass reading, or `None` when the line must be read apart ([`read_apart`]).
+pub fn read_in_one_pass(line: &[u8]) -> Option<LineReading> {
     let text = std::str::from_utf8(line).ok()?;
     if line.trim_ascii().is_empty() {
         return None;
@@ -62,18 +68,19 @@ fn read_in_one_pass(line: &[u8]) -> Option<LineReading> {
         return None;
     }
     let Object(shape) = serde_json::from_str::<Object<LineShape<'_>>>(text).ok()?;
-    let mut entry = entry_of(&shape);
+    let facts = facts_of(&shape, text);
+    let place = place_of(&shape);
+    // Last, as it takes a tool result's text out of the line.
+    let mut entry = entry_of(shape);
     let nuls = entry.replace_nul();
+    let mended = Mended {
+        nuls,
+        surrogates: 0,
+    };
     Some(LineReading {
-        entry: Ok((
-            entry,
-            Mended {
-                nuls,
-                surrogates: 0,
-            },
-        )),
-        facts: facts_of(&shape, text),
-        place: place_of(&shape),
+        entry: Ok((entry, mended)),
+        facts,
+        place,
     })
 }
 
@@ -94,7 +101,7 @@ fn text_of(s: &Option<Cow<'_, str>>) -> Option<String> {
 }
 
 /// What [`entry::classify_mended`] makes of the line (before NULs are replaced).
-fn entry_of(raw: &LineShape<'_>) -> Entry {
+fn entry_of(raw: LineShape<'_>) -> Entry {
     if raw.is_sidechain == Some(true) {
         return Entry::Ignored;
     }
@@ -113,7 +120,7 @@ fn entry_of(raw: &LineShape<'_>) -> Entry {
             _ => Entry::Ignored,
         },
         Some("user") => user_entry(raw, uuid, timestamp),
-        Some("assistant") => assistant_entry(raw, uuid, timestamp),
+        Some("assistant") => assistant_entry(&raw, uuid, timestamp),
         _ => Entry::Ignored,
     }
 }
@@ -122,28 +129,29 @@ fn content_of<'s, 'a>(raw: &'s LineShape<'a>) -> Option<&'s Content<'a>> {
     raw.message.as_ref()?.0.content.as_ref()
 }
 
-fn user_entry(raw: &LineShape<'_>, uuid: Option<String>, timestamp: Option<Timestamp>) -> Entry {
+fn user_entry(raw: LineShape<'_>, uuid: Option<String>, timestamp: Option<Timestamp>) -> Entry {
     if raw.is_meta == Some(true) || raw.is_compact_summary == Some(true) {
         return Entry::Ignored;
     }
-    let text: Cow<'_, str> = match content_of(raw) {
+    let text: Cow<'_, str> = match raw.message.and_then(|m| m.0.content) {
         None | Some(Content::Other) => return Entry::Ignored,
-        Some(Content::Text(t)) => Cow::Borrowed(t),
-        Some(Content::Blocks(blocks)) => {
-            if let Some(result) = blocks
+        Some(Content::Text(t)) => t,
+        Some(Content::Blocks(mut blocks)) => {
+            if let Some(at) = blocks
                 .iter()
-                .find(|b| b.kind.as_deref() == Some("tool_result"))
+                .position(|b| b.kind.as_deref() == Some("tool_result"))
             {
                 let Some(uuid) = uuid else {
                     return Entry::Ignored;
                 };
+                let result = blocks.swap_remove(at);
                 return Entry::ToolResult {
                     uuid,
                     timestamp,
-                    tool_use_id: text_of(&result.tool_use_id),
+                    tool_use_id: result.tool_use_id.map(Cow::into_owned),
                     // A `toolUseResult` with answers was left to the entry reader.
                     answers: None,
-                    text: result.content.as_ref().map(whole_text).unwrap_or_default(),
+                    text: result.content.map(whole_text).unwrap_or_default(),
                 };
             }
             let parts: Vec<&str> = blocks
@@ -220,9 +228,9 @@ fn assistant_entry(
 
 /// A tool result's whole text, as the entry reader takes it: the string, or its items'
 /// texts joined by newlines.
-fn whole_text(content: &ResultContent<'_>) -> String {
+fn whole_text(content: ResultContent<'_>) -> String {
     match content {
-        ResultContent::Text(t) => t.to_string(),
+        ResultContent::Text(t) => t.into_owned(),
         ResultContent::Items(items) => items
             .iter()
             .filter_map(|t| t.as_deref())
@@ -246,19 +254,14 @@ fn marker_text(content: &ResultContent<'_>) -> String {
     text.chars().take(MARKER_CHARS).collect()
 }
 
-/// What [`step_line::read_line`] makes of the line.
+/// What [`step_line::read_line`] makes of the line, except that a reading that tells nothing
+/// is always the empty default (the step reader's keeps the line's timestamp when the line
+/// names a tool or a usage; the engine ignores a reading that tells nothing either way).
 fn facts_of(raw: &LineShape<'_>, line: &str) -> LineFacts {
-    if !line.contains("\"tool_use") && !line.contains("\"usage\"") {
-        return LineFacts::default();
-    }
-    let mut facts = LineFacts {
-        timestamp: timestamp_of(raw.timestamp),
-        ..LineFacts::default()
-    };
     let Some(Object(message)) = raw.message.as_ref() else {
-        return facts;
+        return LineFacts::default();
     };
-    facts.usage = message.usage.and_then(|u| {
+    let usage = message.usage.and_then(|u| {
         let usage: Value = serde_json::from_str(u.get()).ok()?;
         usage.is_object().then_some(())?;
         Some(LineUsage {
@@ -269,28 +272,38 @@ fn facts_of(raw: &LineShape<'_>, line: &str) -> LineFacts {
             tokens: Tokens::of_usage(&usage),
         })
     });
-    let Some(Content::Blocks(blocks)) = message.content.as_ref() else {
-        return facts;
-    };
-    let kind = raw.kind.as_deref();
-    for b in blocks {
-        match (kind, b.kind.as_deref()) {
-            (Some("assistant"), Some("tool_use")) => facts.uses.extend(tool_use_of(b)),
-            (Some("user"), Some("tool_result")) => {
-                let Some(id) = b.tool_use_id.as_deref() else {
-                    continue;
-                };
-                let text = b.content.as_ref().map(marker_text).unwrap_or_default();
-                facts.results.push(ToolResult {
-                    tool_use_id: id.to_string(),
-                    outcome: outcome_of_result(b.is_error == Some(true), &text),
-                    certain: true,
-                });
+    let (mut uses, mut results) = (Vec::new(), Vec::new());
+    if let Some(Content::Blocks(blocks)) = message.content.as_ref() {
+        let kind = raw.kind.as_deref();
+        for b in blocks {
+            match (kind, b.kind.as_deref()) {
+                (Some("assistant"), Some("tool_use")) => uses.extend(tool_use_of(b)),
+                (Some("user"), Some("tool_result")) => {
+                    let Some(id) = b.tool_use_id.as_deref() else {
+                        continue;
+                    };
+                    let text = b.content.as_ref().map(marker_text).unwrap_or_default();
+                    results.push(ToolResult {
+                        tool_use_id: id.to_string(),
+                        outcome: outcome_of_result(b.is_error == Some(true), &text),
+                        certain: true,
+                    });
+                }
+                _ => {}
             }
-            _ => {}
         }
     }
-    facts
+    // The step reader reads only lines that name a tool or a usage (an escaped key does not).
+    let named = || line.contains("\"tool_use") || line.contains("\"usage\"");
+    if (uses.is_empty() && results.is_empty() && usage.is_none()) || !named() {
+        return LineFacts::default();
+    }
+    LineFacts {
+        timestamp: timestamp_of(raw.timestamp),
+        uses,
+        results,
+        usage,
+    }
 }
 
 fn tool_use_of(b: &BlockShape<'_>) -> Option<ToolUse> {
