@@ -373,7 +373,7 @@ enum Damage {
     InArray,
     /// Garbage after the object.
     Trailing,
-    /// A number too large for `f64` in the first result item.
+    /// A number too large for `f64` in every text block and result item.
     HugeNumber,
 }
 
@@ -445,7 +445,7 @@ fn damaged(line: &str, damage: &Damage) -> Vec<u8> {
         Damage::InArray => format!("[{line}]").into_bytes(),
         Damage::Trailing => format!("{line} x").into_bytes(),
         Damage::HugeNumber => line
-            .replacen("{\"type\":\"text\"", "{\"n\":1e400,\"type\":\"text\"", 1)
+            .replace("{\"type\":\"text\"", "{\"n\":1e400,\"type\":\"text\"")
             .into_bytes(),
     }
 }
@@ -667,4 +667,50 @@ fn one_pass_reads_synthetic_session_lines_itself() {
         // Only an answered question (its `toolUseResult.answers`) is left to the readers.
         assert_eq!(fast, !l.json.contains("\"answers\""), "{}", l.json);
     }
+}
+
+/// Lines where a lenient one pass would part from the readers, each written out.
+#[test]
+fn one_pass_agrees_on_lines_written_to_trip_it() {
+    let deep = format!("{}1{}", "[".repeat(300), "]".repeat(300));
+    let lines = [
+        // A result item the entry reader cannot parse as a `Value` (its text is then empty).
+        r#"{"type":"user","uuid":"u","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"out","n":1e400}]}]}}"#.to_string(),
+        format!(r#"{{"type":"user","uuid":"u","message":{{"content":[{{"type":"tool_result","tool_use_id":"t","content":[{{"type":"text","text":"out","deep":{deep}}}]}}]}}}}"#),
+        // Nesting no reader looks into.
+        format!(r#"{{"type":"user","uuid":"u","x":{deep},"message":{{"content":"hi"}}}}"#),
+        // An array where an object is expected (serde's structs read arrays field by field).
+        r#"["user","s","u"]"#.to_string(),
+        r#"{"type":"user","uuid":"u","message":["m","hi"]}"#.to_string(),
+        r#"{"type":"assistant","uuid":"u","message":{"content":[["text","hi"]]}}"#.to_string(),
+        r#"{"type":"user","uuid":"u","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":[["out"]]}]}}"#.to_string(),
+        // Repeated keys, read and unread.
+        r#"{"type":"user","type":"user","uuid":"u","message":{"content":"hi"}}"#.to_string(),
+        r#"{"type":"user","x":1,"x":2,"uuid":"u","message":{"content":"hi"}}"#.to_string(),
+        r#"{"type":"user","uuid":"u","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":[{"text":"a","text":"b"}]}]}}"#.to_string(),
+        // Answers, and a toolUseResult that is a string.
+        r#"{"type":"user","uuid":"u","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":"x"}]},"toolUseResult":{"answers":{"Q?":"A"}}}"#.to_string(),
+        r#"{"type":"user","uuid":"u","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":"x","is_error":true}]},"toolUseResult":"Error: no"}"#.to_string(),
+        // Escaped keys: the step reader does not see `"usage"` or `"tool_use`.
+        r#"{"type":"assistant","uuid":"u","message":{"id":"m","model":"x","us\u0061ge":{"input_tokens":1},"content":[{"type":"tool\u005fuse","id":"t","name":"Bash","input":{}}]}}"#.to_string(),
+        // Timestamps written every way.
+        r#"{"type":"system","subtype":"turn_duration","timestamp":"2026-01-01T00:00:00\u005a"}"#.to_string(),
+        r#"{"type":"system","subtype":"turn_duration","timestamp":1700000000.5}"#.to_string(),
+        r#"{"type":"system","subtype":"turn_duration","timestamp":" 1700000000 "}"#.to_string(),
+        r#"{"type":"system","subtype":"turn_duration","timestamp":1e400}"#.to_string(),
+        // NUL, a lone surrogate, a pair.
+        r#"{"type":"user","uuid":"u\u0000","message":{"content":"a\u0000b"}}"#.to_string(),
+        r#"{"type":"user","uuid":"u","message":{"content":"a\ud800b"},"cwd":"/p\udc00"}"#.to_string(),
+        r#"{"type":"user","uuid":"u","message":{"content":"a\ud83d\ude00b"}}"#.to_string(),
+        // Whitespace around, blank, not JSON.
+        " \t{\"type\":\"user\",\"uuid\":\"u\",\"message\":{\"content\":\"hi\"}}\r".to_string(),
+        "   ".to_string(),
+        "{oops".to_string(),
+    ];
+    for line in &lines {
+        agrees(line.as_bytes()).unwrap();
+    }
+    let mut bytes = br#"{"type":"user","uuid":"u","message":{"content":"a"#.to_vec();
+    bytes.extend_from_slice(&[0xFF, b'"', b'}', b'}']);
+    agrees(&bytes).unwrap();
 }
