@@ -9,6 +9,9 @@
 //! generated line disagree. Each test also checks that the one pass did read most lines
 //! itself, so that falling back to the three readers for everything cannot pass.
 
+// Tests read the fixtures and the corpus from disk; the core itself never does.
+#![allow(clippy::disallowed_methods)]
+
 use headspace_core::line_read::{read_apart, read_in_one_pass, read_whole_line, LineReading};
 use headspace_core::step_line::LineFacts;
 use proptest::prelude::*;
