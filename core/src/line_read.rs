@@ -68,10 +68,11 @@ pub fn read_in_one_pass(line: &[u8]) -> Option<LineReading> {
         return None;
     }
     let Object(shape) = serde_json::from_str::<Object<LineShape<'_>>>(text).ok()?;
-    let facts = facts_of(&shape, text);
+    let timestamp = timestamp_of(shape.timestamp);
+    let facts = facts_of(&shape, text, timestamp);
     let place = place_of(&shape);
     // Last, as it takes a tool result's text out of the line.
-    let mut entry = entry_of(shape);
+    let mut entry = entry_of(shape, timestamp);
     let nuls = entry.replace_nul();
     let mended = Mended {
         nuls,
@@ -101,11 +102,10 @@ fn text_of(s: &Option<Cow<'_, str>>) -> Option<String> {
 }
 
 /// What [`entry::classify_mended`] makes of the line (before NULs are replaced).
-fn entry_of(raw: LineShape<'_>) -> Entry {
+fn entry_of(raw: LineShape<'_>, timestamp: Option<Timestamp>) -> Entry {
     if raw.is_sidechain == Some(true) {
         return Entry::Ignored;
     }
-    let timestamp = timestamp_of(raw.timestamp);
     let uuid = raw
         .uuid
         .as_deref()
@@ -251,13 +251,16 @@ fn marker_text(content: &ResultContent<'_>) -> String {
         ResultContent::Items(items) => items.iter().find_map(|t| t.as_deref()).unwrap_or(""),
         ResultContent::Other => "",
     };
-    text.chars().take(MARKER_CHARS).collect()
+    match text.char_indices().nth(MARKER_CHARS) {
+        Some((end, _)) => text[..end].to_string(),
+        None => text.to_string(),
+    }
 }
 
 /// What [`step_line::read_line`] makes of the line, except that a reading that tells nothing
 /// is always the empty default (the step reader's keeps the line's timestamp when the line
 /// names a tool or a usage; the engine ignores a reading that tells nothing either way).
-fn facts_of(raw: &LineShape<'_>, line: &str) -> LineFacts {
+fn facts_of(raw: &LineShape<'_>, line: &str, timestamp: Option<Timestamp>) -> LineFacts {
     let Some(Object(message)) = raw.message.as_ref() else {
         return LineFacts::default();
     };
@@ -299,7 +302,7 @@ fn facts_of(raw: &LineShape<'_>, line: &str) -> LineFacts {
         return LineFacts::default();
     }
     LineFacts {
-        timestamp: timestamp_of(raw.timestamp),
+        timestamp,
         uses,
         results,
         usage,
