@@ -240,8 +240,27 @@ impl LineFramer {
     }
 }
 
+/// The index of the first `needle` in `hay`. Compares 16 bytes at a time (a byte-by-byte
+/// search was an eighth of the core's ingest time): a word holds `needle` exactly when it
+/// XOR a word of `needle`s has a zero byte, which `(w - 0x01…) & !w & 0x80…` detects.
 fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|&b| b == needle)
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let pattern = ONES * u64::from(needle);
+    let has_needle = |bytes: &[u8]| {
+        let w = u64::from_le_bytes(bytes.try_into().expect("8 bytes")) ^ pattern;
+        w.wrapping_sub(ONES) & !w & HIGHS != 0
+    };
+    let find = |bytes: &[u8], at: usize| bytes.iter().position(|&b| b == needle).map(|i| at + i);
+    let mut chunks = hay.chunks_exact(16);
+    let mut at = 0;
+    for chunk in &mut chunks {
+        if has_needle(&chunk[..8]) || has_needle(&chunk[8..]) {
+            return find(chunk, at);
+        }
+        at += 16;
+    }
+    find(chunks.remainder(), at)
 }
 
 fn is_complete_json_object(bytes: &[u8]) -> bool {
@@ -255,6 +274,27 @@ fn is_complete_json_object(bytes: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memchr_finds_the_first_needle_wherever_it_is() {
+        for len in 0..70 {
+            for at in 0..=len {
+                // Bytes that differ from the needle by one bit, or are 0x80 or 0xFF, which a
+                // word-at-a-time search could mistake for it.
+                let mut hay: Vec<u8> = (0..len)
+                    .map(|i| [0x0B, 0x8A, 0xFF, 0x80, 0x09, 0x00][i % 6])
+                    .collect();
+                if at < len {
+                    hay[at] = b'\n';
+                    if at + 1 < len {
+                        hay[at + 1] = b'\n';
+                    }
+                }
+                let want = hay.iter().position(|&b| b == b'\n');
+                assert_eq!(memchr(b'\n', &hay), want, "len {len}, at {at}");
+            }
+        }
+    }
 
     /// A line as text, `(head, tail, len)` for a truncated one.
     #[derive(Debug, PartialEq)]

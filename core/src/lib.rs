@@ -134,6 +134,8 @@ pub mod framing;
 pub mod hook;
 pub mod intent;
 pub mod io;
+pub mod line_read;
+mod line_shape;
 pub mod matching;
 pub mod mend;
 pub mod model;

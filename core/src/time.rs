@@ -96,15 +96,20 @@ impl Timestamp {
     /// number is too large to be seconds) since the epoch, as transcripts and hook scripts use.
     pub fn from_json(v: &serde_json::Value) -> Option<Timestamp> {
         match v {
-            serde_json::Value::String(s) => Timestamp::parse_rfc3339(s).or_else(|| {
-                s.trim()
-                    .parse::<f64>()
-                    .ok()
-                    .and_then(Timestamp::from_epoch_number)
-            }),
+            serde_json::Value::String(s) => Timestamp::from_json_str(s),
             serde_json::Value::Number(n) => n.as_f64().and_then(Timestamp::from_epoch_number),
             _ => None,
         }
+    }
+
+    /// A timestamp JSON string's text, read as [`Timestamp::from_json`] reads the string.
+    pub fn from_json_str(s: &str) -> Option<Timestamp> {
+        Timestamp::parse_rfc3339(s).or_else(|| {
+            s.trim()
+                .parse::<f64>()
+                .ok()
+                .and_then(Timestamp::from_epoch_number)
+        })
     }
 
     fn from_epoch_number(n: f64) -> Option<Timestamp> {

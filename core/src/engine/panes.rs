@@ -223,7 +223,7 @@ impl Core {
     pub(super) fn learn_from_line(
         &mut self,
         id: AgentId,
-        line: &[u8],
+        place: crate::entry::LinePlace,
         at: Option<Timestamp>,
         prompt: bool,
     ) {
@@ -239,7 +239,6 @@ impl Core {
         // Read the line's place only when it can change something: the folder until one is
         // known, the branch at the first line and at each prompt (a branch switch shows there).
         if agent.row.cwd.is_none() || prompt || agent.row.git_branch.is_none() && first_read {
-            let place = crate::entry::line_place(line);
             if let (None, Some(cwd)) = (&agent.row.cwd, place.cwd) {
                 debug!("[DISCOVERY] agent {id}: folder {cwd} from its transcript");
                 agent.row.project = super::project_of(&cwd);

@@ -10,26 +10,27 @@ use crate::io::{Command, Write};
 use crate::mend::{replace_nul, replace_nul_opt};
 use crate::model::AgentId;
 use crate::step::{Evidence, StepOutcome, StepRow};
-use crate::step_line::{read_line, LineFacts};
+use crate::step_line::LineFacts;
 use crate::time::Timestamp;
 use crate::usage_sum::UsageRow;
 use serde_json::{json, Value};
 
 impl Core {
-    /// What a whole transcript line tells about steps and usage, after its entry was read
-    /// (so a prompt on it has set its file's task). `interrupt` is the time of the line when
-    /// it is the transcript's interrupt marker.
+    /// What a whole transcript line tells about steps and usage (`facts`, as
+    /// [`crate::step_line::read_line`] reads them), after its entry was read (so a prompt on
+    /// it has set its file's task). `interrupt` is the time of the line when it is the
+    /// transcript's interrupt marker.
     pub(super) fn steps_of_line(
         &mut self,
         path: &str,
         agent_id: AgentId,
-        line: &[u8],
+        facts: LineFacts,
         interrupt: Option<Timestamp>,
     ) {
         if let Some(at) = interrupt {
             self.write(Write::StepsInterrupted { agent_id, at });
         }
-        self.steps_of_facts(path, agent_id, read_line(line));
+        self.steps_of_facts(path, agent_id, facts);
     }
 
     /// What an over-long line's head and tail still tell about steps and usage.

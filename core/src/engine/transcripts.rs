@@ -153,7 +153,9 @@ impl Core {
     }
 
     fn process_whole_line(&mut self, path: &str, agent_id: AgentId, line: &[u8]) {
-        let classified = entry::classify_mended(line);
+        // One parse for the entry, the steps and the place (odd lines are read apart).
+        let reading = crate::line_read::read_whole_line(line);
+        let classified = reading.entry;
         let at = classified.as_ref().ok().and_then(|(e, _)| e.timestamp());
         let prompt = matches!(classified, Ok((Entry::UserPrompt { .. }, _)));
         let interrupt = matches!(
@@ -167,7 +169,7 @@ impl Core {
             ))
         )
         .then(|| at.unwrap_or(self.now));
-        self.learn_from_line(agent_id, line, at, prompt);
+        self.learn_from_line(agent_id, reading.place, at, prompt);
         match classified {
             Ok((Entry::Ignored, _)) => {}
             Ok((e, mended)) => {
@@ -184,7 +186,7 @@ impl Core {
                 line.len()
             ),
         }
-        self.steps_of_line(path, agent_id, line, interrupt);
+        self.steps_of_line(path, agent_id, reading.facts, interrupt);
     }
 
     /// A line longer than `max_line_bytes`: what its head and tail tell becomes its turn,
