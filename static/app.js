@@ -16,7 +16,7 @@ const hs = {
   refresh: new Map(),       // agent id -> pending refresh timer
   dismissed: new Set(JSON.parse(localStorage.getItem('hs.dismissed') || '[]')),
   names: JSON.parse(localStorage.getItem('hs.names') || '{}'), // agent id -> the user's name for it
-  metrics: { firstRenderMs: null, lastLoadMs: null, eventsApplied: 0, gaps: 0 },
+  metrics: { firstRenderMs: null, lastLoadMs: null, eventsApplied: 0, gaps: 0, draws: 0, drawMs: 0 },
 };
 window.__hs = hs; // for the browser test and the curious
 

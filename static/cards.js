@@ -2,7 +2,8 @@
 // the header's counts. A full render happens on load, on a filter and on a rename; a live
 // change touches only its own card: the card is made again and put at its place in its
 // group, the group moves only if its place changed, and the counts are kept by adding and
-// subtracting. Changes that arrive together are drawn once, on the next animation frame.
+// subtracting. Changes that arrive together are drawn once, on an animation frame at most
+// ten times a second.
 'use strict';
 
 const cards = {
@@ -14,9 +15,16 @@ const cards = {
   dirty: new Set(),     // agent ids whose cards wait for the next frame
   needsDirty: false,    // the "Needs you" strip waits for the next frame
   orchDirty: false,     // orchestration panels wait for the next frame
+  scheduled: false,     // a draw is on its way
   frame: null,          // the pending animation frame
   timer: null,          // its stand-in when frames do not come (a hidden tab)
+  drawnAt: -Infinity,   // when the cards were last drawn (performance.now())
+  empty: null,          // the "no agents yet" note, when it is shown
 };
+
+// Cards are drawn at most this often: at a hundred events a second, the changes of the last
+// tenth of a second share one style, layout and paint instead of one each.
+const DRAW_GAP_MS = 100;
 
 const END_REASON = {
   pane_closed: 'its tmux pane closed',
@@ -146,7 +154,7 @@ function renderAgents() {
     frag.appendChild(g.section);
   }
   root.replaceChildren(frag);
-  if (!agents.length) root.appendChild(emptyNote());
+  cards.empty = agents.length ? null : root.appendChild(emptyNote());
   recount();
   renderSummary();
   renderNeeds();
@@ -206,6 +214,8 @@ function emptyNote() {
 /// A card's agent changed: its data now, its card on the next frame.
 function updateCard(a) {
   const before = hs.agents.get(a.id);
+  // A refresh that finds nothing new (a watchdog's card_refresh, say) changes nothing.
+  if (before && cards.els.has(a.id) === cardShown(a) && JSON.stringify(before) === JSON.stringify(a)) return;
   hs.agents.set(a.id, a);
   noteTransition(a);
   if (before) count(shownState(before), -1);
@@ -217,10 +227,12 @@ function updateCard(a) {
   if (orchestrationNames(a)) cards.orchDirty = true;
   cards.dirty.add(a.id);
   if (hs.open === a.id) convTitle(a);
-  if (cards.frame === null) {
+  if (cards.scheduled) return;
+  cards.scheduled = true;
+  setTimeout(() => {
     cards.frame = requestAnimationFrame(drawCards);
-    cards.timer = setTimeout(drawCards, 250);
-  }
+    cards.timer = setTimeout(drawCards, 250); // a hidden tab gets no frames
+  }, Math.max(0, cards.drawnAt + DRAW_GAP_MS - performance.now()));
 }
 
 /// Draws every change queued since the last frame.
@@ -228,6 +240,8 @@ function drawCards() {
   cancelAnimationFrame(cards.frame);
   clearTimeout(cards.timer);
   cards.frame = null;
+  cards.scheduled = false;
+  const started = cards.drawnAt = performance.now();
   const ids = [...cards.dirty];
   cards.dirty.clear();
   const touched = new Set();
@@ -259,13 +273,14 @@ function drawCards() {
     if (g.head.textContent !== title) g.head.textContent = title;
   }
   if (touched.size) orderGroups();
-  const root = $('cards');
-  const empty = root.querySelector(':scope > .empty');
-  if (cards.groups.size && empty) empty.remove();
-  else if (!cards.groups.size && !empty) root.appendChild(emptyNote());
+  // Kept by reference: a selector would walk every card.
+  if (cards.groups.size && cards.empty) { cards.empty.remove(); cards.empty = null; }
+  else if (!cards.groups.size && !cards.empty) cards.empty = $('cards').appendChild(emptyNote());
   renderSummary();
   if (cards.needsDirty) { cards.needsDirty = false; renderNeeds(); }
   if (cards.orchDirty) { cards.orchDirty = false; rerenderOrchestrations(); }
+  hs.metrics.draws += 1;
+  hs.metrics.drawMs += performance.now() - started;
 }
 
 /// Where the agent's card goes in its group's grid (whose cards are in order).

@@ -110,11 +110,11 @@ fn a_conversation_reads_backwards_from_its_newest_turns() {
         ("newest=x", "newest must be between 1 and 100000"),
         ("before=x", "before must be a turn id"),
         (
-            &format!("before={at}&after={at}"),
+            format!("before={at}&after={at}").as_str(),
             "after, around, before and newest do not go together",
         ),
         (
-            &format!("newest=3&around={at}"),
+            format!("newest=3&around={at}").as_str(),
             "after, around, before and newest do not go together",
         ),
     ] {
