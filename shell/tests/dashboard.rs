@@ -276,8 +276,7 @@ fn a_hundred_agents_and_a_ten_thousand_turn_conversation_stay_responsive() {
         "document.querySelector('.card[data-id=\"{big_id}\"]').click(); return true"
     ));
     // It opens at its end with the newest page, the last turn in view.
-    let last_turn = server
-        .json(&format!("/api/agents/{big_id}/turns?newest=1"))[0]["id"]
+    let last_turn = server.json(&format!("/api/agents/{big_id}/turns?newest=1"))[0]["id"]
         .as_u64()
         .unwrap();
     let opened = browser.until(
@@ -321,7 +320,8 @@ fn a_hundred_agents_and_a_ten_thousand_turn_conversation_stay_responsive() {
         .iter()
         .map(|t| t["id"].to_string())
         .collect();
-    let shown = browser.js("return [...document.querySelectorAll('.bubble')].map(b => b.dataset.id)");
+    let shown =
+        browser.js("return [...document.querySelectorAll('.bubble')].map(b => b.dataset.id)");
     let shown: Vec<String> = shown
         .as_array()
         .unwrap()
@@ -329,7 +329,10 @@ fn a_hundred_agents_and_a_ten_thousand_turn_conversation_stay_responsive() {
         .map(|v| v.as_str().unwrap().to_string())
         .collect();
     assert_eq!(shown.len(), 10_000);
-    assert!(shown == api_ids, "the bubbles are the turns, in order, once each");
+    assert!(
+        shown == api_ids,
+        "the bubbles are the turns, in order, once each"
+    );
     let load = opened.as_f64().unwrap() + back;
     let scroll = browser.js_async(
         "const done = arguments[arguments.length - 1]; const box = document.getElementById('turns');
@@ -340,7 +343,7 @@ fn a_hundred_agents_and_a_ten_thousand_turn_conversation_stay_responsive() {
          requestAnimationFrame(tick);",
     );
     browser.screenshot("dashboard-10k");
-    let (first, load) = (first.as_f64().unwrap(), load.as_f64().unwrap());
+    let first = first.as_f64().unwrap();
     println!("dashboard: 100 cards rendered {first:.0} ms after navigation; 10,000-turn conversation: newest page in {:.0} ms, the rest by scrolling back in {back:.0} ms; scrolling frames avg {:.1} ms, p95 {:.1} ms, max {:.1} ms", opened.as_f64().unwrap(), scroll["avg"].as_f64().unwrap(), scroll["p95"].as_f64().unwrap(), scroll["max"].as_f64().unwrap());
     assert!(
         first < 5_000.0 && load < 20_000.0,

@@ -97,7 +97,12 @@ pub(super) async fn turns(app: &App, reference: &str, query: Option<&str>) -> Re
             )
         }
     };
-    let modes = [after.is_some(), around.is_some(), before.is_some(), newest.is_some()];
+    let modes = [
+        after.is_some(),
+        around.is_some(),
+        before.is_some(),
+        newest.is_some(),
+    ];
     if modes.iter().filter(|m| **m).count() > 1 {
         return error(
             StatusCode::BAD_REQUEST,
