@@ -183,10 +183,10 @@ function liveTurn(t) {
 function showTurnCount(suffix) {
   const n = hs.turns.size;
   const a = hs.agents.get(hs.open);
-  const total = a && (conv.older || conv.newer) ? Math.max(a.turn_count, n) : null;
-  $('conv-status').textContent = total === null
-    ? `${n} turn${n === 1 ? '' : 's'}${suffix || ''}`
-    : `${n} of ${total} turns${suffix || ''}`;
+  const more = conv.older || conv.newer;
+  const total = a && Number.isFinite(a.turn_count) ? Math.max(a.turn_count, n) : null;
+  const shown = !more ? `${n} turn${n === 1 ? '' : 's'}` : total !== null ? `${n} of ${total} turns` : `${n} turns shown`;
+  $('conv-status').textContent = `${shown}${suffix || ''}`;
 }
 
 // Notes the span a fetched page covers.
