@@ -132,11 +132,12 @@ function wireFollow() {
   let last = 0;
   box.addEventListener('scroll', () => {
     // Only the reader moving up leaves the end (content growing below does not); reaching
-    // the end again follows again.
-    if (box.scrollHeight - box.scrollTop - box.clientHeight < 48) hs.atEnd = true;
+    // the end again follows again (the conversation's end: not a window's opened around a turn).
+    if (!conv.newer && box.scrollHeight - box.scrollTop - box.clientHeight < 48) hs.atEnd = true;
     else if (box.scrollTop < last - 2) hs.atEnd = false;
     last = box.scrollTop;
     if (hs.atEnd) $('new-below').hidden = true;
   });
-  $('new-below').addEventListener('click', () => followEnd(true));
+  // Below a window opened around a turn, the end is a page away: the conversation opens there.
+  $('new-below').addEventListener('click', () => (conv.newer && hs.open !== null ? openConversation(hs.open) : followEnd(true)));
 }

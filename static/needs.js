@@ -23,6 +23,7 @@ const attention = {
   unseenDone: new Set(),   // agents that finished while the page was not looked at
   held: new Map(),         // agent id -> timer: a waiting notice held for its question
   focusAgent: null,        // the strip item number keys answer
+  waitingCount: 0,         // agents in the strip, as last counted
 };
 
 /// When the agent started waiting, in ms: its question's time, or when the page saw it.
@@ -138,6 +139,7 @@ function renderNeeds() {
   });
   const title = el('h2', 'needs-title', `Needs you (${list.length})`);
   root.replaceChildren(title, ...items);
+  attention.waitingCount = list.length;
   noteAttention(list.length);
 }
 
@@ -209,7 +211,8 @@ function notify(a, now) {
 /// The tab title: how many agents need the user, plus those that finished unseen.
 function noteAttention(waiting) {
   const n = waiting + attention.unseenDone.size;
-  document.title = n ? `(${n}) Headspace` : 'Headspace';
+  const title = n ? `(${n}) Headspace` : 'Headspace';
+  if (document.title !== title) document.title = title; // called on every card change
 }
 
 document.addEventListener('visibilitychange', () => {

@@ -129,6 +129,12 @@ function rerenderOrchestrations() {
   if (lastOrchestrations.some((o) => o.agent != null)) renderOrchestrations(lastOrchestrations);
 }
 
+/// Whether a shown orchestration runs its steps in this agent (its panel shows the agent's
+/// question).
+function orchestrationNames(a) {
+  return lastOrchestrations.some((o) => o.agent != null && [String(a.id), a.tmux_pane, a.session_id].includes(String(o.agent)));
+}
+
 let orchTimer = null;
 function refreshOrchestrations() {
   if (orchTimer) return;

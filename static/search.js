@@ -81,13 +81,16 @@ function onFilterInput() {
   search.timer = setTimeout(() => runSearch(q), search.delayMs);
 }
 
-// Opens an agent's conversation and brings one turn into view, marked. The whole
-// conversation loads (app.js); the turn's task is unfolded if it was collapsed.
+// Opens an agent's conversation and brings one turn into view, marked. The turns around it
+// load (conversation.js), more as the reader scrolls; the turn's task is unfolded if it was
+// collapsed.
 async function openAtTurn(agentId, turnId) {
-  await openConversation(agentId);
-  const entry = hs.turns.get(turnId);
+  const shown = await openConversation(agentId, turnId);
+  if (hs.open !== agentId) return; // another conversation was opened meanwhile
+  const entry = shown ? hs.turns.get(turnId) : null;
   if (!entry) {
     toast(`Turn ${turnId} is no longer in this conversation`, 'error');
+    openConversation(agentId); // at its end instead
     return;
   }
   hs.atEnd = false; // stop following the end: the reader asked for this turn

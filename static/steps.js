@@ -85,7 +85,7 @@ function refreshSteps(agentId) {
     if (hs.open !== agentId) return;
     const from = hs.order.length > 20 ? hs.order[hs.order.length - 21][1] : null;
     try {
-      const page = await api(`/api/agents/${agentId}/turns${from ? `?after=${from}` : ''}`);
+      const page = await api(`/api/agents/${agentId}/turns${from ? `?after=${from}&limit=50` : '?newest=50'}`);
       if (hs.open !== agentId) return;
       for (const t of page) {
         const e = hs.turns.get(t.id);

@@ -98,6 +98,50 @@ fn a_search_result_opens_the_conversation_at_its_turn() {
     assert_eq!(still, json!(true));
     browser.screenshot("search-opens-turn");
 
+    // The window around the turn does not reach the end: a turn arriving live waits, and
+    // shows once, in its place, when the reader scrolls down to it.
+    s.wait(1_000);
+    append(
+        &claude.join(s.path()),
+        &format!("{}\n", s.agent_text("A turn after the window.").json),
+    );
+    let all: Vec<String> = wait_for(Duration::from_secs(20), || {
+        let v = server.try_json(&format!("/api/agents/{}/turns", s.session_id))?;
+        let a = v.as_array()?;
+        (a.len() == AGENT_LINES + 2).then(|| a.iter().map(|t| t["id"].to_string()).collect())
+    })
+    .unwrap_or_else(|| panic!("the live turn stored:\n{}", server.log()));
+    browser.until(
+        "the new-below marker",
+        "return !document.getElementById('new-below').hidden",
+    );
+    let shown = browser.js("return document.querySelectorAll('.bubble').length");
+    assert!(
+        shown.as_u64().unwrap() < (AGENT_LINES + 2) as u64,
+        "the window: {shown}"
+    );
+    browser.js(
+        "const box = document.getElementById('turns');
+         const down = () => { if (!document.querySelector('.bubble:not(.pending)') || window.__down === 0) return;
+           box.scrollTop = box.scrollHeight; window.__down -= 1; setTimeout(down, 50); };
+         window.__down = 100; down(); return true",
+    );
+    let ids = browser.until(
+        "the rest of the conversation and the live turn",
+        &format!(
+            "const ids = [...document.querySelectorAll('.bubble')].map(b => b.dataset.id);
+             return ids.length === {} && ids",
+            AGENT_LINES + 2
+        ),
+    );
+    let ids: Vec<String> = ids
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids, all, "every turn once, in order");
+
     // Clearing the filter hides the results.
     browser.js("const f = document.getElementById('filter'); f.value = ''; f.dispatchEvent(new Event('input')); return true");
     browser.until(
@@ -135,7 +179,7 @@ fn a_search_result_opens_the_conversation_at_its_turn() {
         "the ended agent's conversation",
         &format!(
             "return window.__hs.open === {agent} && document.querySelectorAll('.bubble').length === {}",
-            AGENT_LINES + 1
+            AGENT_LINES + 2
         ),
     );
 }

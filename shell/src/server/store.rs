@@ -106,6 +106,32 @@ pub trait Store: Send + Sync {
             Ok(all.into_iter().skip(start).take(limit).collect())
         })
     }
+    /// At most `limit` of an agent's turns just before the turn `before` in (timestamp, id)
+    /// order, or its newest turns without `before`; ordered by (timestamp, id), oldest first.
+    /// What opens a conversation at its end and pages back from there; empty when `before`
+    /// is not one of the agent's turns. By default from [`turns`].
+    ///
+    /// [`turns`]: Store::turns
+    fn turns_before(
+        &self,
+        agent_id: u64,
+        before: Option<u64>,
+        limit: i64,
+    ) -> BoxFuture<'_, Result<Vec<TurnRow>, StoreError>> {
+        Box::pin(async move {
+            let mut all = self.turns(agent_id, None, i64::MAX).await?;
+            let end = match before {
+                None => all.len(),
+                Some(b) => match all.iter().position(|t| t.id == b) {
+                    Some(at) => at,
+                    None => return Ok(Vec::new()),
+                },
+            };
+            all.truncate(end);
+            let start = end.saturating_sub(limit.max(0) as usize);
+            Ok(all.split_off(start))
+        })
+    }
     /// The transcript files (relative to the claude dir) read for an agent's sessions, in
     /// path order, for the audit. By default from the snapshot; a store may answer faster.
     fn agent_files(&self, agent_id: u64) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {

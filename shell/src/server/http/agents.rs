@@ -82,6 +82,36 @@ pub(super) async fn turns(app: &App, reference: &str, query: Option<&str>) -> Re
         Some(Ok(t)) => Some(t),
         Some(Err(_)) => return error(StatusCode::BAD_REQUEST, "around must be a turn id"),
     };
+    let before = match query_param(query, "before").map(str::parse::<u64>) {
+        None => None,
+        Some(Ok(b)) => Some(b),
+        Some(Err(_)) => return error(StatusCode::BAD_REQUEST, "before must be a turn id"),
+    };
+    let newest = match query_param(query, "newest").map(str::parse::<i64>) {
+        None => None,
+        Some(Ok(n)) if (1..=100_000).contains(&n) => Some(n),
+        Some(_) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "newest must be between 1 and 100000",
+            )
+        }
+    };
+    let modes = [
+        after.is_some(),
+        around.is_some(),
+        before.is_some(),
+        newest.is_some(),
+    ];
+    if modes.iter().filter(|m| **m).count() > 1 {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "after, around, before and newest do not go together",
+        );
+    }
+    if before.is_some() || newest.is_some() {
+        return turns_backwards(app, id, reference, before, newest.unwrap_or(limit)).await;
+    }
     let (rows, next) = match around {
         // A window of `limit` turns (200 unless given) centred on one: a search result's.
         Some(turn) => {
@@ -108,6 +138,44 @@ pub(super) async fn turns(app: &App, reference: &str, query: Option<&str>) -> Re
         }
     };
     let not_first = after.is_some() || around.is_some();
+    match super::usage::turns_json(app, id, &rows, not_first, next.as_ref()).await {
+        Ok(turns) => json_response(StatusCode::OK, &Value::Array(turns)),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
+}
+
+/// `before=TURN` or `newest=N`: the `limit` turns just before a turn, or the agent's newest;
+/// oldest first, like every page. A conversation opens at its end and pages back from there.
+async fn turns_backwards(
+    app: &App,
+    id: u64,
+    reference: &str,
+    before: Option<u64>,
+    limit: i64,
+) -> Response<Body> {
+    // The turn the page ends before: it bounds the steps of the page's last turn.
+    let next = match before {
+        None => None,
+        Some(turn) => match app.store.turns_around(id, turn, 1).await {
+            Ok(mut rows) if rows.len() == 1 => rows.pop(),
+            Ok(_) => {
+                return error(
+                    StatusCode::NOT_FOUND,
+                    format!("turn {turn} is not one of agent {reference}'s turns"),
+                )
+            }
+            Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
+        },
+    };
+    // One turn more than asked: when it is there, the page does not start the conversation.
+    let mut rows = match app.store.turns_before(id, before, limit + 1).await {
+        Ok(rows) => rows,
+        Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
+    };
+    let not_first = rows.len() as i64 > limit;
+    if not_first {
+        rows.remove(0);
+    }
     match super::usage::turns_json(app, id, &rows, not_first, next.as_ref()).await {
         Ok(turns) => json_response(StatusCode::OK, &Value::Array(turns)),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),

@@ -465,6 +465,15 @@ impl Store for PgStore {
         Box::pin(PgStore::turns_around(self, agent_id, turn_id, limit))
     }
 
+    fn turns_before(
+        &self,
+        agent_id: u64,
+        before: Option<u64>,
+        limit: i64,
+    ) -> BoxFuture<'_, Result<Vec<TurnRow>, StoreError>> {
+        Box::pin(PgStore::turns_before(self, agent_id, before, limit))
+    }
+
     fn agent_files(&self, agent_id: u64) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
         Box::pin(PgStore::agent_files(self, agent_id))
     }

@@ -187,6 +187,40 @@ impl PgStore {
         rows.iter().map(turn_row).collect()
     }
 
+    /// At most `limit` of an agent's turns just before `before` in (timestamp, id) order (its
+    /// newest without it), oldest first; empty when `before` is not one of the agent's turns.
+    pub async fn turns_before(
+        &self,
+        agent_id: u64,
+        before: Option<u64>,
+        limit: i64,
+    ) -> Result<Vec<TurnRow>, StoreError> {
+        let c = self.pool.get().await?;
+        // Newest first through the (agent_id, timestamp, id) index, then turned around.
+        let rows = match before {
+            Some(b) => {
+                c.query(
+                    &format!(
+                        "{TURN_SELECT} WHERE agent_id = $1 AND (\"timestamp\", id) < (SELECT \"timestamp\", id FROM turns WHERE id = $2 AND agent_id = $1)
+                         ORDER BY \"timestamp\" DESC, id DESC LIMIT $3"
+                    ),
+                    &[&id(agent_id), &id(b), &limit],
+                )
+                .await?
+            }
+            None => {
+                c.query(
+                    &format!("{TURN_SELECT} WHERE agent_id = $1 ORDER BY \"timestamp\" DESC, id DESC LIMIT $2"),
+                    &[&id(agent_id), &limit],
+                )
+                .await?
+            }
+        };
+        let mut turns = rows.iter().map(turn_row).collect::<Result<Vec<_>, _>>()?;
+        turns.reverse();
+        Ok(turns)
+    }
+
     /// At most `limit` of an agent's turns around `turn_id` (the `limit / 2` before it, it,
     /// and those after), ordered by (timestamp, id); empty when the turn is not the agent's.
     pub async fn turns_around(

@@ -1,0 +1,342 @@
+// Headspace dashboard: the agent cards, grouped by project, who needs attention first, and
+// the header's counts. A full render happens on load, on a filter and on a rename; a live
+// change touches only its own card: the card is made again and put at its place in its
+// group, the group moves only if its place changed, and the counts are kept by adding and
+// subtracting. Changes that arrive together are drawn once, on an animation frame at most
+// ten times a second.
+'use strict';
+
+const cards = {
+  els: new Map(),       // agent id -> its card element
+  groups: new Map(),    // project -> { section, head, grid }
+  counts: new Map(),    // shown state -> how many agents (the summary)
+  countEls: new Map(),  // shown state -> its span in the summary
+  drawnTotal: null,     // the agent count the summary shows
+  dirty: new Set(),     // agent ids whose cards wait for the next frame
+  needsDirty: false,    // the "Needs you" strip waits for the next frame
+  orchDirty: false,     // orchestration panels wait for the next frame
+  scheduled: false,     // a draw is on its way
+  frame: null,          // the pending animation frame
+  timer: null,          // its stand-in when frames do not come (a hidden tab)
+  drawnAt: -Infinity,   // when the cards were last drawn (performance.now())
+  empty: null,          // the "no agents yet" note, when it is shown
+};
+
+// Cards are drawn at most this often: at a hundred events a second, the changes of the last
+// tenth of a second share one style, layout and paint instead of one each.
+const DRAW_GAP_MS = 100;
+
+const END_REASON = {
+  pane_closed: 'its tmux pane closed',
+  process_exited: 'its Claude Code process exited',
+  silent: 'nothing was heard from it for hours',
+};
+
+function card(a) {
+  const c = el('article', 'card');
+  c.dataset.id = a.id;
+  c.dataset.state = a.state;
+  c.dataset.activity = a.activity;
+  c.dataset.shown = shownState(a);
+  c.tabIndex = -1;
+  if (hs.selected === a.id) c.classList.add('selected');
+  const row = el('div', 'row');
+  const stateTag = el('span', 'state', SHOWN_LABEL[c.dataset.shown]);
+  // Why the reaper ended it, in plain words (the card's end_reason).
+  if (a.end_reason) stateTag.title = END_REASON[a.end_reason] || a.end_reason;
+  row.append(stateTag);
+  if (a.tmux_pane) row.appendChild(el('span', 'pane', a.tmux_pane));
+  const kebab = el('button', 'kebab');
+  kebab.appendChild(icon('more'));
+  kebab.title = 'Actions';
+  kebab.setAttribute('aria-label', 'Actions');
+  kebab.dataset.kebab = a.id;
+  row.appendChild(kebab);
+  c.appendChild(row);
+  c.appendChild(el('div', 'title', agentName(a)));
+  if (a.command) c.appendChild(el('div', 'command', a.command));
+  if (a.last_turn && a.last_turn.text !== a.command) {
+    const last = el('div', 'last');
+    last.append(icon(a.last_turn.actor === 'user' ? 'user' : 'agent'), document.createTextNode(' '));
+    inline(last, a.last_turn.text); // bold, code and links; blocks stay lines of text
+    c.appendChild(last);
+  }
+  const now = nowLine(a);
+  if (now) c.appendChild(now);
+  if (c.dataset.shown === 'waiting') {
+    const q = el('div', 'question');
+    q.appendChild(askedBlock(a, true));
+    c.appendChild(q);
+  }
+  const foot = el('div', 'foot');
+  foot.append(el('span', null, `${a.turn_count} turn${a.turn_count === 1 ? '' : 's'}`));
+  const t = el('span', 'since', since(a.state_since));
+  t.dataset.since = a.state_since || '';
+  foot.append(t);
+  const spent = usageLine(a);
+  if (spent) foot.append(spent);
+  c.appendChild(foot);
+  return c;
+}
+
+/// Whether the agent's card is shown: not dismissed, and matching the filter.
+function cardShown(a, filter) {
+  if (hs.dismissed.has(a.id)) return false;
+  const f = filter === undefined ? $('filter').value.trim().toLowerCase() : filter;
+  return !f || [agentName(a), a.project, a.session_id, a.tmux_pane, a.state, SHOWN_LABEL[shownState(a)], a.command].some((v) => v && String(v).toLowerCase().includes(f));
+}
+
+function visibleAgents() {
+  const f = $('filter').value.trim().toLowerCase();
+  return [...hs.agents.values()].filter((a) => cardShown(a, f));
+}
+
+// Who needs attention first: cards by their shown state (the longest waiting first among
+// those waiting), then by id; groups by their most urgent card, then by name.
+function cardRank(a) {
+  return SHOWN_ORDER.indexOf(shownState(a));
+}
+
+function cardOrder(x, y) {
+  const r = cardRank(x);
+  return r - cardRank(y) || (r === 0 ? waitingSince(x) - waitingSince(y) : 0) || x.id - y.id;
+}
+
+function groupKey(project, first) {
+  const urgency = cardRank(first);
+  return { project, urgency, waited: urgency === 0 ? waitingSince(first) : 0 };
+}
+
+function groupOrder(x, y) {
+  return x.urgency - y.urgency || x.waited - y.waited || x.project.localeCompare(y.project);
+}
+
+function groupTitle(project, n) {
+  return `${project} (${n})`;
+}
+
+function newGroup(project) {
+  const section = el('section', 'project');
+  section.dataset.project = project;
+  const head = el('h2', null, groupTitle(project, 0));
+  const grid = el('div', 'grid');
+  section.append(head, grid);
+  const g = { section, head, grid };
+  cards.groups.set(project, g);
+  return g;
+}
+
+function renderAgents() {
+  const root = $('cards');
+  const agents = visibleAgents();
+  const lists = new Map();
+  for (const a of agents) {
+    const p = a.project || 'other';
+    if (!lists.has(p)) lists.set(p, []);
+    lists.get(p).push(a);
+  }
+  cards.els = new Map();
+  cards.groups = new Map();
+  cards.dirty.clear();
+  const frag = document.createDocumentFragment();
+  const keyed = [...lists.entries()].map(([p, list]) => {
+    list.sort(cardOrder);
+    return [groupKey(p, list[0]), list];
+  });
+  for (const [key, list] of keyed.sort((x, y) => groupOrder(x[0], y[0]))) {
+    const g = newGroup(key.project);
+    g.head.textContent = groupTitle(key.project, list.length);
+    for (const a of list) {
+      const c = card(a);
+      cards.els.set(a.id, c);
+      g.grid.appendChild(c);
+    }
+    frag.appendChild(g.section);
+  }
+  root.replaceChildren(frag);
+  cards.empty = agents.length ? null : root.appendChild(emptyNote());
+  recount();
+  renderSummary();
+  renderNeeds();
+  rerenderOrchestrations();
+}
+
+// ---------- the summary ---------------------------------------------------------------------
+
+/// Counts every agent's shown state again (after a full load).
+function recount() {
+  cards.counts = new Map();
+  for (const a of hs.agents.values()) count(shownState(a), 1);
+}
+
+function count(shown, by) {
+  const n = (cards.counts.get(shown) || 0) + by;
+  if (n) cards.counts.set(shown, n); else cards.counts.delete(shown);
+}
+
+/// The header's counts, from the same shown state as the cards; kept current on every change
+/// and touching only the numbers that changed.
+function renderSummary() {
+  const box = $('summary');
+  const total = hs.agents.size;
+  const shown = SHOWN_ORDER.filter((k) => cards.counts.get(k));
+  const same = box.childElementCount === shown.length + 1 && shown.every((k) => cards.countEls.has(k)) && cards.countEls.size === shown.length;
+  if (!same) {
+    cards.countEls = new Map();
+    const parts = [el('span', 'count-total')];
+    for (const k of shown) {
+      const c = el('span', 'count');
+      c.dataset.shown = k;
+      cards.countEls.set(k, c);
+      parts.push(c);
+    }
+    box.replaceChildren(...parts);
+    cards.drawnTotal = null;
+  }
+  if (cards.drawnTotal !== total) {
+    box.firstChild.textContent = `${total} agent${total === 1 ? '' : 's'}`;
+    cards.drawnTotal = total;
+  }
+  for (const k of shown) {
+    const text = `${cards.counts.get(k)} ${SHOWN_LABEL[k]}`;
+    const c = cards.countEls.get(k);
+    if (c.textContent !== text) c.textContent = text;
+  }
+}
+
+let emptyTemplate = null;
+function emptyNote() {
+  return emptyTemplate.cloneNode(true);
+}
+
+// ---------- one card at a time --------------------------------------------------------------
+
+/// A card's agent changed: its data now, its card on the next frame.
+function updateCard(a) {
+  const before = hs.agents.get(a.id);
+  // A refresh that finds nothing new (a watchdog's card_refresh, say) changes nothing.
+  if (before && cards.els.has(a.id) === cardShown(a) && JSON.stringify(before) === JSON.stringify(a)) return;
+  hs.agents.set(a.id, a);
+  noteTransition(a);
+  if (before) count(shownState(before), -1);
+  count(shownState(a), 1);
+  const waiting = shownState(a) === 'waiting' || (before && shownState(before) === 'waiting');
+  // The tab's title and notifications do not wait for a frame (a hidden tab gets none).
+  if (waiting) { cards.needsDirty = true; attention.waitingCount = waitingAgents().length; }
+  noteAttention(attention.waitingCount || 0);
+  if (orchestrationNames(a)) cards.orchDirty = true;
+  cards.dirty.add(a.id);
+  if (hs.open === a.id) convTitle(a);
+  if (cards.scheduled) return;
+  cards.scheduled = true;
+  setTimeout(() => {
+    cards.frame = requestAnimationFrame(drawCards);
+    cards.timer = setTimeout(drawCards, 250); // a hidden tab gets no frames
+  }, Math.max(0, cards.drawnAt + DRAW_GAP_MS - performance.now()));
+}
+
+/// Draws every change queued since the last frame.
+function drawCards() {
+  cancelAnimationFrame(cards.frame);
+  clearTimeout(cards.timer);
+  cards.frame = null;
+  cards.scheduled = false;
+  const started = cards.drawnAt = performance.now();
+  const ids = [...cards.dirty];
+  cards.dirty.clear();
+  const touched = new Set();
+  // First every changed card leaves its group, so that the groups hold only cards in order.
+  for (const id of ids) {
+    const old = cards.els.get(id);
+    if (!old) continue;
+    cards.els.delete(id);
+    const project = old.parentNode && old.parentNode.parentNode && old.parentNode.parentNode.dataset.project;
+    old.remove();
+    if (project !== undefined) touched.add(project);
+  }
+  const filter = $('filter').value.trim().toLowerCase();
+  for (const id of ids) {
+    const a = hs.agents.get(id);
+    if (!a || !cardShown(a, filter)) continue;
+    const p = a.project || 'other';
+    const g = cards.groups.get(p) || newGroup(p);
+    const c = card(a);
+    cards.els.set(id, c);
+    g.grid.insertBefore(c, g.grid.children[cardIndex(g.grid, a)] || null);
+    touched.add(p);
+  }
+  for (const p of touched) {
+    const g = cards.groups.get(p);
+    const n = g.grid.childElementCount;
+    if (!n) { g.section.remove(); cards.groups.delete(p); continue; }
+    const title = groupTitle(p, n);
+    if (g.head.textContent !== title) g.head.textContent = title;
+  }
+  if (touched.size) orderGroups();
+  // Kept by reference: a selector would walk every card.
+  if (cards.groups.size && cards.empty) { cards.empty.remove(); cards.empty = null; }
+  else if (!cards.groups.size && !cards.empty) cards.empty = $('cards').appendChild(emptyNote());
+  renderSummary();
+  if (cards.needsDirty) { cards.needsDirty = false; renderNeeds(); }
+  if (cards.orchDirty) { cards.orchDirty = false; rerenderOrchestrations(); }
+  hs.metrics.draws += 1;
+  hs.metrics.drawMs += performance.now() - started;
+}
+
+/// Where the agent's card goes in its group's grid (whose cards are in order).
+function cardIndex(grid, a) {
+  const list = grid.children;
+  let lo = 0, hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    const other = hs.agents.get(Number(list[mid].dataset.id));
+    if (other && cardOrder(other, a) < 0) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+/// Puts the groups in order, moving as few as it can: a moved group's cards are styled again.
+function orderGroups() {
+  const root = $('cards');
+  const current = [...root.children].filter((s) => s.matches('section.project') && cards.groups.has(s.dataset.project));
+  const keyOf = new Map(current.map((s) => {
+    const first = hs.agents.get(Number(cards.groups.get(s.dataset.project).grid.firstElementChild.dataset.id));
+    return [s, groupKey(s.dataset.project, first)];
+  }));
+  const want = [...current].sort((x, y) => groupOrder(keyOf.get(x), keyOf.get(y)));
+  if (want.every((s, i) => s === current[i])) return;
+  // The longest run already in order stays; the others move in front of their successor.
+  const place = new Map(want.map((s, i) => [s, i]));
+  const seq = current.map((s) => place.get(s));
+  const len = seq.map(() => 1), prev = seq.map(() => -1);
+  let best = 0;
+  for (let i = 0; i < seq.length; i++) {
+    for (let j = 0; j < i; j++) if (seq[j] < seq[i] && len[j] + 1 > len[i]) { len[i] = len[j] + 1; prev[i] = j; }
+    if (len[i] > len[best]) best = i;
+  }
+  const stay = new Set();
+  for (let i = best; i >= 0; i = prev[i]) stay.add(current[i]);
+  for (let i = want.length - 1; i >= 0; i--) {
+    if (!stay.has(want[i])) root.insertBefore(want[i], i + 1 < want.length ? want[i + 1] : null);
+  }
+}
+
+async function loadAgents() {
+  const { body: list, lastEventId } = await api('/api/agents', { withEventId: true });
+  // The stream starts where this list ends: an event committed in between is not missed.
+  if (!hs.streamFrom) hs.streamFrom = lastEventId;
+  hs.agents = new Map(list.map((a) => [a.id, a]));
+  for (const a of list) noteTransition(a);
+  renderAgents();
+  if (hs.open !== null) convTitle(hs.agents.get(hs.open));
+}
+
+function refreshAgent(id) {
+  if (hs.refresh.has(id)) return;
+  hs.refresh.set(id, setTimeout(async () => {
+    hs.refresh.delete(id);
+    try {
+      updateCard(await api(`/api/agents/${id}`));
+    } catch (e) { /* gone or server down: the next event or gap refetches */ }
+  }, 80));
+}
