@@ -41,6 +41,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0009_events.sql",
         include_str!("../../../migrations/0009_events.sql"),
     ),
+    (
+        "0010_search_off_commit.sql",
+        include_str!("../../../migrations/0010_search_off_commit.sql"),
+    ),
 ];
 
 /// Why migrating failed.

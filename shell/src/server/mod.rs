@@ -233,6 +233,8 @@ async fn serve(
         info!("applied migrations: {}", applied.join(", "));
     }
     let store = PgStore::new(&url, 8).map_err(|e| e.to_string())?;
+    // Full-text indexing of committed turns, off the writer's commit path.
+    crate::server::pgstore::search_index::start_indexer(store.clone());
     let world = World {
         clock: Arc::new(SystemClock),
         store: Arc::new(store),

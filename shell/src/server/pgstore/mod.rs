@@ -21,6 +21,7 @@ pub mod events;
 mod history;
 mod reads;
 mod search;
+pub mod search_index;
 mod steps;
 
 impl From<tokio_postgres::Error> for StoreError {
