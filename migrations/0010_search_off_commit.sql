@@ -38,8 +38,9 @@ CREATE TABLE IF NOT EXISTS turn_words_backfill (
     total   BIGINT NOT NULL,
     done    BIGINT NOT NULL DEFAULT 0
 );
+-- A new database has nothing to backfill.
 INSERT INTO turn_words_backfill (below, total)
-SELECT COALESCE(max(id), 0) + 1, count(*) FROM turns
+SELECT max(id) + 1, count(*) FROM turns HAVING count(*) > 0
 ON CONFLICT DO NOTHING;
 
 CREATE OR REPLACE FUNCTION turn_words_queue_new() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -32,8 +32,10 @@ const LOG_EVERY: i64 = 100_000;
 /// One backfill batch's result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backfill {
-    /// Indexed a batch: `done` of the `total` turns that predate the side table.
+    /// Indexed a batch of `indexed` turns: `done` of the `total` that predate the side table.
     Indexed {
+        /// Turns this batch indexed.
+        indexed: i64,
         /// Turns indexed so far.
         done: i64,
         /// Turns there were when the migration ran.
@@ -115,12 +117,16 @@ impl PgStore {
                 )
                 .await?;
                 Backfill::Indexed {
+                    indexed: n,
                     done: done + n,
                     total,
                 }
             }
             None => {
                 tx.execute("DELETE FROM turn_words_backfill", &[]).await?;
+                if total > 0 {
+                    info!("[SEARCH] indexed all {done} older turns; full text covers every turn");
+                }
                 Backfill::Finished
             }
         };
@@ -169,8 +175,12 @@ async fn index_pass(store: &PgStore, backfill_finished: &mut bool) -> Result<boo
         return Ok(false);
     }
     match store.backfill_words(INDEX_BATCH).await? {
-        Backfill::Indexed { done, total } => {
-            if done / LOG_EVERY != (done - INDEX_BATCH.min(done)) / LOG_EVERY || done >= total {
+        Backfill::Indexed {
+            indexed,
+            done,
+            total,
+        } => {
+            if done / LOG_EVERY != (done - indexed) / LOG_EVERY || done - indexed == 0 {
                 info!("[SEARCH] indexed {done} of {total} turns");
             }
             Ok(true)
