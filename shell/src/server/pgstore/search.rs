@@ -24,12 +24,16 @@ const INDEXED_TURNS: &str = "(SELECT t.id AS doc_id, t.agent_id, t.actor, t.\"ti
         w.words AS body_search FROM turns t JOIN turn_words w ON w.turn_id = t.id) d";
 
 /// Turns committed but not indexed yet (the newest [`PENDING_SCANNED`] of them), their vector
-/// parsed on the fly: a turn is found by its words from the moment it is committed.
+/// parsed on the fly: a turn is found by its words from the moment it is committed. The
+/// `OFFSET 0` fences keep the planner from pushing the words' test down into a scan of
+/// `turns` (parsing every turn) and make it fetch each queued turn by its id.
 fn pending_turns() -> String {
     format!(
-        "(SELECT t.id AS doc_id, t.agent_id, t.actor, t.\"timestamp\" AS ts, {TURN_WORDS} AS body_search
+        "(SELECT t.doc_id, t.agent_id, t.actor, t.ts, {TURN_WORDS} AS body_search
           FROM (SELECT turn_id FROM turn_words_pending ORDER BY turn_id DESC LIMIT {PENDING_SCANNED}) p
-          JOIN turns t ON t.id = p.turn_id) d"
+          CROSS JOIN LATERAL (SELECT t.id AS doc_id, t.agent_id, t.actor, t.\"timestamp\" AS ts, t.text
+                              FROM turns t WHERE t.id = p.turn_id OFFSET 0) t
+          OFFSET 0) d"
     )
 }
 
