@@ -17,6 +17,7 @@ scripts/with-test-postgres.sh --durable bash -c "
   set -euo pipefail
   '$target/release/examples/server_bench'
   '$target/release/examples/search_bench'
+  '$target/release/examples/turn_insert_bench'
   $cargo test --release -p headspace --test scale_bench -- --ignored --nocapture --test-threads=1
 "
 
