@@ -141,16 +141,16 @@ async fn main() {
         .expect("fill");
     let filled = t.elapsed();
     let t = Instant::now();
-    c.batch_execute(
-        &format!("SET maintenance_work_mem = '512MB';
+    c.batch_execute(&format!(
+        "SET maintenance_work_mem = '512MB';
          INSERT INTO turn_words (turn_id, words)
              SELECT id, to_tsvector('english'::regconfig, left(text, 100000)) FROM turns
              WHERE id <= (SELECT max(id) FROM turns) - {PENDING};
          DELETE FROM turn_words_pending WHERE turn_id <= (SELECT max(id) FROM turns) - {PENDING};
          CREATE INDEX turn_words_search ON turn_words USING gin (words);
          CREATE INDEX turns_text_trgm ON turns USING gin (text gin_trgm_ops);
-         CREATE INDEX turns_time ON turns (\"timestamp\", id);"),
-    )
+         CREATE INDEX turns_time ON turns (\"timestamp\", id);"
+    ))
     .await
     .expect("indexes");
     // The queue held every turn for a moment (the insert's trigger): as small as the

@@ -54,13 +54,52 @@ fn insert(table: &str) -> String {
 /// fixed generator, different for every turn.
 fn text(seed: u64, bytes: usize) -> String {
     const WORDS: &[&str] = &[
-        "the", "test", "fails", "because", "parser", "handles", "trailing", "commas", "in",
-        "src/lib.rs", "build", "passes", "now", "with", "index", "lock", "held", "too", "long",
-        "snapshot", "stale", "query", "plan", "looks", "right", "refactoring", "handler",
-        "migration", "checking", "error[E0308]", "mismatched", "types", "expected", "found",
-        "cargo", "clippy", "warnings", "function", "returns", "value", "borrow", "outlives",
+        "the",
+        "test",
+        "fails",
+        "because",
+        "parser",
+        "handles",
+        "trailing",
+        "commas",
+        "in",
+        "src/lib.rs",
+        "build",
+        "passes",
+        "now",
+        "with",
+        "index",
+        "lock",
+        "held",
+        "too",
+        "long",
+        "snapshot",
+        "stale",
+        "query",
+        "plan",
+        "looks",
+        "right",
+        "refactoring",
+        "handler",
+        "migration",
+        "checking",
+        "error[E0308]",
+        "mismatched",
+        "types",
+        "expected",
+        "found",
+        "cargo",
+        "clippy",
+        "warnings",
+        "function",
+        "returns",
+        "value",
+        "borrow",
+        "outlives",
     ];
-    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     let mut out = String::with_capacity(bytes + 32);
     while out.len() < bytes {
         state = state
@@ -114,7 +153,10 @@ async fn main() {
         format!("DROP DATABASE IF EXISTS {db}"),
         format!("CREATE DATABASE {db}"),
     ] {
-        admin.simple_query(&statement).await.expect("bench database");
+        admin
+            .simple_query(&statement)
+            .await
+            .expect("bench database");
     }
     let url = cluster.replace("dbname=postgres", &format!("dbname={db}"));
     migrate::run(&url).await.expect("migrations");
@@ -137,7 +179,12 @@ async fn main() {
     );
     println!(
         "{:<10} {:>22} {:>22} {:>9} {:>24} {:>22}",
-        "turn size", "generated column", "side table", "faster", "indexer, later", "no search index"
+        "turn size",
+        "generated column",
+        "side table",
+        "faster",
+        "indexer, later",
+        "no search index"
     );
     let mut next_id: i64 = 1;
     for kb in [2usize, 6] {

@@ -32,7 +32,11 @@ fn database(name: &str) -> Option<String> {
         .args(["migrate", "--database-url", &db])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     psql(
         &db,
         "INSERT INTO agents (id, session_id, project, cwd, ended, last_seen_at) VALUES (1, 's1', 'p', '/p', false, now());
@@ -89,14 +93,20 @@ fn a_turn_is_found_by_its_words_from_its_commit_on_indexed_or_not() {
         assert_eq!(pg.index_pending(500).await.unwrap(), 0);
 
         // A changed text is queued again and indexed again.
-        psql(&db, "UPDATE turns SET text = 'Deploying the canary now.' WHERE id = 1");
+        psql(
+            &db,
+            "UPDATE turns SET text = 'Deploying the canary now.' WHERE id = 1",
+        );
         assert_eq!(psql(&db, "SELECT turn_id FROM turn_words_pending"), "1");
         assert_eq!(pg.search(&query("canaries")).await.unwrap().len(), 1);
         assert_eq!(pg.index_pending(500).await.unwrap(), 1);
         assert_eq!(pg.search(&query("canaries")).await.unwrap().len(), 1);
         assert!(pg.search(&query("test fail")).await.unwrap().is_empty());
         // Other updates of a turn (a claim, a merge) do not queue it.
-        psql(&db, "UPDATE turns SET entry_uuid = 'u1', hook_key = 'k' WHERE id = 1");
+        psql(
+            &db,
+            "UPDATE turns SET entry_uuid = 'u1', hook_key = 'k' WHERE id = 1",
+        );
         assert_eq!(psql(&db, "SELECT count(*) FROM turn_words_pending"), "0");
 
         // Deleting turns (prune) deletes their vectors.
@@ -197,7 +207,10 @@ fn two_indexers_on_one_database_index_every_turn_exactly_once() {
             let rows: Vec<Write> = (0..PER_BATCH)
                 .map(|k| {
                     let id = base + b * PER_BATCH + k;
-                    turn(id, &format!("new turn {id}: deploying service{id} to staging"))
+                    turn(
+                        id,
+                        &format!("new turn {id}: deploying service{id} to staging"),
+                    )
                 })
                 .collect();
             writer.apply(&rows).await.unwrap();
@@ -213,7 +226,10 @@ fn two_indexers_on_one_database_index_every_turn_exactly_once() {
         assert_eq!(queued, BATCHES * PER_BATCH, "every new turn taken once");
         assert_eq!(backfilled as u64, OLD, "every old turn backfilled once");
         let total = OLD + BATCHES * PER_BATCH;
-        assert_eq!(psql(&db, "SELECT count(*) FROM turn_words"), total.to_string());
+        assert_eq!(
+            psql(&db, "SELECT count(*) FROM turn_words"),
+            total.to_string()
+        );
         assert_eq!(psql(&db, "SELECT count(*) FROM turn_words_pending"), "0");
         // No gaps: every turn's vector is the one of its text.
         assert_eq!(
@@ -224,7 +240,10 @@ fn two_indexers_on_one_database_index_every_turn_exactly_once() {
             ),
             total.to_string()
         );
-        let hits = writer.search(&query("deployed service200150")).await.unwrap();
+        let hits = writer
+            .search(&query("deployed service200150"))
+            .await
+            .unwrap();
         assert_eq!(hits.len(), 1, "{hits:?}");
     });
 }

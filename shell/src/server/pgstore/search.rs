@@ -201,7 +201,12 @@ impl PgStore {
             };
             add_rows(&mut hits, &rows, false, false);
         }
-        add_rows(&mut hits, &c.query(&ranked(&pending_turns()), &params).await?, false, false);
+        add_rows(
+            &mut hits,
+            &c.query(&ranked(&pending_turns()), &params).await?,
+            false,
+            false,
+        );
         let sql = format!(
             "SELECT doc_id, ts_rank_cd(body_search, {TSQUERY}, 32)::float8, step_agent, tool_use_id
              FROM (SELECT d.doc_id, {STEP_WORDS} AS body_search, d.step_at, d.step_agent, d.tool_use_id FROM {STEPS}
@@ -306,13 +311,11 @@ async fn details(
                 }
                 None => unmark(r.get::<_, Option<&str>>(15).unwrap_or_default()),
             };
-            let step = r
-                .get::<_, Option<String>>(16)
-                .map(|tool_use_id| StepMatch {
-                    tool_use_id,
-                    tool: r.get(17),
-                    summary: r.get(18),
-                });
+            let step = r.get::<_, Option<String>>(16).map(|tool_use_id| StepMatch {
+                tool_use_id,
+                tool: r.get(17),
+                summary: r.get(18),
+            });
             SearchHit {
                 turn_id: r.get::<_, i64>(0) as u64,
                 agent_id: r.get::<_, i64>(1) as u64,
