@@ -107,8 +107,12 @@ fn text(seed: u64, bytes: usize) -> String {
             .wrapping_add(1442695040888963407);
         let w = WORDS[(state >> 33) as usize % WORDS.len()];
         out.push_str(w);
-        out.push(if (state >> 20) % 11 == 0 { '.' } else { ' ' });
-        if (state >> 40) % 37 == 0 {
+        out.push(if (state >> 20).is_multiple_of(11) {
+            '.'
+        } else {
+            ' '
+        });
+        if (state >> 40).is_multiple_of(37) {
             out.push_str(&format!("{} ", state % 100_000));
         }
     }

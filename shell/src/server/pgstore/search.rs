@@ -187,9 +187,12 @@ impl PgStore {
                 // Many matches: walk back from the newest turn rather than fetch them all (the
                 // planner, expecting few, would read them all or scan the table).
                 let tx = c.transaction().await?;
-                // Serial: starting parallel workers costs more than the short walk.
+                // Serial: starting parallel workers costs more than the short walk. Each turn's
+                // vector fetched by its id as the walk reaches it (a nested loop), not by
+                // joining the two tables whole.
                 tx.batch_execute(
                     "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off;
+                     SET LOCAL enable_mergejoin = off; SET LOCAL enable_hashjoin = off;
                      SET LOCAL max_parallel_workers_per_gather = 0",
                 )
                 .await?;
