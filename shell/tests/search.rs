@@ -280,6 +280,96 @@ fn search_finds_phrases_paths_error_strings_and_prefixes_exact_first() {
 }
 
 #[test]
+fn search_finds_a_command_or_path_only_in_a_tool_step_at_its_turn() {
+    let Some(db) = fresh_db("search_steps") else {
+        return;
+    };
+    let claude = temp_dir("search_steps");
+    let s = Server::start(&db, &claude, &[]);
+    let mut w = SessionWriter::new(3, Timestamp::parse_rfc3339("2026-02-01T09:00:00Z").unwrap());
+    let mut lines = vec![
+        w.prompt("run the tests of the frontend crate", None),
+        w.agent_text("Running them now."),
+    ];
+    lines.extend(w.tool(
+        "Bash",
+        json!({"command": "cargo test -p quuxfront --release"}),
+        "test result: ok",
+    ));
+    lines.extend(w.tool(
+        "Edit",
+        json!({"file_path": "/repo/src/zebra_stripes.rs", "old_string": "a", "new_string": "b"}),
+        "ok",
+    ));
+    lines.push(w.agent_text("All green."));
+    write(&claude, &w, &lines);
+    // The turns, and the steps under them, as the conversation shows them.
+    let turns = wait_for(Duration::from_secs(15), || {
+        let v = s.try_json(&format!("/api/agents/{}/turns", w.session_id))?;
+        let turns = v.as_array()?.clone();
+        let steps: usize = turns
+            .iter()
+            .map(|t| t["steps"].as_array().map_or(0, Vec::len))
+            .sum();
+        (turns.len() == 3 && steps == 2).then_some(turns)
+    })
+    .unwrap_or_else(|| panic!("turns and steps:\n{}", s.log()));
+    let under = |tool: &str| -> u64 {
+        turns
+            .iter()
+            .find(|t| {
+                t["steps"]
+                    .as_array()
+                    .is_some_and(|st| st.iter().any(|x| x["tool"] == json!(tool)))
+            })
+            .unwrap_or_else(|| panic!("no turn with a {tool} step: {turns:?}"))["id"]
+            .as_u64()
+            .unwrap()
+    };
+    for turn in &turns {
+        assert!(!turn["text"].as_str().unwrap().contains("quuxfront"));
+    }
+
+    // A command only a step holds: found exactly, at the turn the step is shown under.
+    let hits = search(&s, "cargo test -p quuxfront", "");
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0]["turn_id"], json!(under("Bash")));
+    assert_eq!(hits[0]["exact"], json!(true));
+    assert_eq!(hits[0]["step"]["tool"], json!("Bash"));
+    assert_eq!(
+        hits[0]["step"]["summary"],
+        json!("cargo test -p quuxfront --release")
+    );
+    assert!(hits[0]["step"]["tool_use_id"]
+        .as_str()
+        .unwrap()
+        .starts_with("toolu_"));
+    assert_eq!(highlighted(&hits[0]), vec!["cargo test -p quuxfront"]);
+    // A path, exactly and by its words; stemmed words of a command by full text.
+    let hits = search(&s, "src/zebra_stripes.rs", "");
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0]["turn_id"], json!(under("Edit")));
+    assert_eq!(hits[0]["step"]["tool"], json!("Edit"));
+    let hits = search(&s, "releases quuxfront", "");
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0]["exact"], json!(false));
+    assert_eq!(hits[0]["step"]["tool"], json!("Bash"));
+    assert!(!highlighted(&hits[0]).is_empty(), "{hits:?}");
+    // A turn's own text: no step named.
+    let hits = search(&s, "All green", "");
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0]["step"], Value::Null);
+    // Filters apply to the step's turn.
+    assert!(search(&s, "quuxfront", "&actor=user").is_empty());
+    assert_eq!(search(&s, "quuxfront", "&actor=agent").len(), 1);
+    assert!(search(&s, "quuxfront", "&since=2026-03-01").is_empty());
+    // The CLI prints it too.
+    let (code, out) = cli(&s, &["search", "quuxfront"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("quuxfront"), "{out}");
+}
+
+#[test]
 fn search_takes_wildcards_literally_and_refuses_bad_input() {
     let Some(h) = history("search_attacks") else {
         return;

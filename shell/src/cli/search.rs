@@ -45,8 +45,13 @@ pub(crate) fn search(
     }
     let bold = std::io::stdout().is_terminal();
     for h in &hits {
+        // A hit found by a tool step names the tool before the step's summary.
+        let step: String = h["step"]["tool"]
+            .as_str()
+            .map(|t| t.chars().filter(|c| !c.is_control()).collect::<String>() + ": ")
+            .unwrap_or_default();
         println!(
-            "{}  agent {:<4} {:<16} {:<5} turn {:<6} {}",
+            "{}  agent {:<4} {:<16} {:<5} turn {:<6} {step}{}",
             text(&h["timestamp"])
                 .get(..19)
                 .unwrap_or(text(&h["timestamp"])),

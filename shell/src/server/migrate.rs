@@ -42,6 +42,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         include_str!("../../../migrations/0009_events.sql"),
     ),
     (
+        "0010_search_off_commit.sql",
+        include_str!("../../../migrations/0010_search_off_commit.sql"),
+    ),
+    (
         "0011_machines.sql",
         include_str!("../../../migrations/0011_machines.sql"),
     ),

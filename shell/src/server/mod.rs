@@ -247,6 +247,8 @@ async fn serve(
     machines::valid_name(&machine)?;
     let store = PgStore::for_machine(&url, 8, Some(&machine)).map_err(|e| e.to_string())?;
     machines::register_and_beat(store.clone(), machine.clone(), 0).await?;
+    // Full-text indexing of committed turns, off the writer's commit path.
+    crate::server::pgstore::search_index::start_indexer(store.clone());
     let world = World {
         clock: Arc::new(SystemClock),
         store: Arc::new(store),

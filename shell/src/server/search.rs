@@ -84,6 +84,20 @@ pub struct SearchHit {
     pub exact: bool,
     /// The rank: exact hits above 1, full-text hits in [0, 1).
     pub score: f64,
+    /// The tool step that matched, when the turn was found by one of its steps (then
+    /// `snippet` is the step's summary); null when the turn's own text matched.
+    pub step: Option<StepMatch>,
+}
+
+/// The tool step a hit was found by: one of the steps shown under its turn.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepMatch {
+    /// The step's tool-use id.
+    pub tool_use_id: String,
+    /// The tool (`Bash`, `Edit`, ...).
+    pub tool: String,
+    /// The one-line summary of its input that matched (a command, a path, a pattern).
+    pub summary: String,
 }
 
 /// An ended agent in the history view.

@@ -22,6 +22,7 @@ mod history;
 mod machines;
 mod reads;
 mod search;
+pub mod search_index;
 mod steps;
 
 impl From<tokio_postgres::Error> for StoreError {

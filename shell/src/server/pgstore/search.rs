@@ -1,31 +1,63 @@
-//! Search, history and prune on PostgreSQL (the indexes of `migrations/0008_search.sql`).
+//! Search, history and prune on PostgreSQL (the indexes of `migrations/0008_search.sql` and
+//! `migrations/0010_search_off_commit.sql`).
 
+use super::search_index::TURN_WORDS;
 use super::{id, ms, PgStore};
 use crate::server::search::{
-    exact_snippet, unmark, SearchHit, SearchQuery, MARK_END, MARK_START, SNIPPET_CONTEXT_CHARS,
+    exact_snippet, unmark, SearchHit, SearchQuery, StepMatch, MARK_END, MARK_START,
+    SNIPPET_CONTEXT_CHARS,
 };
 use crate::server::store::StoreError;
 use headspace_core::Timestamp;
 use serde_json::Value;
 use tokio_postgres::types::ToSql;
 
-/// The searchable documents, one row each: `doc_id` (the turn), `agent_id`, `actor`, `ts`,
-/// `body` and its full-text vector `body_search`. Written as a plain subquery, not a CTE, so
-/// PostgreSQL pushes each filter into it and uses the indexes.
-///
-/// Tool steps join here as a second branch, with no other change to the statements:
-/// `UNION ALL SELECT s.turn_id, s.agent_id, s.actor, s."timestamp", s.summary,
-/// s.summary_search FROM steps s`, once `steps` carries its turn's agent, actor and time
-/// (copied at insert, so every filter and the time walk have an index of their own there:
-/// `(timestamp, turn_id)`, `(agent_id, timestamp)`), a generated `summary_search` tsvector
-/// under GIN and a `gin_trgm_ops` index on `summary`, as `turns` has. PostgreSQL pushes the
-/// WHERE of a `UNION ALL` subquery into every branch and merges ordered branches (Merge
-/// Append), so the plans stay index-only. A step's hit counts for its turn (hits are
-/// deduplicated by turn id); the details statement then finds no exact match in the turn
-/// text and falls back to the headline, until it also reads the step's summary for the
-/// snippet.
-const DOCUMENTS: &str = "(SELECT t.id AS doc_id, t.agent_id, t.actor, t.\"timestamp\" AS ts,
-        t.text AS body, t.text_search AS body_search FROM turns t) d";
+/// Turns as searchable documents: `doc_id` (the turn), `agent_id`, `actor`, `ts`, `body`.
+/// Written as a plain subquery, not a CTE, so PostgreSQL pushes each filter into it and uses
+/// the indexes.
+const TURNS: &str = "(SELECT t.id AS doc_id, t.agent_id, t.actor, t.\"timestamp\" AS ts,
+        t.text AS body FROM turns t) d";
+
+/// Indexed turns with their full-text vector `body_search` (filled in the background, see
+/// [`super::search_index`]).
+const INDEXED_TURNS: &str = "(SELECT t.id AS doc_id, t.agent_id, t.actor, t.\"timestamp\" AS ts,
+        w.words AS body_search FROM turns t JOIN turn_words w ON w.turn_id = t.id) d";
+
+/// Turns committed but not indexed yet (the newest [`PENDING_SCANNED`] of them), their vector
+/// parsed on the fly: a turn is found by its words from the moment it is committed. The
+/// `OFFSET 0` fences keep the planner from pushing the words' test down into a scan of
+/// `turns` (parsing every turn) and make it fetch each queued turn by its id.
+fn pending_turns() -> String {
+    format!(
+        "(SELECT t.doc_id, t.agent_id, t.actor, t.ts, {TURN_WORDS} AS body_search
+          FROM (SELECT turn_id FROM turn_words_pending ORDER BY turn_id DESC LIMIT {PENDING_SCANNED}) p
+          CROSS JOIN LATERAL (SELECT t.id AS doc_id, t.agent_id, t.actor, t.\"timestamp\" AS ts, t.text
+                              FROM turns t WHERE t.id = p.turn_id OFFSET 0) t
+          OFFSET 0) d"
+    )
+}
+
+/// Pending turns parsed per search at most: the indexer keeps the queue far shorter (it takes
+/// [`super::search_index::INDEX_BATCH`] every pass); a longer one means it is stopped, and
+/// then the exact side still finds the rest.
+const PENDING_SCANNED: i64 = 500;
+
+/// Tool steps as documents of the turn they are shown under (the latest of the agent's turns
+/// at or before the step's start, else its first: [`headspace_core::step::turn_indices_at`]):
+/// `doc_id`, `agent_id`, `actor` and `ts` are that turn's, so every filter means the same as
+/// for turns; `body` is the step's one-line summary, `step_at` its start (the walk's order).
+const STEPS: &str = "(SELECT m.id AS doc_id, m.agent_id, m.actor, m.\"timestamp\" AS ts, s.summary AS body,
+        s.agent_id AS step_agent, s.tool_use_id, s.started_at AS step_at
+      FROM steps s
+      CROSS JOIN LATERAL (SELECT COALESCE(
+          (SELECT u.id FROM turns u WHERE u.agent_id = s.agent_id AND u.\"timestamp\" <= s.started_at
+           ORDER BY u.\"timestamp\" DESC, u.id DESC LIMIT 1),
+          (SELECT u.id FROM turns u WHERE u.agent_id = s.agent_id ORDER BY u.\"timestamp\", u.id LIMIT 1)) AS turn_id) k
+      JOIN turns m ON m.id = k.turn_id
+      WHERE s.started_at IS NOT NULL) d";
+
+/// A step summary's vector: the expression of the `steps_summary_search` index, word for word.
+const STEP_WORDS: &str = "to_tsvector('english'::regconfig, left(d.body, 100000))";
 
 /// The query's words as full text. Written out at each use, not computed once in a CTE: the
 /// planner must see the constant tsquery to estimate how many turns it matches.
@@ -56,9 +88,42 @@ fn filters(first: usize) -> String {
     )
 }
 
+/// A hit before its details are read: the turn, its score, whether the text holds the query
+/// exactly, and the step (agent, tool-use id) that matched, when a step did.
+struct Found {
+    doc: i64,
+    score: f64,
+    exact: bool,
+    step: Option<(i64, String)>,
+}
+
+/// Adds `found` unless its turn is already a hit (the first way a turn was found wins: exact
+/// before full text, the turn's own text before its steps').
+fn add(hits: &mut Vec<Found>, found: Found) {
+    if !hits.iter().any(|h| h.doc == found.doc) {
+        hits.push(found);
+    }
+}
+
+/// Rows `(doc_id, score[, step_agent, tool_use_id])` as hits.
+fn add_rows(hits: &mut Vec<Found>, rows: &[tokio_postgres::Row], exact: bool, steps: bool) {
+    for r in rows {
+        add(
+            hits,
+            Found {
+                doc: r.get(0),
+                score: r.get(1),
+                exact,
+                step: steps.then(|| (r.get(2), r.get(3))),
+            },
+        );
+    }
+}
+
 impl PgStore {
     /// The turns matching a search, best first: exact (case-insensitive substring) hits
-    /// first, then full-text hits by rank; newer first among equals.
+    /// first, then full-text hits by rank; newer first among equals. A turn is also found by
+    /// its tool steps' summaries (a command, a path), and the hit says which step matched.
     ///
     /// Exact hits score 1 + their full-text rank, full-text hits their rank alone
     /// (normalisation 32 keeps it in [0, 1)), so an exact phrase always comes first. The
@@ -66,7 +131,8 @@ impl PgStore {
     /// column's statistics and walks the time index back for a common text, the trigram
     /// index for a rare one); the full-text side ranks the newest [`RANKED_CANDIDATES`]
     /// matches, read from the GIN index when there are few, by walking the time index when
-    /// there are many (see [`DENSE_MATCHES`]).
+    /// there are many (see [`DENSE_MATCHES`]), plus the turns not indexed yet, parsed on the
+    /// fly. Steps are searched the same two ways by their own indexes.
     pub async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>, StoreError> {
         let mut c = self.pool.get().await?;
         let agent = query.agent.map(id);
@@ -81,65 +147,52 @@ impl PgStore {
             &until,
             &before,
         ];
-        let mut hits: Vec<(i64, f64, bool)> = Vec::new();
+        let q: &(dyn ToSql + Sync) = &query.q;
+        let mut hits: Vec<Found> = Vec::new();
 
         if let Some(pattern) = query.exact_pattern() {
+            let params = [&[q, &pattern][..], &filter_params, &[&query.limit]].concat();
+            // The rank is computed for the chosen rows only, from the stored vector or, for a
+            // turn not indexed yet, the text.
             let sql = format!(
-                "SELECT d.doc_id, (1 + ts_rank_cd(d.body_search, {TSQUERY}, 32))::float8 FROM {DOCUMENTS}
-                 WHERE d.body ILIKE $2 AND {f}
-                 ORDER BY d.ts DESC, d.doc_id DESC LIMIT $9",
+                "SELECT x.doc_id, (1 + ts_rank_cd(COALESCE((SELECT w.words FROM turn_words w WHERE w.turn_id = x.doc_id),
+                                                         {words}), {TSQUERY}, 32))::float8
+                 FROM (SELECT d.doc_id, d.body, d.ts FROM {TURNS} WHERE d.body ILIKE $2 AND {f}
+                       ORDER BY d.ts DESC, d.doc_id DESC LIMIT $9) x",
+                words = TURN_WORDS.replace("t.text", "x.body"),
                 f = filters(3),
             );
-            for r in c
-                .query(
-                    &sql,
-                    &[
-                        &[&query.q as &(dyn ToSql + Sync), &pattern][..],
-                        &filter_params,
-                        &[&query.limit],
-                    ]
-                    .concat(),
-                )
-                .await?
-            {
-                hits.push((r.get(0), r.get::<_, f64>(1), true));
-            }
+            add_rows(&mut hits, &c.query(&sql, &params).await?, true, false);
+            let sql = format!(
+                "SELECT x.doc_id, (1 + ts_rank_cd({words}, {TSQUERY}, 32))::float8, x.step_agent, x.tool_use_id
+                 FROM (SELECT d.doc_id, d.body, d.step_agent, d.tool_use_id FROM {STEPS}
+                       WHERE d.body ILIKE $2 AND {f}
+                       ORDER BY d.step_at DESC, d.tool_use_id DESC LIMIT $9) x",
+                words = STEP_WORDS.replace("d.body", "x.body"),
+                f = filters(3),
+            );
+            add_rows(&mut hits, &c.query(&sql, &params).await?, true, true);
         }
 
+        let params = [&[q][..], &filter_params, &[&query.limit]].concat();
         let dense_sql = format!(
-            "SELECT count(*) FROM (SELECT 1 FROM {DOCUMENTS} WHERE d.body_search @@ {TSQUERY} AND {f}
+            "SELECT count(*) FROM (SELECT 1 FROM {INDEXED_TURNS} WHERE d.body_search @@ {TSQUERY} AND {f}
              LIMIT {DENSE_MATCHES} + 1) m",
             f = filters(2),
         );
-        let matches: i64 = c
-            .query_one(
-                &dense_sql,
-                &[&[&query.q as &(dyn ToSql + Sync)][..], &filter_params].concat(),
-            )
-            .await?
-            .get(0);
+        let matches: i64 = c.query_one(&dense_sql, &params[..7]).await?.get(0);
         if matches > 0 {
-            let sql = format!(
-                "SELECT doc_id, ts_rank_cd(body_search, {TSQUERY}, 32)::float8
-                 FROM (SELECT d.doc_id, d.body_search, d.ts FROM {DOCUMENTS}
-                       WHERE d.body_search @@ {TSQUERY} AND {f}
-                       ORDER BY d.ts DESC, d.doc_id DESC LIMIT {RANKED_CANDIDATES}) newest
-                 ORDER BY 2 DESC, ts DESC, doc_id DESC LIMIT $8",
-                f = filters(2),
-            );
-            let params = [
-                &[&query.q as &(dyn ToSql + Sync)][..],
-                &filter_params,
-                &[&query.limit],
-            ]
-            .concat();
+            let sql = ranked(INDEXED_TURNS);
             let rows = if matches > DENSE_MATCHES {
                 // Many matches: walk back from the newest turn rather than fetch them all (the
                 // planner, expecting few, would read them all or scan the table).
                 let tx = c.transaction().await?;
-                // Serial: starting parallel workers costs more than the short walk.
+                // Serial: starting parallel workers costs more than the short walk. Each turn's
+                // vector fetched by its id as the walk reaches it (a nested loop), not by
+                // joining the two tables whole.
                 tx.batch_execute(
                     "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off;
+                     SET LOCAL enable_mergejoin = off; SET LOCAL enable_hashjoin = off;
                      SET LOCAL max_parallel_workers_per_gather = 0",
                 )
                 .await?;
@@ -149,84 +202,142 @@ impl PgStore {
             } else {
                 c.query(&sql, &params).await?
             };
-            for r in rows {
-                let doc: i64 = r.get(0);
-                if !hits.iter().any(|h| h.0 == doc) {
-                    hits.push((doc, r.get::<_, f64>(1), false));
-                }
-            }
+            add_rows(&mut hits, &rows, false, false);
         }
+        add_rows(
+            &mut hits,
+            &c.query(&ranked(&pending_turns()), &params).await?,
+            false,
+            false,
+        );
+        let sql = format!(
+            "SELECT doc_id, ts_rank_cd(body_search, {TSQUERY}, 32)::float8, step_agent, tool_use_id
+             FROM (SELECT d.doc_id, {STEP_WORDS} AS body_search, d.step_at, d.step_agent, d.tool_use_id FROM {STEPS}
+                   WHERE {STEP_WORDS} @@ {TSQUERY} AND {f}
+                   ORDER BY d.step_at DESC, d.tool_use_id DESC LIMIT {RANKED_CANDIDATES}) newest
+             ORDER BY 2 DESC, step_at DESC, tool_use_id DESC LIMIT $8",
+            f = filters(2),
+        );
+        add_rows(&mut hits, &c.query(&sql, &params).await?, false, true);
         if hits.is_empty() {
             return Ok(Vec::new());
         }
-        let docs: Vec<i64> = hits.iter().map(|h| h.0).collect();
-        let scores: Vec<f64> = hits.iter().map(|h| h.1).collect();
-        let exact: Vec<bool> = hits.iter().map(|h| h.2).collect();
-        // The page: each hit's turn and agent, the window around an exact match (PostgreSQL's
-        // lower() keeps the character count, so strpos of the lowered text is a position in
-        // the text), or the full-text headline with its markers.
-        let sql = format!(
-            "SELECT t.id, t.agent_id, a.project, a.cwd, a.session_id, a.ended, t.actor, t.intent, {ts},
-                    b.score, b.exact, m.pos, m.start,
-                    CASE WHEN b.exact AND m.pos > 0
-                         THEN substr(t.text, m.start, m.pos - m.start + char_length($1) + {ctx}) END,
-                    char_length(t.text),
-                    CASE WHEN NOT b.exact OR m.pos = 0
-                         THEN ts_headline('english', translate(left(t.text, 100000), chr(57344) || chr(57345), ''), {TSQUERY},
-                              'StartSel=' || chr(57344) || ', StopSel=' || chr(57345)
-                              || ', MaxFragments=2, MaxWords=24, MinWords=8, FragmentDelimiter=\" … \"') END
-             FROM unnest($2::bigint[], $3::float8[], $4::bool[]) AS b(doc_id, score, exact)
-                  JOIN turns t ON t.id = b.doc_id JOIN agents a ON a.id = t.agent_id,
-                  LATERAL (SELECT p AS pos, greatest(1, p - {ctx}) AS start
-                           FROM (SELECT CASE WHEN b.exact THEN strpos(lower(t.text), lower($1)) ELSE 0 END AS p) x) m
-             ORDER BY b.score DESC, t.\"timestamp\" DESC, t.id DESC LIMIT $5",
-            ts = ms("t.\"timestamp\""),
-            ctx = SNIPPET_CONTEXT_CHARS,
-        );
-        let rows = c
-            .query(&sql, &[&query.q, &docs, &scores, &exact, &query.limit])
-            .await?;
-        let q_chars = query.q.chars().count();
-        Ok(rows
-            .iter()
-            .map(|r| {
-                let exact: bool = r.get(10);
-                let window: Option<String> = r.get(13);
-                let (snippet, highlights) = match window {
-                    Some(window) => {
-                        let pos: i32 = r.get(11);
-                        let start: i32 = r.get(12);
-                        let total: i32 = r.get(14);
-                        let shown = window.chars().count() as i32;
-                        exact_snippet(
-                            &window,
-                            (pos - start) as usize,
-                            q_chars,
-                            start > 1,
-                            start - 1 + shown < total,
-                        )
-                    }
-                    None => unmark(r.get::<_, Option<&str>>(15).unwrap_or_default()),
-                };
-                SearchHit {
-                    turn_id: r.get::<_, i64>(0) as u64,
-                    agent_id: r.get::<_, i64>(1) as u64,
-                    machine: None,
-                    project: r.get(2),
-                    cwd: r.get(3),
-                    session_id: r.get(4),
-                    ended: r.get(5),
-                    actor: r.get(6),
-                    intent: r.get(7),
-                    timestamp: time_json(r.get(8)),
-                    snippet,
-                    highlights,
-                    exact,
-                    score: r.get(9),
-                }
-            })
-            .collect())
+        details(&c, query, &hits).await
     }
+}
+
+/// The full-text statement over `documents` (with `body_search`): the newest
+/// [`RANKED_CANDIDATES`] matches, ranked, the best `$8`.
+fn ranked(documents: &str) -> String {
+    format!(
+        "SELECT doc_id, ts_rank_cd(body_search, {TSQUERY}, 32)::float8
+         FROM (SELECT d.doc_id, d.body_search, d.ts FROM {documents}
+               WHERE d.body_search @@ {TSQUERY} AND {f}
+               ORDER BY d.ts DESC, d.doc_id DESC LIMIT {RANKED_CANDIDATES}) newest
+         ORDER BY 2 DESC, ts DESC, doc_id DESC LIMIT $8",
+        f = filters(2),
+    )
+}
+
+/// The page: each hit's turn and agent, the window around an exact match in the text that
+/// matched (the turn's, or the step's summary), or the full-text headline with its markers.
+/// PostgreSQL's lower() keeps the character count, so strpos of the lowered text is a
+/// position in the text.
+async fn details(
+    c: &tokio_postgres::Client,
+    query: &SearchQuery,
+    hits: &[Found],
+) -> Result<Vec<SearchHit>, StoreError> {
+    let docs: Vec<i64> = hits.iter().map(|h| h.doc).collect();
+    let scores: Vec<f64> = hits.iter().map(|h| h.score).collect();
+    let exact: Vec<bool> = hits.iter().map(|h| h.exact).collect();
+    let step_agents: Vec<Option<i64>> = hits.iter().map(|h| h.step.as_ref().map(|s| s.0)).collect();
+    let step_ids: Vec<Option<&str>> = hits
+        .iter()
+        .map(|h| h.step.as_ref().map(|s| s.1.as_str()))
+        .collect();
+    let sql = format!(
+        "SELECT t.id, t.agent_id, a.project, a.cwd, a.session_id, a.ended, t.actor, t.intent, {ts},
+                b.score, b.exact, m.pos, m.start,
+                CASE WHEN b.exact AND m.pos > 0
+                     THEN substr(x.body, m.start, m.pos - m.start + char_length($1) + {ctx}) END,
+                char_length(x.body),
+                CASE WHEN NOT b.exact OR m.pos = 0
+                     THEN ts_headline('english', translate(left(x.body, 100000), chr(57344) || chr(57345), ''), {TSQUERY},
+                          'StartSel=' || chr(57344) || ', StopSel=' || chr(57345)
+                          || ', MaxFragments=2, MaxWords=24, MinWords=8, FragmentDelimiter=\" … \"') END,
+                s.tool_use_id, s.tool, s.summary
+         FROM unnest($2::bigint[], $3::float8[], $4::bool[], $6::bigint[], $7::text[])
+                  AS b(doc_id, score, exact, step_agent, tool_use_id)
+              JOIN turns t ON t.id = b.doc_id JOIN agents a ON a.id = t.agent_id
+              LEFT JOIN steps s ON s.agent_id = b.step_agent AND s.tool_use_id = b.tool_use_id,
+              LATERAL (SELECT CASE WHEN s.tool_use_id IS NULL THEN t.text ELSE s.summary END AS body) x,
+              LATERAL (SELECT p AS pos, greatest(1, p - {ctx}) AS start
+                       FROM (SELECT CASE WHEN b.exact THEN strpos(lower(x.body), lower($1)) ELSE 0 END AS p) y) m
+         ORDER BY b.score DESC, t.\"timestamp\" DESC, t.id DESC LIMIT $5",
+        ts = ms("t.\"timestamp\""),
+        ctx = SNIPPET_CONTEXT_CHARS,
+    );
+    let rows = c
+        .query(
+            &sql,
+            &[
+                &query.q,
+                &docs,
+                &scores,
+                &exact,
+                &query.limit,
+                &step_agents,
+                &step_ids,
+            ],
+        )
+        .await?;
+    let q_chars = query.q.chars().count();
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let exact: bool = r.get(10);
+            let window: Option<String> = r.get(13);
+            let (snippet, highlights) = match window {
+                Some(window) => {
+                    let pos: i32 = r.get(11);
+                    let start: i32 = r.get(12);
+                    let total: i32 = r.get(14);
+                    let shown = window.chars().count() as i32;
+                    exact_snippet(
+                        &window,
+                        (pos - start) as usize,
+                        q_chars,
+                        start > 1,
+                        start - 1 + shown < total,
+                    )
+                }
+                None => unmark(r.get::<_, Option<&str>>(15).unwrap_or_default()),
+            };
+            let step = r.get::<_, Option<String>>(16).map(|tool_use_id| StepMatch {
+                tool_use_id,
+                tool: r.get(17),
+                summary: r.get(18),
+            });
+            SearchHit {
+                turn_id: r.get::<_, i64>(0) as u64,
+                agent_id: r.get::<_, i64>(1) as u64,
+                machine: None,
+                project: r.get(2),
+                cwd: r.get(3),
+                session_id: r.get(4),
+                ended: r.get(5),
+                actor: r.get(6),
+                intent: r.get(7),
+                timestamp: time_json(r.get(8)),
+                snippet,
+                highlights,
+                exact,
+                score: r.get(9),
+                step,
+            }
+        })
+        .collect())
 }
 
 /// Epoch milliseconds as the API writes times (RFC 3339).

@@ -1,0 +1,249 @@
+//! Full-text indexing off the commit path (`migrations/0010_search_off_commit.sql`), on real
+//! PostgreSQL: a committed turn is found by its words before the background indexer has run
+//! and after; a changed text is indexed again; the turns older than the side table are
+//! backfilled; prune takes the vectors with the turns; and two indexers (two servers on one
+//! database) index every turn exactly once while turns keep arriving.
+
+mod common;
+use common::*;
+use headspace::server::pgstore::search_index::Backfill;
+use headspace::server::pgstore::PgStore;
+use headspace::server::search::SearchQuery;
+use headspace_core::model::{TurnRow, TurnSource};
+use headspace_core::{Actor, Intent, Timestamp, Write};
+
+fn query(q: &str) -> SearchQuery {
+    SearchQuery {
+        q: q.into(),
+        project: None,
+        agent: None,
+        actor: None,
+        since: None,
+        until: None,
+        before: None,
+        limit: 20,
+    }
+}
+
+/// A database with one agent and task, migrated.
+fn database(name: &str) -> Option<String> {
+    let db = fresh_db(name)?;
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
+        .args(["migrate", "--database-url", &db])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    psql(
+        &db,
+        "INSERT INTO agents (id, session_id, project, cwd, ended, last_seen_at) VALUES (1, 's1', 'p', '/p', false, now());
+         INSERT INTO tasks (id, agent_id, state, transcript_state, started_at, state_since) VALUES (1, 1, 'complete', 'complete', now(), now());",
+    );
+    Some(db)
+}
+
+fn turn(id: u64, text: &str) -> Write {
+    let mut t = TurnRow::new(
+        1,
+        1,
+        (Actor::Agent, Intent::Progress),
+        text.into(),
+        Timestamp(1_767_225_600_000 + id as i64 * 1000),
+        TurnSource::Transcript,
+    );
+    t.id = id;
+    Write::Turn(t)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_turn_is_found_by_its_words_from_its_commit_on_indexed_or_not() {
+    let Some(db) = database("index_commit") else {
+        return;
+    };
+    runtime().block_on(async {
+        let pg = PgStore::new(&db, 2).unwrap();
+        pg.apply(&[turn(1, "The failing tests were flaky on the runner.")])
+            .await
+            .unwrap();
+        // Committed, not indexed: the writer only queued its id.
+        assert_eq!(psql(&db, "SELECT count(*) FROM turn_words"), "0");
+        assert_eq!(psql(&db, "SELECT turn_id FROM turn_words_pending"), "1");
+        // "test fail" is not in the text as such: only full text (stemmed) finds it.
+        let before = pg.search(&query("test fail")).await.unwrap();
+        assert_eq!(before.len(), 1, "{before:?}");
+        assert_eq!((before[0].turn_id, before[0].exact), (1, false));
+        assert!(!before[0].highlights.is_empty(), "{before:?}");
+
+        assert_eq!(pg.index_pending(500).await.unwrap(), 1);
+        assert_eq!(psql(&db, "SELECT count(*) FROM turn_words_pending"), "0");
+        assert_eq!(psql(&db, "SELECT count(*) FROM turn_words"), "1");
+        let after = pg.search(&query("test fail")).await.unwrap();
+        assert_eq!(after, before, "the same hit, indexed or not");
+        assert_eq!(pg.index_pending(500).await.unwrap(), 0);
+
+        // A changed text is queued again and indexed again.
+        psql(
+            &db,
+            "UPDATE turns SET text = 'Deploying the canary now.' WHERE id = 1",
+        );
+        assert_eq!(psql(&db, "SELECT turn_id FROM turn_words_pending"), "1");
+        assert_eq!(pg.search(&query("canaries")).await.unwrap().len(), 1);
+        assert_eq!(pg.index_pending(500).await.unwrap(), 1);
+        assert_eq!(pg.search(&query("canaries")).await.unwrap().len(), 1);
+        assert!(pg.search(&query("test fail")).await.unwrap().is_empty());
+        // Other updates of a turn (a claim, a merge) do not queue it.
+        psql(
+            &db,
+            "UPDATE turns SET entry_uuid = 'u1', hook_key = 'k' WHERE id = 1",
+        );
+        assert_eq!(psql(&db, "SELECT count(*) FROM turn_words_pending"), "0");
+
+        // Deleting turns (prune) deletes their vectors.
+        psql(&db, "DELETE FROM turns WHERE id = 1");
+        assert_eq!(psql(&db, "SELECT count(*) FROM turn_words"), "0");
+    });
+}
+
+#[test]
+fn turns_older_than_the_side_table_are_backfilled_newest_first() {
+    let Some(db) = database("index_backfill") else {
+        return;
+    };
+    runtime().block_on(async {
+        let pg = PgStore::new(&db, 2).unwrap();
+        let texts: Vec<Write> = (1..=7)
+            .map(|i| turn(i, &format!("old turn number {i} about zebras")))
+            .collect();
+        pg.apply(&texts).await.unwrap();
+        // As a database migrated from 0008 looks: turns, no vectors, a backfill to do.
+        psql(
+            &db,
+            "DELETE FROM turn_words_pending;
+             INSERT INTO turn_words_backfill (below, total) VALUES (8, 7);",
+        );
+        // Until backfilled, an old turn is found by its exact text only.
+        let hits = pg.search(&query("zebra")).await.unwrap();
+        assert!(hits.iter().all(|h| h.exact) && hits.len() == 7, "{hits:?}");
+        assert!(pg.search(&query("zebras turn")).await.unwrap().is_empty());
+        let mut steps = Vec::new();
+        loop {
+            match pg.backfill_words(3).await.unwrap() {
+                Backfill::Indexed {
+                    indexed,
+                    done,
+                    total,
+                } => steps.push((indexed, done, total)),
+                Backfill::Finished => break,
+                Backfill::Busy => panic!("nobody else holds the backfill"),
+            }
+        }
+        assert_eq!(steps, vec![(3, 3, 7), (3, 6, 7), (1, 7, 7)]);
+        assert_eq!(psql(&db, "SELECT count(*) FROM turn_words_backfill"), "0");
+        assert_eq!(pg.backfill_words(3).await.unwrap(), Backfill::Finished);
+        assert_eq!(pg.search(&query("zebras turn")).await.unwrap().len(), 7);
+    });
+}
+
+#[test]
+fn two_indexers_on_one_database_index_every_turn_exactly_once() {
+    let Some(db) = database("index_two") else {
+        return;
+    };
+    const BATCHES: u64 = 30;
+    const PER_BATCH: u64 = 100;
+    const OLD: u64 = 1_000;
+    runtime().block_on(async {
+        let writer = PgStore::new(&db, 1).unwrap();
+        // Turns from before the side table, for the backfill.
+        let old: Vec<Write> = (1..=OLD)
+            .map(|i| turn(i, &format!("older turn {i}: the build of crate{i} passes")))
+            .collect();
+        writer.apply(&old).await.unwrap();
+        psql(
+            &db,
+            &format!(
+                "DELETE FROM turn_words_pending;
+                 INSERT INTO turn_words_backfill (below, total) VALUES ({}, {OLD});",
+                OLD + 1
+            ),
+        );
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let indexers: Vec<_> = (0..2)
+            .map(|_| {
+                let pg = PgStore::new(&db, 1).unwrap();
+                let done = done.clone();
+                tokio::spawn(async move {
+                    let (mut queued, mut backfilled) = (0u64, 0i64);
+                    loop {
+                        let finished = done.load(std::sync::atomic::Ordering::SeqCst);
+                        let n = pg.index_pending(37).await.unwrap();
+                        queued += n;
+                        let b = pg.backfill_words(41).await.unwrap();
+                        if let Backfill::Indexed { indexed, .. } = b {
+                            backfilled += indexed;
+                        }
+                        if finished && n == 0 && b == Backfill::Finished {
+                            return (queued, backfilled);
+                        }
+                    }
+                })
+            })
+            .collect();
+        // New turns keep arriving while both index, their ids in two interleaved ranges as
+        // two servers' id spaces would commit them.
+        for b in 0..BATCHES {
+            let base = if b % 2 == 0 { 100_000 } else { 200_000 };
+            let rows: Vec<Write> = (0..PER_BATCH)
+                .map(|k| {
+                    let id = base + b * PER_BATCH + k;
+                    turn(
+                        id,
+                        &format!("new turn {id}: deploying service{id} to staging"),
+                    )
+                })
+                .collect();
+            writer.apply(&rows).await.unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut queued = 0;
+        let mut backfilled = 0;
+        for i in indexers {
+            let (q, b) = i.await.unwrap();
+            queued += q;
+            backfilled += b;
+        }
+        assert_eq!(queued, BATCHES * PER_BATCH, "every new turn taken once");
+        assert_eq!(backfilled as u64, OLD, "every old turn backfilled once");
+        let total = OLD + BATCHES * PER_BATCH;
+        assert_eq!(
+            psql(&db, "SELECT count(*) FROM turn_words"),
+            total.to_string()
+        );
+        assert_eq!(psql(&db, "SELECT count(*) FROM turn_words_pending"), "0");
+        // No gaps: every turn's vector is the one of its text.
+        assert_eq!(
+            psql(
+                &db,
+                "SELECT count(*) FROM turns t JOIN turn_words w ON w.turn_id = t.id
+                 WHERE w.words = to_tsvector('english', left(t.text, 100000))"
+            ),
+            total.to_string()
+        );
+        let hits = writer
+            .search(&query("deployed service200150"))
+            .await
+            .unwrap();
+        assert_eq!(hits.len(), 1, "{hits:?}");
+    });
+}
