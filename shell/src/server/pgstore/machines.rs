@@ -28,7 +28,7 @@ impl PgStore {
         if let Some(row) = holder {
             let other: String = row.get(0);
             return Err(StoreError::Unavailable(format!(
-                "machine id {id} is held by machine {other:?} in this database; two servers cannot share one id space (give this one another --machine name only once edges exist, or stop the other server)"
+                "machine id {id} is held by machine {other:?} in this database; two servers cannot make ids in one id space: stop the other server, or start this one with --machine {other} if it replaces it"
             )));
         }
         c.execute(
