@@ -15,7 +15,10 @@ struct Proc {
     process: PaneProcess,
 }
 
-/// Every readable process, by pid. Processes that exit while the table is read are left out.
+/// Every readable, running process, by pid. Processes that exit while the table is read are
+/// left out, and so are zombies: a killed Claude Code whose parent has not reaped it yet (tmux
+/// with `remain-on-exit` can leave one for a long time) has exited, and must not keep its
+/// agent alive.
 fn table(proc_dir: &Path) -> BTreeMap<u32, Proc> {
     let Some(boot_ms) = boot_time_ms(proc_dir) else {
         return BTreeMap::new();
@@ -50,7 +53,14 @@ fn boot_time_ms(proc_dir: &Path) -> Option<i64> {
 
 fn read_proc(dir: &Path, pid: u32, boot_ms: i64) -> Option<Proc> {
     let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
-    let (ppid, ticks) = parse_stat(&stat)?;
+    let Stat {
+        state,
+        ppid,
+        start_ticks: ticks,
+    } = parse_stat(&stat)?;
+    if matches!(state, 'Z' | 'X') {
+        return None;
+    }
     let command = std::fs::read_to_string(dir.join("comm"))
         .map(|c| c.trim_end().to_string())
         .unwrap_or_default();
@@ -77,16 +87,27 @@ fn read_proc(dir: &Path, pid: u32, boot_ms: i64) -> Option<Proc> {
     })
 }
 
-/// The parent pid and start time (clock ticks after boot) from `/proc/PID/stat`. The name
-/// field is in parentheses and may hold spaces and parentheses: fields are counted after
-/// its last `)`.
-fn parse_stat(stat: &str) -> Option<(u32, i64)> {
+/// The fields of `/proc/PID/stat` the table needs.
+#[derive(Debug, PartialEq, Eq)]
+struct Stat {
+    /// `R`, `S`, `D`, … `Z` for a zombie, `X` for a dead one.
+    state: char,
+    ppid: u32,
+    /// The start time, in clock ticks after boot.
+    start_ticks: i64,
+}
+
+/// Reads `/proc/PID/stat`. The name field is in parentheses and may hold spaces and
+/// parentheses: fields are counted after its last `)`.
+fn parse_stat(stat: &str) -> Option<Stat> {
     let rest = &stat[stat.rfind(')')? + 1..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // After the name: state (field 3), ppid (4), … starttime (22).
-    let ppid = fields.get(1)?.parse().ok()?;
-    let start = fields.get(19)?.parse().ok()?;
-    Some((ppid, start))
+    Some(Stat {
+        state: fields.first()?.chars().next()?,
+        ppid: fields.get(1)?.parse().ok()?,
+        start_ticks: fields.get(19)?.parse().ok()?,
+    })
 }
 
 /// The process `root` and all its descendants, `root` first, from the live `/proc`.
@@ -122,13 +143,39 @@ fn trees(proc_dir: &Path, roots: &[u32]) -> Vec<Vec<PaneProcess>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_stat, tree_of_each};
+    use super::{parse_stat, tree_of_each, Stat};
 
     #[test]
     fn a_name_with_spaces_and_parentheses_does_not_shift_the_fields() {
         let stat = "4242 (my (odd) name) S 17 4242 4242 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 98765 1000 10";
-        assert_eq!(parse_stat(stat), Some((17, 98765)));
+        assert_eq!(
+            parse_stat(stat),
+            Some(Stat {
+                state: 'S',
+                ppid: 17,
+                start_ticks: 98765
+            })
+        );
         assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn a_zombie_child_is_not_in_the_tree() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Not waited for: once it exits it stays a zombie until `wait` below.
+        let stat = format!("/proc/{pid}/stat");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !std::fs::read_to_string(&stat).is_ok_and(|s| s.contains(") Z ")) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the child never exited"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let tree = &tree_of_each(&[std::process::id()])[0];
+        assert!(tree.iter().all(|p| p.pid != pid), "zombie {pid} listed");
+        child.wait().unwrap();
     }
 
     #[test]

@@ -45,19 +45,20 @@ pub async fn list_panes(socket: Option<&str>) -> Option<Vec<PaneListing>> {
             "list-panes",
             "-a",
             "-F",
-            "#{pane_id}\t#{pane_pid}\t#{pane_current_path}",
+            "#{pane_id}\t#{pane_pid}\t#{pane_dead}\t#{pane_current_path}",
         ],
     )
     .await
     .map_err(|e| debug!("[DISCOVERY] cannot list tmux panes: {e}"))
     .ok()?;
-    let panes: Vec<(String, u32, String)> = out
+    let panes: Vec<(String, u32, bool, String)> = out
         .lines()
         .filter_map(|l| {
-            let mut f = l.splitn(3, '\t');
+            let mut f = l.splitn(4, '\t');
             let id = f.next()?.to_string();
             let pid = f.next()?.parse().ok()?;
-            Some((id, pid, f.next().unwrap_or("").to_string()))
+            let dead = f.next()? == "1";
+            Some((id, pid, dead, f.next().unwrap_or("").to_string()))
         })
         .collect();
     let roots: Vec<u32> = panes.iter().map(|p| p.1).collect();
@@ -68,10 +69,11 @@ pub async fn list_panes(socket: Option<&str>) -> Option<Vec<PaneListing>> {
         panes
             .into_iter()
             .zip(trees)
-            .map(|((pane, _, path), processes)| PaneListing {
+            .map(|((pane, _, dead, path), processes)| PaneListing {
                 pane,
                 current_path: (!path.is_empty()).then_some(path),
-                processes,
+                // A dead pane (`remain-on-exit`) runs nothing, whatever has its old pid now.
+                processes: if dead { Vec::new() } else { processes },
             })
             .collect(),
     )
