@@ -90,6 +90,7 @@ async fn server(world: SimWorld, bug: Option<Bug>) -> turmoil::Result {
         core_home: headspace::server::driver::CoreHome::Task,
         prices: headspace_core::usage::PriceTable::builtin(),
         machine: "sim".into(),
+        role: headspace::server::role::Role::All,
     };
     let adapters = world.adapters();
     // While the store is down, wait, as a supervisor would before restarting us; only then

@@ -457,9 +457,20 @@ async fn writer(
                 other => rest.push(other),
             }
         }
+        // An edge commits the batch's events with its writes, for the hubs.
+        let events: Vec<&headspace_core::Event> = if store.shares_events() {
+            rest.iter()
+                .filter_map(|c| match c {
+                    Command::Publish(e) => Some(e),
+                    _ => None,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let mut backoff = Backoff::new();
         loop {
-            match store.apply(&writes).await {
+            match store.apply_announcing(&writes, &events).await {
                 Ok(()) => {
                     if !health.healthy.swap(true, Relaxed) {
                         info!(
@@ -480,6 +491,7 @@ async fn writer(
                 }
             }
         }
+        drop(events);
         for w in &writes {
             if let Write::Turn(t) = w {
                 match t.source {

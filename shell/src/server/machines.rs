@@ -68,11 +68,22 @@ pub fn valid_name(name: &str) -> Result<(), String> {
 
 /// Registers this machine and keeps its heartbeat going while the server runs (a failed
 /// beat is retried at the next; the database being down shows as the machine offline).
-pub async fn register_and_beat(store: PgStore, name: String, id: u16) -> Result<(), String> {
-    store
-        .register_machine(&name, id, env!("CARGO_PKG_VERSION"))
-        .await
-        .map_err(|e| format!("cannot register machine {name:?}: {e}"))?;
+/// `id`: the id to hold (`--role all` holds 0), or `None` for an edge's own (kept across its
+/// restarts, else the smallest free). Returns the id: the core's id space.
+pub async fn register_and_beat(
+    store: PgStore,
+    name: String,
+    id: Option<u16>,
+) -> Result<u16, String> {
+    let version = env!("CARGO_PKG_VERSION");
+    let id = match id {
+        Some(id) => store
+            .register_machine(&name, id, version)
+            .await
+            .map(|()| id),
+        None => store.register_edge(&name, version).await,
+    }
+    .map_err(|e| format!("cannot register machine {name:?}: {e}"))?;
     info!("[MACHINE] this server is machine {name:?} (id {id})");
     tokio::spawn(async move {
         let mut failing = false;
@@ -88,7 +99,7 @@ pub async fn register_and_beat(store: PgStore, name: String, id: u16) -> Result<
             }
         }
     });
-    Ok(())
+    Ok(id)
 }
 
 #[cfg(test)]

@@ -49,6 +49,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0011_machines.sql",
         include_str!("../../../migrations/0011_machines.sql"),
     ),
+    (
+        "0014_offsets_by_machine.sql",
+        include_str!("../../../migrations/0014_offsets_by_machine.sql"),
+    ),
 ];
 
 /// Why migrating failed.

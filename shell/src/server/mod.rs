@@ -4,6 +4,7 @@ pub mod audit_loop;
 pub mod connections;
 pub mod driver;
 pub mod embedded_pg;
+pub mod fanout;
 pub mod http;
 pub mod machines;
 pub mod metrics;
@@ -13,6 +14,7 @@ pub mod peer;
 pub mod pgstore;
 pub mod prices;
 pub mod record;
+pub mod role;
 pub mod search;
 pub mod sse;
 pub mod store;
@@ -28,6 +30,7 @@ use crate::server::http::App;
 use crate::server::metrics::Metrics;
 use crate::server::pgstore::PgStore;
 use crate::server::record::Recorder;
+use crate::server::role::Role;
 use crate::server::sse::Hub;
 use crate::server::world::{DiskFiles, SystemClock, TmuxPanes, World};
 use headspace_core::access::{AccessPolicy, Peer};
@@ -130,6 +133,11 @@ pub struct ServeArgs {
     /// This machine's name in a shared database (default: the host name).
     #[arg(long, env = "HEADSPACE_MACHINE")]
     pub machine: Option<String>,
+    /// What this process does: `all` (one machine: hooks, transcripts, panes and the page),
+    /// `edge` (this machine's agents, into the shared --database-url; no page) or `hub` (the
+    /// page and the API for every machine, from the shared database).
+    #[arg(long, env = "HEADSPACE_ROLE", value_enum, default_value_t = Role::All)]
+    pub role: Role,
 }
 
 fn default_static() -> PathBuf {
@@ -160,6 +168,18 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     if !args.addr.ip().is_loopback() && token.is_none() {
         return Err(format!(
             "listening on {} (not loopback) needs a token: --token-file FILE (or HEADSPACE_TOKEN)",
+            args.addr
+        ));
+    }
+    if args.role != Role::All && args.database_url.is_none() {
+        return Err(format!(
+            "--role {} works on the database the machines share: give --database-url (or DATABASE_URL)",
+            args.role
+        ));
+    }
+    if args.role == Role::Edge && !args.addr.ip().is_loopback() {
+        return Err(format!(
+            "--role edge takes hooks from this machine only: listen on loopback (--addr 127.0.0.1:PORT), not {}",
             args.addr
         ));
     }
@@ -243,12 +263,35 @@ async fn serve(
     if !applied.is_empty() {
         info!("applied migrations: {}", applied.join(", "));
     }
-    let machine = args.machine.clone().unwrap_or_else(machines::default_name);
-    machines::valid_name(&machine)?;
-    let store = PgStore::for_machine(&url, 8, Some(&machine)).map_err(|e| e.to_string())?;
-    machines::register_and_beat(store.clone(), machine.clone(), 0).await?;
+    let role = args.role;
+    // A hub is no machine: it holds no agents, and every pane command it is asked goes to
+    // the agent's edge.
+    let (store, machine, id) = if role == Role::Hub {
+        (
+            PgStore::new(&url, 8).map_err(|e| e.to_string())?,
+            String::new(),
+            0,
+        )
+    } else {
+        let machine = args.machine.clone().unwrap_or_else(machines::default_name);
+        machines::valid_name(&machine)?;
+        let store = PgStore::for_machine(&url, 8, Some(&machine)).map_err(|e| e.to_string())?;
+        let wanted = (role == Role::All).then_some(0);
+        let id = machines::register_and_beat(store.clone(), machine.clone(), wanted).await?;
+        let store = if role == Role::Edge {
+            store.sharing_events()
+        } else {
+            store
+        };
+        (store, machine, id)
+    };
+    let fed_hub = match role {
+        Role::Hub => Some(fanout::preloaded_hub(&store).await?),
+        _ => None,
+    };
     // Full-text indexing of committed turns, off the writer's commit path.
     crate::server::pgstore::search_index::start_indexer(store.clone());
+    let store_for_fanout = store.clone();
     let world = World {
         clock: Arc::new(SystemClock),
         store: Arc::new(store),
@@ -269,6 +312,7 @@ async fn serve(
         .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let mut core = headspace_core::Config::new(claude_dir.display().to_string());
+    core.id_base = headspace_core::engine::id_base_of(id);
     core.gap_threshold_ms = (args.gap_seconds * 1000.0) as i64;
     core.evict_after_ms = (args.evict_after_seconds * 1000.0) as i64;
     let listen_host = local.ip().to_string();
@@ -305,27 +349,53 @@ async fn serve(
         core_home: CoreHome::Thread,
         prices: crate::server::prices::load(args.prices.as_deref())?,
         machine,
+        role,
     };
-    let app = start(&world, settings, recorder).await?;
-    crate::server::watcher::start_notify(claude_dir.clone(), app.core.clone());
+    let pg = store_for_fanout;
+    let app = match fed_hub {
+        Some(hub) => {
+            fanout::start(pg, url.clone(), hub.clone());
+            start_hub(&world, settings, hub)
+        }
+        None => start(&world, settings, recorder).await?,
+    };
+    if role.has_agents() {
+        crate::server::watcher::start_notify(claude_dir.clone(), app.core.clone());
+    }
     if let Some(command) = args.notify_command.clone() {
         crate::server::notifier::start(app.hub.clone(), app.store.clone(), command);
     }
     // Orchestration runs whose runner died with the machine or the server: shown as such,
     // and restarted where the user chose it.
-    tokio::spawn({
-        let app = app.clone();
-        async move { http::revive_runners(&app).await }
-    });
-    eprintln!(
-        "headspace: listening on http://{local}/ (claude dir {})",
-        claude_dir.display()
-    );
+    if role.has_agents() {
+        tokio::spawn({
+            let app = app.clone();
+            async move { http::revive_runners(&app).await }
+        });
+    }
     let exe = std::env::current_exe()
         .map(|e| e.display().to_string())
         .unwrap_or_else(|_| "headspace".into());
-    eprintln!("headspace: dashboard at http://{local}/");
-    eprintln!("headspace: next, connect Claude Code: {exe} hooks install --url http://{local}");
+    match role {
+        Role::All => {
+            eprintln!(
+                "headspace: listening on http://{local}/ (claude dir {})",
+                claude_dir.display()
+            );
+            eprintln!("headspace: dashboard at http://{local}/");
+        }
+        Role::Edge => eprintln!(
+            "headspace: edge {:?} listening on http://{local}/ for hooks (claude dir {}); its agents show on every hub",
+            app.machine,
+            claude_dir.display()
+        ),
+        Role::Hub => eprintln!(
+            "headspace: hub listening on http://{local}/; dashboard at http://{local}/"
+        ),
+    }
+    if role.has_agents() {
+        eprintln!("headspace: next, connect Claude Code: {exe} hooks install --url http://{local}");
+    }
     let shutdown = async move {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
@@ -383,6 +453,8 @@ pub struct Settings {
     pub prices: headspace_core::usage::PriceTable,
     /// This machine's name (agents' `machine`).
     pub machine: String,
+    /// What the process does (`--role`).
+    pub role: Role,
 }
 
 /// Starts a server's insides on `world`: restores the core from the store, then starts the
@@ -406,7 +478,7 @@ pub async fn start(
     health
         .healthy
         .store(true, std::sync::atomic::Ordering::Relaxed);
-    let config = settings.core;
+    let config = settings.core.clone();
     let max_line_bytes = config.max_line_bytes;
     let shared = driver::Shared {
         hub: hub.clone(),
@@ -440,7 +512,32 @@ pub async fn start(
             every,
         );
     }
-    Ok(Arc::new(App {
+    Ok(assemble(world, settings, core, hub, metrics, health, audit))
+}
+
+/// Starts a hub's insides on `world` (`--role hub`): no core, no transcripts, no panes; the
+/// API reads the store and SSE serves `hub`, which the fan-out feeds from the database.
+pub fn start_hub(world: &World, settings: Settings, hub: Arc<Hub>) -> Arc<App> {
+    let metrics = Arc::new(Metrics::default());
+    let health = Arc::new(Health::default());
+    health.healthy.store(true, Relaxed);
+    // Nothing listens: what would go to a core (a reconcile) is answered as a stopped core.
+    let (core, _) = tokio::sync::mpsc::unbounded_channel();
+    let audit = Arc::new(crate::server::audit_loop::AuditStatus::default());
+    assemble(world, settings, core, hub, metrics, health, audit)
+}
+
+/// The app that serves requests, from its parts.
+fn assemble(
+    world: &World,
+    settings: Settings,
+    core: tokio::sync::mpsc::UnboundedSender<driver::Msg>,
+    hub: Arc<Hub>,
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
+    audit: Arc<crate::server::audit_loop::AuditStatus>,
+) -> Arc<App> {
+    Arc::new(App {
         core,
         store: world.store.clone(),
         hub,
@@ -456,12 +553,13 @@ pub async fn start(
         reconcile_budget: Duration::from_secs(5),
         panes: world.panes.clone(),
         files: world.files.clone(),
-        max_line_bytes,
+        max_line_bytes: settings.core.max_line_bytes,
         audit,
         clock: world.clock.clone(),
         prices: Arc::new(settings.prices),
         machine: settings.machine,
-    }))
+        role: settings.role,
+    })
 }
 
 /// A source of accepted connections: a TCP listener, or turmoil's in the simulation.

@@ -31,6 +31,10 @@ pub struct Hub {
     newest: watch::Sender<u64>,
     capacity: usize,
     max_bytes: usize,
+    /// Fed from the shared database (a `--role hub`): ids are the events' global positions,
+    /// and a client that asks for a position this hub has not read yet (it saw it on another
+    /// hub a moment ago) waits for it instead of getting a `gap`.
+    fed: bool,
     /// Connected clients.
     pub clients: AtomicI64,
 }
@@ -62,15 +66,47 @@ impl Hub {
             newest,
             capacity: capacity.max(1),
             max_bytes,
+            fed: false,
             clients: 0.into(),
         }
     }
 
+    /// A hub fed from the shared database ([`Hub::publish_at`] with the events' positions),
+    /// starting after position `first_id`.
+    pub fn fed(first_id: u64, capacity: usize) -> Hub {
+        Hub {
+            fed: true,
+            ..Hub::new(first_id, capacity)
+        }
+    }
+
     /// Publishes an event; returns its id.
-    pub fn publish(&self, name: &'static str, data: &serde_json::Value) -> u64 {
-        let mut ring = self.ring.lock().expect("hub lock");
+    pub fn publish(&self, name: &str, data: &serde_json::Value) -> u64 {
+        let ring = self.ring.lock().expect("hub lock");
         let id = ring.next_id;
-        ring.next_id += 1;
+        self.push(ring, id, name, data);
+        id
+    }
+
+    /// Publishes an event under its global position `id` (a fed hub); an id not above the
+    /// last one is a repeat and is dropped. Returns whether it was published.
+    pub fn publish_at(&self, id: u64, name: &str, data: &serde_json::Value) -> bool {
+        let ring = self.ring.lock().expect("hub lock");
+        if id < ring.next_id {
+            return false;
+        }
+        self.push(ring, id, name, data);
+        true
+    }
+
+    fn push(
+        &self,
+        mut ring: std::sync::MutexGuard<'_, Ring>,
+        id: u64,
+        name: &str,
+        data: &serde_json::Value,
+    ) {
+        ring.next_id = id + 1;
         let ev = Arc::new(SseEvent {
             id,
             frame: Bytes::from(format!("id: {id}\nevent: {name}\ndata: {data}\n\n")),
@@ -87,7 +123,6 @@ impl Hub {
         }
         drop(ring);
         self.newest.send_replace(id);
-        id
     }
 
     /// The id of the last event published.
@@ -106,6 +141,9 @@ impl Hub {
         let ring = self.ring.lock().expect("hub lock");
         let newest = ring.next_id - 1;
         let oldest = ring.events.front().map_or(ring.next_id, |e| e.id);
+        if self.fed && after > newest {
+            return Ok(Vec::new()); // not read here yet: it comes
+        }
         if after > newest || after + 1 < oldest {
             return Err(newest);
         }

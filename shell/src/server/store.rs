@@ -9,7 +9,7 @@ use headspace_core::model::{Snapshot, TurnRow};
 use headspace_core::step::StepRow;
 use headspace_core::usage_sum::{ModelUsage, UsageBy};
 use headspace_core::view::AgentView;
-use headspace_core::{Reply, Timestamp, Write};
+use headspace_core::{Event, Reply, Timestamp, Write};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -59,6 +59,20 @@ pub trait Store: Send + Sync {
     fn ping(&self) -> BoxFuture<'_, Result<(), StoreError>>;
     /// Commits a batch of writes in one transaction (idempotent; all or nothing).
     fn apply<'a>(&'a self, writes: &'a [Write]) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Whether the store keeps the events a batch causes, for hubs (an edge's store).
+    fn shares_events(&self) -> bool {
+        false
+    }
+    /// Commits writes and the events they cause in one transaction, when the store
+    /// [shares events](Store::shares_events); otherwise the writes alone.
+    fn apply_announcing<'a>(
+        &'a self,
+        writes: &'a [Write],
+        events: &'a [&'a Event],
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = events;
+        self.apply(writes)
+    }
     /// Everything the core needs to rebuild itself.
     fn snapshot(&self) -> BoxFuture<'_, Result<Snapshot, StoreError>>;
     /// Some agents' rows, tasks and turns (no offsets), for `Input::AgentsLoaded`.

@@ -82,8 +82,10 @@ pub struct App {
     pub clock: Arc<dyn crate::server::world::Clock>,
     /// Prices per model, for the tokens cards, usage routes and `/metrics` show.
     pub prices: Arc<headspace_core::usage::PriceTable>,
-    /// This machine's name (`--machine`).
+    /// This machine's name (`--machine`); empty on a hub.
     pub machine: String,
+    /// What this process does (`--role`): an edge serves hooks only, a hub no hooks.
+    pub role: crate::server::role::Role,
 }
 
 /// Handles one request from `peer`: the access checks first ([`AccessPolicy::check`]), then
@@ -160,6 +162,9 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
         .map(percent_decode)
         .collect();
     let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
+    if !app.role.serves_route(&segments) {
+        return error(StatusCode::NOT_FOUND, app.role.refusal());
+    }
     match (&method, segments.as_slice()) {
         (&Method::POST, ["hook", event]) => {
             let event = event.to_string();

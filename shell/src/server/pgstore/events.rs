@@ -1,6 +1,8 @@
-//! Events in PostgreSQL, read in one global order by any number of processes: the read side
-//! of serving a dashboard from several hubs (docs/multi-machine.md). Not yet wired into the
-//! server, whose events still go through its in-memory hub (`sse.rs`).
+//! Events in PostgreSQL, read in one global order by any number of processes: how hubs serve
+//! the events of every edge (docs/multi-machine.md). An edge's writer commits each batch's
+//! events with its writes ([`APPEND_MANY`]) and announces them ([`ANNOUNCE`]); a hub's
+//! fan-out (`server/fanout.rs`) sequences and reads them. `--role all` keeps its events in
+//! its in-memory hub (`sse.rs`) alone.
 //!
 //! The problem it solves: an event's `id` comes from a sequence when it is inserted, but the
 //! row becomes visible when its transaction commits. Two writers committing at once can make
@@ -27,6 +29,41 @@ pub struct StoredEvent {
     pub kind: String,
     /// Its data.
     pub data: serde_json::Value,
+}
+
+/// The channel edges announce committed events on.
+pub const CHANNEL: &str = "hs_events";
+
+/// Announces events, inside the writer's transaction: PostgreSQL delivers it on commit.
+pub const ANNOUNCE: &str = "SELECT pg_notify('hs_events', '')";
+
+/// Adds a batch's events, in order, inside the writer's transaction; parameters from
+/// [`append_params`].
+pub const APPEND_MANY: &str = "INSERT INTO events (machine, kind, data)
+     SELECT $1, u.kind, u.data FROM UNNEST($2::text[], $3::jsonb[]) WITH ORDINALITY AS u(kind, data, n)
+     ORDER BY u.n";
+
+/// The parameters of [`APPEND_MANY`].
+pub struct AppendParams {
+    machine: String,
+    kinds: Vec<&'static str>,
+    data: Vec<serde_json::Value>,
+}
+
+impl AppendParams {
+    /// As a statement's parameter list.
+    pub fn refs(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 3] {
+        [&self.machine, &self.kinds, &self.data]
+    }
+}
+
+/// The parameters that append `events` as machine `machine`'s.
+pub fn append_params(machine: &str, events: &[&headspace_core::Event]) -> AppendParams {
+    AppendParams {
+        machine: machine.to_string(),
+        kinds: events.iter().map(|e| e.name).collect(),
+        data: events.iter().map(|e| e.data.clone()).collect(),
+    }
 }
 
 /// Adds an event, inside the caller's transaction (the one that writes the change it
@@ -88,4 +125,42 @@ pub async fn read_after<C: GenericClient>(
             data: r.get(3),
         })
         .collect())
+}
+
+impl super::PgStore {
+    /// Runs the sequencer once ([`sequence`]); returns how many events it numbered.
+    pub async fn sequence_events(&self) -> Result<u64, crate::server::store::StoreError> {
+        let mut c = self.pool.get().await?;
+        Ok(sequence(&mut c).await?)
+    }
+
+    /// The sequenced events after position `after`, in order, at most `limit`.
+    pub async fn events_after(
+        &self,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<StoredEvent>, crate::server::store::StoreError> {
+        let c = self.pool.get().await?;
+        Ok(read_after(&**c, after, limit).await?)
+    }
+
+    /// The largest position given (0 when none).
+    pub async fn last_event_pos(&self) -> Result<i64, crate::server::store::StoreError> {
+        let c = self.pool.get().await?;
+        let row = c
+            .query_one("SELECT coalesce(max(pos), 0) FROM events", &[])
+            .await?;
+        Ok(row.get(0))
+    }
+
+    /// Deletes sequenced events more than `keep` positions behind the newest (the oldest a
+    /// reconnecting client can still be served from); returns how many went.
+    pub async fn prune_events(&self, keep: i64) -> Result<u64, crate::server::store::StoreError> {
+        let c = self.pool.get().await?;
+        Ok(c.execute(
+            "DELETE FROM events WHERE pos <= (SELECT max(pos) FROM events) - $1",
+            &[&keep],
+        )
+        .await?)
+    }
 }

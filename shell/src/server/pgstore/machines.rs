@@ -42,7 +42,46 @@ impl PgStore {
             &[&name],
         )
         .await?;
+        c.execute(
+            "UPDATE transcript_offsets SET machine = $1 WHERE machine = ''
+               AND NOT EXISTS (SELECT 1 FROM transcript_offsets o WHERE o.machine = $1 AND o.path = transcript_offsets.path)",
+            &[&name],
+        )
+        .await?;
         Ok(())
+    }
+
+    /// Registers edge `name` (started now) and returns its id: the one it held before, so its
+    /// restarts keep making ids in the same space, or else the smallest id no machine holds
+    /// (from 1: id 0 is `--role all`'s). Two edges registering at once cannot take one id (it
+    /// is unique); the loser tries again.
+    pub async fn register_edge(&self, name: &str, version: &str) -> Result<u16, StoreError> {
+        let c = self.pool.get().await?;
+        let mut tries = 0;
+        loop {
+            let got = c
+                .query_one(
+                    "INSERT INTO machines (name, id, started_at, heartbeat_at, version)
+                     SELECT $1, (SELECT min(g) FROM generate_series(1, 31) g WHERE g NOT IN (SELECT id FROM machines)),
+                            now(), now(), $2
+                     ON CONFLICT (name) DO UPDATE SET started_at = now(), heartbeat_at = now(), version = EXCLUDED.version
+                     RETURNING id",
+                    &[&name, &version],
+                )
+                .await;
+            match got {
+                Ok(row) => return Ok(row.get::<_, i16>(0).max(0) as u16),
+                Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::NOT_NULL_VIOLATION) => {
+                    return Err(StoreError::Unavailable(
+                        "all 31 machine ids of this database are taken: remove a machine that is gone (DELETE FROM machines WHERE name = '…') and start again".into(),
+                    ))
+                }
+                Err(e) if tries < 5 && e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {
+                    tries += 1;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     /// Says machine `name` lives.

@@ -9,7 +9,7 @@ use headspace_core::model::*;
 use headspace_core::step::StepRow;
 use headspace_core::usage_sum::{ModelUsage, UsageBy};
 use headspace_core::view::AgentView;
-use headspace_core::Write;
+use headspace_core::{Event, Write};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -41,6 +41,11 @@ impl From<deadpool_postgres::PoolError> for StoreError {
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool,
+    /// The machine this server is: its snapshot restores only that machine's agents.
+    machine: Option<String>,
+    /// Whether the events a batch causes are committed with it into `events` (an edge's,
+    /// read by hubs).
+    shares_events: bool,
 }
 
 /// Epoch milliseconds (a column or parameter) to `timestamptz`, exactly.
@@ -123,7 +128,18 @@ impl PgStore {
             .max_size(size)
             .build()
             .map_err(|e| StoreError::Pool(e.to_string()))?;
-        Ok(PgStore { pool })
+        Ok(PgStore {
+            pool,
+            machine: machine.map(str::to_string),
+            shares_events: false,
+        })
+    }
+
+    /// The same pool, committing each batch's events into the shared `events` table and
+    /// announcing them (`NOTIFY hs_events`), for hubs to serve (`--role edge`).
+    pub fn sharing_events(mut self) -> PgStore {
+        self.shares_events = true;
+        self
     }
 
     /// True when a query goes through.
@@ -140,17 +156,29 @@ impl PgStore {
     /// applied write by write, and a write the database refuses is logged and dropped so one
     /// bad row can never stall the server.
     pub async fn apply(&self, writes: &[Write]) -> Result<(), StoreError> {
-        if writes.is_empty() {
+        self.apply_announcing(writes, &[]).await
+    }
+
+    /// As [`PgStore::apply`], with the events the writes cause committed in the same
+    /// transaction when this store shares events ([`PgStore::sharing_events`]): a hub never
+    /// shows an event whose change it cannot read, nor misses one whose change committed.
+    pub async fn apply_announcing(
+        &self,
+        writes: &[Write],
+        events: &[&Event],
+    ) -> Result<(), StoreError> {
+        let events = if self.shares_events { events } else { &[] };
+        if writes.is_empty() && events.is_empty() {
             return Ok(());
         }
-        match self.apply_batch(writes).await {
+        match self.apply_batch(writes, events).await {
             Err(Failure::Data(e)) => {
                 warn!(
                     "[STORE] batch refused ({e}); applying its {} writes one by one",
                     writes.len()
                 );
                 for w in writes {
-                    match self.apply_batch(std::slice::from_ref(w)).await {
+                    match self.apply_batch(std::slice::from_ref(w), &[]).await {
                         Ok(()) => {}
                         Err(Failure::Data(e)) => {
                             error!("[STORE] write dropped, the database refuses it: {e}: {w:?}")
@@ -158,14 +186,25 @@ impl PgStore {
                         Err(Failure::Connection(e)) => return Err(e),
                     }
                 }
-                Ok(())
+                // The events after every write that could be kept.
+                match self.apply_batch(&[], events).await {
+                    Ok(()) => Ok(()),
+                    Err(Failure::Data(e)) => {
+                        error!(
+                            "[STORE] {} events dropped, the database refuses them: {e}",
+                            events.len()
+                        );
+                        Ok(())
+                    }
+                    Err(Failure::Connection(e)) => Err(e),
+                }
             }
             Err(Failure::Connection(e)) => Err(e),
             Ok(()) => Ok(()),
         }
     }
 
-    async fn apply_batch(&self, writes: &[Write]) -> Result<(), Failure> {
+    async fn apply_batch(&self, writes: &[Write], events: &[&Event]) -> Result<(), Failure> {
         let mut agents: BTreeMap<u64, &AgentRow> = BTreeMap::new();
         let mut tasks: BTreeMap<u64, &TaskRow> = BTreeMap::new();
         let mut offsets: BTreeMap<&str, &OffsetRow> = BTreeMap::new();
@@ -353,7 +392,7 @@ impl PgStore {
                 &tx,
                 "INSERT INTO transcript_offsets (path, session_id, \"offset\", task_id)
                  SELECT * FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::bigint[])
-                 ON CONFLICT (path) DO UPDATE SET session_id=EXCLUDED.session_id, \"offset\"=EXCLUDED.\"offset\", task_id=EXCLUDED.task_id",
+                 ON CONFLICT (machine, path) DO UPDATE SET session_id=EXCLUDED.session_id, \"offset\"=EXCLUDED.\"offset\", task_id=EXCLUDED.task_id",
                 &[
                     &o.iter().map(|r| r.path.clone()).collect::<Vec<_>>(),
                     &o.iter().map(|r| r.session_id.clone()).collect::<Vec<_>>(),
@@ -385,6 +424,17 @@ impl PgStore {
                 .await
                 .map_err(Failure::of)?;
         }
+        if !events.is_empty() {
+            let machine = self.machine.as_deref().unwrap_or("");
+            run(
+                &tx,
+                events::APPEND_MANY,
+                &events::append_params(machine, events).refs(),
+            )
+            .await?;
+            // Delivered on commit, so a hub never wakes for an event it cannot read yet.
+            run(&tx, events::ANNOUNCE, &[]).await?;
+        }
         tx.commit().await.map_err(Failure::of)?;
         Ok(())
     }
@@ -414,6 +464,18 @@ impl Store for PgStore {
 
     fn apply<'a>(&'a self, writes: &'a [Write]) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(PgStore::apply(self, writes))
+    }
+
+    fn shares_events(&self) -> bool {
+        self.shares_events
+    }
+
+    fn apply_announcing<'a>(
+        &'a self,
+        writes: &'a [Write],
+        events: &'a [&'a Event],
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(PgStore::apply_announcing(self, writes, events))
     }
 
     fn snapshot(&self) -> BoxFuture<'_, Result<Snapshot, StoreError>> {

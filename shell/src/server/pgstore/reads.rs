@@ -12,10 +12,21 @@ impl PgStore {
     /// Everything the core needs to rebuild itself.
     pub async fn snapshot(&self) -> Result<Snapshot, StoreError> {
         let c = self.pool.get().await?;
-        let mut snapshot = rows(&c, "", &[]).await?;
-        snapshot.offsets = c
-            .query("SELECT path, session_id, \"offset\", task_id FROM transcript_offsets ORDER BY path", &[])
-            .await?
+        // A server named for a machine restores only that machine's agents and offsets: on
+        // a shared database each edge's core holds its own (rows stamped by its connections).
+        let (mut snapshot, offsets) = match &self.machine {
+            Some(m) => (
+                rows(&c, "IN (SELECT id FROM agents WHERE machine = $1)", &[m]).await?,
+                c.query("SELECT path, session_id, \"offset\", task_id FROM transcript_offsets WHERE machine = $1 ORDER BY path", &[m])
+                    .await?,
+            ),
+            None => (
+                rows(&c, "", &[]).await?,
+                c.query("SELECT path, session_id, \"offset\", task_id FROM transcript_offsets ORDER BY path", &[])
+                    .await?,
+            ),
+        };
+        snapshot.offsets = offsets
             .iter()
             .map(|r| OffsetRow {
                 path: r.get(0),
