@@ -244,6 +244,30 @@ fn two_edges_two_hubs_every_turn_once_and_every_event_in_order() {
     let whole = caught_up(&db, &stream_2, "hub 2 after edge A's restart");
     let ids: Vec<u64> = whole.iter().map(|e| e.0).collect();
     assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "{ids:?}");
+
+    // PostgreSQL stopped for 20 s: the edges go on taking hooks, the transcripts are the
+    // buffer; back, every line is one turn and hub 2's client goes on without a hole.
+    pg_ctl(&["-m", "fast", "stop"]);
+    a.exchange(Some(&edge_a), 6);
+    b.exchange(Some(&edge_b), 6);
+    std::thread::sleep(Duration::from_secs(20));
+    a.exchange(Some(&edge_a), 7);
+    pg_ctl(&["start"]);
+    every_line_once(&db, &a.uuids, "edge A after the outage");
+    every_line_once(&db, &b.uuids, "edge B after the outage");
+    let whole = caught_up(&db, &stream_2, "hub 2 after the outage");
+    let ids: Vec<u64> = whole.iter().map(|e| e.0).collect();
+    assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "{ids:?}");
+    let texts = whole
+        .iter()
+        .filter(|e| e.1 == "turn_created")
+        .filter(|e| e.2.contains("round 7 for agent"))
+        .count();
+    assert_eq!(
+        texts, 4,
+        "round 7's two prompts and two answers, once each, reach hub 2's client"
+    );
+    assert_eq!(hub_2.json("/api/agents").as_array().unwrap().len(), 4);
     drop(edge_a);
     drop(edge_b);
     drop(hub_2);

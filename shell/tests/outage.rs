@@ -6,39 +6,7 @@ use common::*;
 use headspace_core::Timestamp;
 use headspace_testkit::synth::SessionWriter;
 use serde_json::json;
-use std::process::Command;
 use std::time::Duration;
-
-fn pg_ctl(args: &[&str]) {
-    let dir = std::env::var("PG_TEST_DIR").expect("PG_TEST_DIR from with-test-postgres.sh");
-    let bin = std::env::var("PG_BIN").expect("PG_BIN");
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false);
-    let mut cmd = if root {
-        let mut c = Command::new("runuser");
-        c.args(["-u", "postgres", "--"])
-            .arg(format!("{bin}/pg_ctl"));
-        c
-    } else {
-        Command::new(format!("{bin}/pg_ctl"))
-    };
-    let opts = format!("-c listen_addresses='' -k {dir} -c fsync=off -c max_connections=200");
-    let out = cmd
-        .arg("-D")
-        .arg(format!("{dir}/data"))
-        .args(["-l", &format!("{dir}/server.log"), "-w", "-o", &opts])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "pg_ctl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 #[test]
 fn database_outage_under_load_loses_nothing() {

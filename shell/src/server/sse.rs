@@ -287,4 +287,27 @@ mod tests {
         late.recv().await.unwrap();
         assert!(String::from_utf8_lossy(&late.recv().await.unwrap()).contains("event: gap"));
     }
+
+    #[tokio::test]
+    async fn a_fed_hub_serves_positions_once_and_a_client_ahead_of_it_waits() {
+        let hub = Arc::new(Hub::fed(10, 16));
+        assert!(hub.publish_at(11, "a", &json!(1)));
+        assert!(!hub.publish_at(11, "a", &json!(1)), "a repeat is dropped");
+        assert!(hub.publish_at(12, "b", &json!(2)));
+        // It saw position 13 on another hub; this one has not read it yet.
+        let mut ahead = hub.connect(Some(13), std::time::Duration::from_secs(60));
+        assert_eq!(&ahead.recv().await.unwrap()[..], b"retry: 1000\n\n");
+        hub.publish_at(13, "c", &json!(3));
+        hub.publish_at(14, "d", &json!(4));
+        let next = String::from_utf8_lossy(&ahead.recv().await.unwrap()).to_string();
+        assert!(next.starts_with("id: 14\nevent: d"), "no gap, no repeat: {next}");
+        let mut behind = hub.connect(Some(11), std::time::Duration::from_secs(60));
+        behind.recv().await.unwrap();
+        let first = String::from_utf8_lossy(&behind.recv().await.unwrap()).to_string();
+        assert!(first.starts_with("id: 12\nevent: b"), "{first}");
+        let mut pruned = hub.connect(Some(3), std::time::Duration::from_secs(60));
+        pruned.recv().await.unwrap();
+        let gap = String::from_utf8_lossy(&pruned.recv().await.unwrap()).to_string();
+        assert!(gap.contains("event: gap"), "before the ring: {gap}");
+    }
 }

@@ -422,3 +422,36 @@ pub fn proc_kb(pid: u32, field: &str) -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or_else(|| panic!("no {field} in {status}"))
 }
+
+/// Runs `pg_ctl` on the test cluster of `scripts/with-test-postgres.sh` (as its owner when
+/// root): `stop` and `start` make a database outage.
+pub fn pg_ctl(args: &[&str]) {
+    let dir = std::env::var("PG_TEST_DIR").expect("PG_TEST_DIR from with-test-postgres.sh");
+    let bin = std::env::var("PG_BIN").expect("PG_BIN");
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false);
+    let mut cmd = if root {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--"])
+            .arg(format!("{bin}/pg_ctl"));
+        c
+    } else {
+        Command::new(format!("{bin}/pg_ctl"))
+    };
+    let opts = format!("-c listen_addresses='' -k {dir} -c fsync=off -c max_connections=200");
+    let out = cmd
+        .arg("-D")
+        .arg(format!("{dir}/data"))
+        .args(["-l", &format!("{dir}/server.log"), "-w", "-o", &opts])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "pg_ctl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
