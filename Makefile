@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: run test deps build bench sim fmt lint clean demo demo-stop
+.PHONY: run test deps build bench sim fmt lint clean demo demo-stop cluster
 
 ## Install what is missing (Debian: postgresql, tmux, and chromium + chromium-driver for the
 ## dashboard's browser test). Needs root or sudo.
@@ -53,6 +53,12 @@ demo: deps build
 
 demo-stop:
 	scripts/demo.sh stop
+
+## Two edges (each with stand-in agents, its own claude dir and tmux socket) and two hubs on
+## one throwaway PostgreSQL, on this machine: the multi-machine set-up to try. Ctrl-C ends it.
+cluster: deps build
+	$(CARGO) build --release -p headspace-testkit --features stand-in --bin headspace-agent
+	scripts/with-test-postgres.sh --durable scripts/cluster.sh
 
 fmt:
 	$(CARGO) fmt --all

@@ -177,6 +177,26 @@ fn two_edges_two_hubs_every_turn_once_and_every_event_in_order() {
     })
     .expect("hub 2 lists the four agents");
     assert_eq!(hub_1.json("/api/agents").as_array().unwrap().len(), 4);
+    let machines = hub_1.json("/api/machines");
+    let names: Vec<&str> = machines
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["edge-a", "edge-b"],
+        "a hub is no machine: {machines}"
+    );
+    assert!(
+        machines
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["agents"] == 2 && m["online"] == true),
+        "{machines}"
+    );
     assert_eq!(
         psql(
             &db,

@@ -300,7 +300,10 @@ mod tests {
         hub.publish_at(13, "c", &json!(3));
         hub.publish_at(14, "d", &json!(4));
         let next = String::from_utf8_lossy(&ahead.recv().await.unwrap()).to_string();
-        assert!(next.starts_with("id: 14\nevent: d"), "no gap, no repeat: {next}");
+        assert!(
+            next.starts_with("id: 14\nevent: d"),
+            "no gap, no repeat: {next}"
+        );
         let mut behind = hub.connect(Some(11), std::time::Duration::from_secs(60));
         behind.recv().await.unwrap();
         let first = String::from_utf8_lossy(&behind.recv().await.unwrap()).to_string();
