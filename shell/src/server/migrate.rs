@@ -49,6 +49,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0011_machines.sql",
         include_str!("../../../migrations/0011_machines.sql"),
     ),
+    (
+        "0012_pane_commands.sql",
+        include_str!("../../../migrations/0012_pane_commands.sql"),
+    ),
 ];
 
 /// Why migrating failed.

@@ -247,6 +247,7 @@ async fn serve(
     machines::valid_name(&machine)?;
     let store = PgStore::for_machine(&url, 8, Some(&machine)).map_err(|e| e.to_string())?;
     machines::register_and_beat(store.clone(), machine.clone(), 0).await?;
+    let pane_store = store.clone();
     // Full-text indexing of committed turns, off the writer's commit path.
     crate::server::pgstore::search_index::start_indexer(store.clone());
     let world = World {
@@ -307,6 +308,8 @@ async fn serve(
         machine,
     };
     let app = start(&world, settings, recorder).await?;
+    // Commands other servers write for this machine's panes (docs/multi-machine.md).
+    http::start_pane_executor(app.clone(), pane_store, url.clone());
     crate::server::watcher::start_notify(claude_dir.clone(), app.core.clone());
     if let Some(command) = args.notify_command.clone() {
         crate::server::notifier::start(app.hub.clone(), app.store.clone(), command);
