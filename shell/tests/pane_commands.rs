@@ -245,6 +245,27 @@ fn a_send_for_a_pane_on_another_machine_is_typed_there_once_or_refused_at_once_w
     assert!(body.contains("\"interrupted\""), "{body}");
     assert_eq!(commands(&db, "interrupt"), ["done"]);
 
+    // Clear types `/clear` there; an answer with no question open gets B's 409, worded
+    // with the reference the client used.
+    let (status, body) = server.post(&format!("/api/agents/{agent}/clear"), b"{}");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(commands(&db, "clear"), ["done"]);
+    wait_for(Duration::from_secs(5), || {
+        let text = std::fs::read_to_string(&typed).ok()?;
+        text.contains("/clear").then_some(())
+    })
+    .expect("/clear reached B's pane");
+    let (status, body) = server.post(
+        &format!("/api/agents/{agent}/answer"),
+        json!({"option": 1}).to_string().as_bytes(),
+    );
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap(),
+        json!({"error": format!("agent {agent} is not waiting on a question")})
+    );
+    assert_eq!(commands(&db, "answer"), ["done"]);
+
     // B stops reporting: A answers 503 at once, naming B and its last heartbeat.
     psql(
         &db,

@@ -131,6 +131,8 @@ pub(super) async fn pane_is_elsewhere(app: &App, agent: u64) -> bool {
 /// How often the executor looks for commands when no notification came (one may be lost:
 /// the listening connection dropped, or the command was written while it was down).
 const POLL_EVERY: Duration = Duration::from_secs(1);
+/// How often old commands are deleted (any server may; a day's rows are kept).
+const PRUNE_EVERY: Duration = Duration::from_secs(600);
 /// Most commands taken at one look.
 const CLAIM_BATCH: i64 = 16;
 
@@ -145,7 +147,14 @@ pub fn start_pane_executor(app: Arc<App>, store: PgStore, url: String) {
         );
         let mut listener: Option<Listener> = None;
         let mut connect_at = tokio::time::Instant::now();
+        let mut prune_at = tokio::time::Instant::now();
         loop {
+            if tokio::time::Instant::now() >= prune_at {
+                prune_at = tokio::time::Instant::now() + PRUNE_EVERY;
+                if let Err(e) = store.prune_pane_commands().await {
+                    debug!("[PANE_COMMANDS] cannot prune old commands: {e}");
+                }
+            }
             if listener.is_none() && tokio::time::Instant::now() >= connect_at {
                 match listen(&url, &app.machine).await {
                     Ok(l) => listener = Some(l),

@@ -207,6 +207,17 @@ impl PgStore {
         Ok(n == 1)
     }
 
+    /// Deletes finished and refused commands older than a day (their answers were given
+    /// long ago); returns how many.
+    pub async fn prune_pane_commands(&self) -> Result<u64, StoreError> {
+        let c = self.pool.get().await?;
+        Ok(c.execute(
+            "DELETE FROM pane_commands WHERE state IN ('done', 'refused') AND created_at < now() - interval '1 day'",
+            &[],
+        )
+        .await?)
+    }
+
     /// A command's state and result.
     pub async fn pane_command(
         &self,
