@@ -182,12 +182,14 @@ pub enum AwaitStep {
     GiveUp,
 }
 
-/// What to do with a forwarded command in `state`, `waited_ms` after it was written.
-pub fn await_step(state: CommandState, waited_ms: i64) -> AwaitStep {
+/// What to do with a forwarded command in `state`, `past_deadline_ms` after its deadline
+/// (negative before it), on the database's clock: the same clock the claim's deadline is
+/// checked on, so a row withdrawn here is one no executor could still take.
+pub fn await_step(state: CommandState, past_deadline_ms: i64) -> AwaitStep {
     match state {
         CommandState::Done | CommandState::Refused => AwaitStep::Answer,
-        CommandState::Pending if waited_ms >= CLAIM_WITHIN_MS => AwaitStep::Withdraw,
-        CommandState::Running if waited_ms >= CLAIM_WITHIN_MS + RUN_WITHIN_MS => AwaitStep::GiveUp,
+        CommandState::Pending if past_deadline_ms >= 0 => AwaitStep::Withdraw,
+        CommandState::Running if past_deadline_ms >= RUN_WITHIN_MS => AwaitStep::GiveUp,
         CommandState::Pending | CommandState::Running => AwaitStep::LookAgain,
     }
 }

@@ -69,26 +69,26 @@ fn a_row_past_its_deadline_is_never_run() {
 
 #[test]
 fn a_waiting_server_answers_withdraws_a_row_not_taken_and_gives_up_on_one_without_result() {
+    // The times are how far past the row's deadline the database's clock is.
+    let before = -CLAIM_WITHIN_MS;
     for done in [CommandState::Done, CommandState::Refused] {
-        assert_eq!(await_step(done, 0), AwaitStep::Answer);
-        assert_eq!(await_step(done, 10 * CLAIM_WITHIN_MS), AwaitStep::Answer);
+        assert_eq!(await_step(done, before), AwaitStep::Answer);
+        assert_eq!(await_step(done, 10 * RUN_WITHIN_MS), AwaitStep::Answer);
     }
-    assert_eq!(await_step(CommandState::Pending, 0), AwaitStep::LookAgain);
     assert_eq!(
-        await_step(CommandState::Pending, CLAIM_WITHIN_MS - 1),
+        await_step(CommandState::Pending, before),
         AwaitStep::LookAgain
     );
-    assert_eq!(
-        await_step(CommandState::Pending, CLAIM_WITHIN_MS),
-        AwaitStep::Withdraw
-    );
+    assert_eq!(await_step(CommandState::Pending, -1), AwaitStep::LookAgain);
+    assert_eq!(await_step(CommandState::Pending, 0), AwaitStep::Withdraw);
     // A row taken just before its deadline still gets its run's time.
+    assert_eq!(await_step(CommandState::Running, 1), AwaitStep::LookAgain);
     assert_eq!(
-        await_step(CommandState::Running, CLAIM_WITHIN_MS + 1),
+        await_step(CommandState::Running, RUN_WITHIN_MS - 1),
         AwaitStep::LookAgain
     );
     assert_eq!(
-        await_step(CommandState::Running, CLAIM_WITHIN_MS + RUN_WITHIN_MS),
+        await_step(CommandState::Running, RUN_WITHIN_MS),
         AwaitStep::GiveUp
     );
 }

@@ -112,6 +112,32 @@ fn two_claimers_run_each_command_once_and_never_a_refused_or_late_one() {
             store.await_pane_command(first).await.unwrap(),
             Awaited::Result(json!({"status": 200, "body": {"ran": first}}))
         );
+        // A waiting server withdraws a row not taken by its deadline (it is then refused and
+        // never taken), and stops waiting on a taken one that gives no result in time.
+        let unheard = store
+            .submit_pane_command("z", 1, send, &json!({}))
+            .await
+            .unwrap();
+        psql(
+            &db,
+            &format!("UPDATE pane_commands SET deadline = now() - interval '1 millisecond' WHERE id = {unheard}"),
+        );
+        assert_eq!(store.await_pane_command(unheard).await.unwrap(), Awaited::NotTaken);
+        psql(
+            &db,
+            &format!("UPDATE pane_commands SET deadline = now() + interval '1 minute' WHERE id = {unheard}"),
+        );
+        assert!(store.claim_pane_commands("z", 10).await.unwrap().is_empty());
+        let silent = store
+            .submit_pane_command("y", 1, send, &json!({}))
+            .await
+            .unwrap();
+        assert_eq!(store.claim_pane_commands("y", 10).await.unwrap().len(), 1);
+        psql(
+            &db,
+            &format!("UPDATE pane_commands SET deadline = now() - interval '31 seconds' WHERE id = {silent}"),
+        );
+        assert_eq!(store.await_pane_command(silent).await.unwrap(), Awaited::NoResult);
         // Machine c's row is c's alone.
         let theirs = store.claim_pane_commands("c", 10).await.unwrap();
         assert_eq!(theirs.iter().map(|c| c.id).collect::<Vec<_>>(), [other]);

@@ -71,7 +71,7 @@ impl PgStore {
         let c = self.pool.get().await?;
         let row = c
             .query_opt(
-                "SELECT (extract(epoch from heartbeat_at) * 1000)::bigint,
+                "SELECT floor(extract(epoch from heartbeat_at) * 1000)::bigint,
                         (extract(epoch from now() - heartbeat_at) * 1000)::bigint
                  FROM machines WHERE name = $1",
                 &[&name],
@@ -218,15 +218,17 @@ impl PgStore {
         .await?)
     }
 
-    /// A command's state and result.
+    /// A command's state, result, and how far past its deadline the database's clock is
+    /// (milliseconds; negative before it).
     pub async fn pane_command(
         &self,
         id: i64,
-    ) -> Result<Option<(CommandState, Option<Value>)>, StoreError> {
+    ) -> Result<Option<(CommandState, Option<Value>, i64)>, StoreError> {
         let c = self.pool.get().await?;
         let row = c
             .query_opt(
-                "SELECT state, result FROM pane_commands WHERE id = $1",
+                "SELECT state, result, (extract(epoch from now() - deadline) * 1000)::bigint
+                 FROM pane_commands WHERE id = $1",
                 &[&id],
             )
             .await?;
@@ -236,23 +238,22 @@ impl PgStore {
                 value: state.clone(),
                 reason: "not a pane command state".into(),
             })?;
-            Ok((parsed, r.get(1)))
+            Ok((parsed, r.get(1), r.get(2)))
         })
         .transpose()
     }
 
     /// Waits for a forwarded command's result, looking at its row with a backoff from 20 ms
-    /// to 200 ms; refuses it when it is not taken in time ([`await_step`] decides).
+    /// to 200 ms; refuses it when it is not taken by its deadline ([`await_step`] decides, on
+    /// the database's clock).
     pub async fn await_pane_command(&self, id: i64) -> Result<Awaited, StoreError> {
-        let started = tokio::time::Instant::now();
         let mut pause = Duration::from_millis(20);
         loop {
-            let (state, result) = self
+            let (state, result, past_deadline_ms) = self
                 .pane_command(id)
                 .await?
                 .ok_or_else(|| StoreError::Database(format!("pane command {id} is gone")))?;
-            let waited_ms = started.elapsed().as_millis() as i64;
-            match await_step(state, waited_ms) {
+            match await_step(state, past_deadline_ms) {
                 AwaitStep::Answer => {
                     return Ok(match (state, result) {
                         (CommandState::Done, Some(r)) => Awaited::Result(r),
