@@ -142,6 +142,7 @@ pub mod model;
 pub mod notice;
 pub mod orchestration;
 pub mod pane;
+pub mod pane_commands;
 pub mod planted;
 pub mod question;
 pub mod replay;

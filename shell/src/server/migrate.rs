@@ -50,6 +50,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         include_str!("../../../migrations/0011_machines.sql"),
     ),
     (
+        "0012_pane_commands.sql",
+        include_str!("../../../migrations/0012_pane_commands.sql"),
+    ),
+    (
         "0014_offsets_by_machine.sql",
         include_str!("../../../migrations/0014_offsets_by_machine.sql"),
     ),

@@ -289,6 +289,7 @@ async fn serve(
         Role::Hub => Some(fanout::preloaded_hub(&store).await?),
         _ => None,
     };
+    let pane_store = store.clone();
     // Full-text indexing of committed turns, off the writer's commit path.
     crate::server::pgstore::search_index::start_indexer(store.clone());
     let store_for_fanout = store.clone();
@@ -360,6 +361,8 @@ async fn serve(
         None => start(&world, settings, recorder).await?,
     };
     if role.has_agents() {
+        // Commands other servers write for this machine's panes (docs/multi-machine.md).
+        http::start_pane_executor(app.clone(), pane_store, url.clone());
         crate::server::watcher::start_notify(claude_dir.clone(), app.core.clone());
     }
     if let Some(command) = args.notify_command.clone() {

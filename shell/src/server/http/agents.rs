@@ -2,9 +2,11 @@
 //! and reconcile.
 
 use super::body::{error, json_response, Body};
+use super::remote_panes::{fail, forward, pane_is_elsewhere, respond, Outcome};
 use super::{query_param, App};
 use crate::server::driver::{Msg, ReconcileProgress};
 use crate::server::store::Waited;
+use headspace_core::pane_commands::PaneCommandKind;
 use headspace_core::view::AgentView;
 use headspace_core::wait::{self, WaitDebounce, WaitVerdict};
 use headspace_core::Activity;
@@ -41,8 +43,8 @@ pub(super) async fn agent_view(app: &App, reference: &str) -> Result<AgentView, 
 }
 
 /// The 409 for an agent with no tmux pane to type into.
-pub(super) fn no_pane(reference: &str) -> Response<Body> {
-    error(
+pub(super) fn no_pane(reference: &str) -> Outcome {
+    fail(
         StatusCode::CONFLICT,
         format!("agent {reference} has no tmux pane to type into"),
     )
@@ -250,6 +252,9 @@ pub(super) async fn wait(app: &App, reference: &str, query: Option<&str>) -> Res
             )
         }
     };
+    // A pane on another machine cannot be read from here: its activity comes from the
+    // store alone (what that machine's hooks, transcripts and watchdog wrote).
+    let elsewhere = pane_is_elsewhere(app, id).await;
     // tokio's clock, so the simulation's virtual time drives it too.
     let started = tokio::time::Instant::now();
     let mut debounce = WaitDebounce::new(Duration::from_secs_f64(timeout));
@@ -262,7 +267,9 @@ pub(super) async fn wait(app: &App, reference: &str, query: Option<&str>) -> Res
         // The pane is read at every reading: a prompt typed there a moment ago shows on the
         // screen before any hook or transcript line says so.
         let screen = match &pane {
-            Some(p) if stored == Activity::Idle => app.panes.capture(p, WAIT_SCREEN_LINES).await,
+            Some(p) if stored == Activity::Idle && !elsewhere => {
+                app.panes.capture(p, WAIT_SCREEN_LINES).await
+            }
             _ => None,
         };
         let activity = wait::with_screen(stored, screen.as_deref());
@@ -284,34 +291,66 @@ pub(super) async fn wait(app: &App, reference: &str, query: Option<&str>) -> Res
 }
 
 /// Presses Escape in the agent's pane (an orchestration cancelling a step), through the
-/// server's own tmux socket.
+/// server's own tmux socket, or through the machine that holds the pane.
 pub(super) async fn interrupt(app: &App, reference: &str) -> Response<Body> {
     let view = match agent_view(app, reference).await {
         Ok(v) => v,
         Err(r) => return r,
     };
+    let kind = PaneCommandKind::Interrupt;
+    if let Some(r) = forward(app, &view, reference, kind, json!({})).await {
+        return r;
+    }
+    respond(interrupt_here(app, &view, reference).await)
+}
+
+/// Presses Escape in a pane of this machine: the interrupt route's work, also run for a
+/// command forwarded from another server.
+pub(super) async fn interrupt_here(app: &App, view: &AgentView, reference: &str) -> Outcome {
     let Some(pane) = view.agent.tmux_pane.clone() else {
         return no_pane(reference);
     };
     match app.panes.interrupt(&pane).await {
-        Ok(()) => json_response(
+        Ok(()) => (
             StatusCode::OK,
-            &json!({"status": "interrupted", "pane": pane}),
+            json!({"status": "interrupted", "pane": pane}),
         ),
-        Err(e) => error(
+        Err(e) => fail(
             StatusCode::BAD_GATEWAY,
             format!("could not press Escape in pane {pane}: {e}"),
         ),
     }
 }
 
-/// Types text into the agent's pane. The core hears of it first, so the agent counts as
-/// running from this moment: a `wait` right after never sees a false idle.
+/// Types text into the agent's pane, here or through the machine that holds it.
 pub(super) async fn send(app: &App, reference: &str, text: &str) -> Response<Body> {
     let view = match agent_view(app, reference).await {
         Ok(v) => v,
         Err(r) => return r,
     };
+    let kind = PaneCommandKind::Send;
+    if let Some(r) = forward(app, &view, reference, kind, json!({"text": text})).await {
+        return r;
+    }
+    respond(send_here(app, &view, reference, text).await)
+}
+
+/// Types `/clear` into the agent's pane, here or through the machine that holds it.
+pub(super) async fn clear(app: &App, reference: &str) -> Response<Body> {
+    let view = match agent_view(app, reference).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let kind = PaneCommandKind::Clear;
+    if let Some(r) = forward(app, &view, reference, kind, json!({})).await {
+        return r;
+    }
+    respond(send_here(app, &view, reference, "/clear").await)
+}
+
+/// Types text into a pane of this machine. The core hears of it first, so the agent counts
+/// as running from this moment: a `wait` right after never sees a false idle.
+pub(super) async fn send_here(app: &App, view: &AgentView, reference: &str, text: &str) -> Outcome {
     let Some(pane) = view.agent.tmux_pane.clone() else {
         return no_pane(reference);
     };
@@ -321,11 +360,11 @@ pub(super) async fn send(app: &App, reference: &str, text: &str) -> Response<Bod
         text: Some(text.to_string()),
     }));
     match app.panes.send(&pane, text).await {
-        Ok(s) => json_response(
+        Ok(s) => (
             StatusCode::OK,
-            &json!({"status": "sent", "pane": pane, "verified": s.verified, "retried_enter": s.retried_enter, "cleared_input": s.cleared_input}),
+            json!({"status": "sent", "pane": pane, "verified": s.verified, "retried_enter": s.retried_enter, "cleared_input": s.cleared_input}),
         ),
-        Err(e) => error(
+        Err(e) => fail(
             StatusCode::BAD_GATEWAY,
             format!("could not type into pane {pane}: {e}"),
         ),

@@ -3,9 +3,12 @@
 //! free text) the core's [`AnswerDriver`] reads each capture and says which keys to press.
 
 use super::agents::{agent_view, no_pane};
-use super::body::{error, json_response, Body};
+use super::body::Body;
+use super::remote_panes::{fail, forward, respond, Outcome};
 use super::App;
 use headspace_core::dialog::{needs_driving, Answer, AnswerDriver, Step};
+use headspace_core::pane_commands::PaneCommandKind;
+use headspace_core::view::AgentView;
 use hyper::{Response, StatusCode};
 use serde_json::json;
 use std::time::Duration;
@@ -26,6 +29,16 @@ pub(super) async fn answer(app: &App, reference: &str, n: usize) -> Response<Bod
         Ok(v) => v,
         Err(r) => return r,
     };
+    let kind = PaneCommandKind::Answer;
+    if let Some(r) = forward(app, &view, reference, kind, json!({"option": n})).await {
+        return r;
+    }
+    respond(answer_here(app, &view, reference, n).await)
+}
+
+/// Picks option `n` in a pane of this machine: the answer route's work, also run for a
+/// command forwarded from another server.
+pub(super) async fn answer_here(app: &App, view: &AgentView, reference: &str, n: usize) -> Outcome {
     let Some(question) = view.open_question() else {
         return not_waiting(reference);
     };
@@ -36,26 +49,26 @@ pub(super) async fn answer(app: &App, reference: &str, n: usize) -> Response<Bod
     {
         let several = input["questions"].as_array().map_or(0, Vec::len);
         if several > 1 {
-            return error(
+            return fail(
                 StatusCode::BAD_REQUEST,
                 format!("the question asks {several} questions; send {{\"answers\": [...]}}, one answer for each"),
             );
         }
-        return answer_questions(app, reference, vec![Answer::Options(vec![n])]).await;
+        return answer_questions_here(app, view, reference, vec![Answer::Options(vec![n])]).await;
     }
     let label = match question.choose(n) {
         Ok(l) => l,
-        Err(e) => return error(StatusCode::BAD_REQUEST, e),
+        Err(e) => return fail(StatusCode::BAD_REQUEST, e),
     };
     let Some(pane) = view.agent.tmux_pane.clone() else {
         return no_pane(reference);
     };
     match app.panes.choose(&pane, n, &label).await {
-        Ok(s) => json_response(
+        Ok(s) => (
             StatusCode::OK,
-            &json!({"status": "answered", "pane": pane, "option": n, "label": label, "question": question.text, "verified": s.verified, "retried_enter": s.retried_enter}),
+            json!({"status": "answered", "pane": pane, "option": n, "label": label, "question": question.text, "verified": s.verified, "retried_enter": s.retried_enter}),
         ),
-        Err(e) => error(
+        Err(e) => fail(
             StatusCode::BAD_GATEWAY,
             format!("could not answer in pane {pane}: {e}"),
         ),
@@ -73,13 +86,29 @@ pub(super) async fn answer_questions(
         Ok(v) => v,
         Err(r) => return r,
     };
+    let kind = PaneCommandKind::AnswerQuestions;
+    let body = json!({"answers": answers.iter().map(Answer::to_json).collect::<Vec<_>>()});
+    if let Some(r) = forward(app, &view, reference, kind, body).await {
+        return r;
+    }
+    respond(answer_questions_here(app, &view, reference, answers).await)
+}
+
+/// Drives a question wizard in a pane of this machine: the route's work, also run for a
+/// command forwarded from another server.
+pub(super) async fn answer_questions_here(
+    app: &App,
+    view: &AgentView,
+    reference: &str,
+    answers: Vec<Answer>,
+) -> Outcome {
     let Some(question) = view.open_question() else {
         return not_waiting(reference);
     };
     let input = match (&question.question, question.permission) {
         (Some(input), false) => input.clone(),
         _ => {
-            return error(
+            return fail(
                 StatusCode::BAD_REQUEST,
                 "the agent waits on a permission dialog; answer it with {\"option\": N}",
             )
@@ -87,7 +116,7 @@ pub(super) async fn answer_questions(
     };
     let mut driver = match AnswerDriver::new(&input, answers.clone()) {
         Ok(d) => d,
-        Err(e) => return error(StatusCode::BAD_REQUEST, e),
+        Err(e) => return fail(StatusCode::BAD_REQUEST, e),
     };
     let Some(pane) = view.agent.tmux_pane.clone() else {
         return no_pane(reference);
@@ -96,7 +125,7 @@ pub(super) async fn answer_questions(
     let mut keys = 0;
     loop {
         if started.elapsed() > DRIVE_LIMIT {
-            return error(
+            return fail(
                 StatusCode::GATEWAY_TIMEOUT,
                 format!(
                     "the dialog in pane {pane} was not answered within {}s ({keys} keys pressed)",
@@ -105,7 +134,7 @@ pub(super) async fn answer_questions(
             );
         }
         let Some(screen) = app.panes.capture(&pane, CAPTURE_LINES).await else {
-            return error(
+            return fail(
                 StatusCode::BAD_GATEWAY,
                 format!("could not capture pane {pane}"),
             );
@@ -113,7 +142,7 @@ pub(super) async fn answer_questions(
         match driver.next(&screen) {
             Step::Done => break,
             Step::Failed(why) => {
-                return error(
+                return fail(
                     StatusCode::BAD_GATEWAY,
                     format!("could not answer in pane {pane}: {why}"),
                 )
@@ -121,7 +150,7 @@ pub(super) async fn answer_questions(
             Step::Press(press) => {
                 keys += press.len();
                 if let Err(e) = app.panes.press(&pane, &press).await {
-                    return error(
+                    return fail(
                         StatusCode::BAD_GATEWAY,
                         format!("could not press keys in pane {pane}: {e}"),
                     );
@@ -130,15 +159,15 @@ pub(super) async fn answer_questions(
             }
         }
     }
-    json_response(
+    (
         StatusCode::OK,
-        &json!({"status": "answered", "pane": pane, "question": question.text,
+        json!({"status": "answered", "pane": pane, "question": question.text,
                 "answers": answers.iter().map(Answer::to_json).collect::<Vec<_>>(), "keys": keys, "verified": true}),
     )
 }
 
-fn not_waiting(reference: &str) -> Response<Body> {
-    error(
+fn not_waiting(reference: &str) -> Outcome {
+    fail(
         StatusCode::CONFLICT,
         format!("agent {reference} is not waiting on a question"),
     )

@@ -29,6 +29,7 @@ pub(crate) mod audit;
 mod body;
 mod login;
 mod orchestration;
+mod remote_panes;
 mod search;
 mod usage;
 
@@ -41,6 +42,7 @@ pub use body::{with_guard, Body};
 use login::*;
 pub use orchestration::revive_runners;
 use orchestration::*;
+pub use remote_panes::start_pane_executor;
 
 /// Everything a request handler needs.
 pub struct App {
@@ -234,7 +236,7 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
                 Err(r) => r,
             }
         }
-        (&Method::POST, ["api", "agents", id, "clear"]) => send(&app, id, "/clear").await,
+        (&Method::POST, ["api", "agents", id, "clear"]) => clear(&app, id).await,
         (&Method::POST, ["api", "agents", id, "interrupt"]) => interrupt(&app, id).await,
         (&Method::POST, ["api", "agents", id, "answer"]) => {
             let id = id.to_string();

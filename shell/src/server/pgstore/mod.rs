@@ -20,6 +20,7 @@ mod audit;
 pub mod events;
 mod history;
 mod machines;
+pub mod pane_commands;
 mod reads;
 mod search;
 pub mod search_index;
@@ -460,6 +461,10 @@ impl Store for PgStore {
         &self,
     ) -> BoxFuture<'_, Result<Vec<crate::server::machines::MachineRow>, StoreError>> {
         Box::pin(PgStore::machines(self))
+    }
+
+    fn postgres(&self) -> Option<&PgStore> {
+        Some(self)
     }
 
     fn apply<'a>(&'a self, writes: &'a [Write]) -> BoxFuture<'a, Result<(), StoreError>> {

@@ -1,0 +1,211 @@
+//! Commands to panes on another machine (docs/multi-machine.md, "Commands to panes"): where a
+//! pane command runs (here, forwarded through the database, or refused because the machine
+//! that holds the pane is offline), the words of the refusal, which rows an executor may
+//! run, and what a server waiting on a forwarded command does at each look. The shell does
+//! the reading, writing and waiting; every rule is here, without a clock: times come in as
+//! arguments (the database's clock, so machines never compare their own clocks).
+
+use crate::Timestamp;
+
+/// A machine whose last heartbeat is this old, or older, is offline.
+pub const OFFLINE_AFTER_MS: i64 = 15_000;
+
+/// How long a forwarded command may wait to be taken by its machine: past this deadline it is
+/// never run (`send`, `clear`, `interrupt` and `answer` alike).
+pub const CLAIM_WITHIN_MS: i64 = 30_000;
+
+/// How long, once taken, a forwarded command may run before the asking server stops waiting
+/// for its result: longer than the longest local run (a question wizard's 20 s).
+pub const RUN_WITHIN_MS: i64 = 30_000;
+
+/// What can be asked of a pane on another machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PaneCommandKind {
+    /// Type text and press Enter (`POST …/send`).
+    Send,
+    /// Type `/clear` (`POST …/clear`).
+    Clear,
+    /// Press Escape (`POST …/interrupt`).
+    Interrupt,
+    /// Pick one option of the question the agent waits on (`{"option": N}`).
+    Answer,
+    /// Answer every question of a wizard (`{"answers": [...]}`).
+    AnswerQuestions,
+}
+
+impl PaneCommandKind {
+    /// Every kind, for tests and checks.
+    pub const ALL: [PaneCommandKind; 5] = [
+        PaneCommandKind::Send,
+        PaneCommandKind::Clear,
+        PaneCommandKind::Interrupt,
+        PaneCommandKind::Answer,
+        PaneCommandKind::AnswerQuestions,
+    ];
+
+    /// The name stored in `pane_commands.kind`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PaneCommandKind::Send => "send",
+            PaneCommandKind::Clear => "clear",
+            PaneCommandKind::Interrupt => "interrupt",
+            PaneCommandKind::Answer => "answer",
+            PaneCommandKind::AnswerQuestions => "answer_questions",
+        }
+    }
+
+    /// The kind a stored name names.
+    pub fn parse(name: &str) -> Option<PaneCommandKind> {
+        PaneCommandKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == name)
+    }
+}
+
+/// Where a command row stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommandState {
+    /// Written, not yet taken.
+    Pending,
+    /// Taken by its machine's executor (it runs once: nothing takes a running row).
+    Running,
+    /// Run; its result is written.
+    Done,
+    /// Never to run: its machine was offline, or it was not taken before its deadline.
+    Refused,
+}
+
+impl CommandState {
+    /// The name stored in `pane_commands.state`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CommandState::Pending => "pending",
+            CommandState::Running => "running",
+            CommandState::Done => "done",
+            CommandState::Refused => "refused",
+        }
+    }
+
+    /// The state a stored name names.
+    pub fn parse(name: &str) -> Option<CommandState> {
+        [
+            CommandState::Pending,
+            CommandState::Running,
+            CommandState::Done,
+            CommandState::Refused,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == name)
+    }
+}
+
+/// What the database says of a machine, on its own clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MachineSeen {
+    /// Its last heartbeat.
+    pub last_seen: Timestamp,
+    /// How long ago that was, by the database's clock, in milliseconds.
+    pub heartbeat_age_ms: i64,
+}
+
+/// Whether a machine whose last heartbeat is `heartbeat_age_ms` old is online.
+pub fn is_online(heartbeat_age_ms: i64) -> bool {
+    heartbeat_age_ms < OFFLINE_AFTER_MS
+}
+
+/// The error a server answers (503) for a command to a pane on an offline machine.
+pub fn offline_error(machine: &str, seen: Option<&MachineSeen>) -> String {
+    match seen {
+        Some(seen) => format!("machine {machine} is offline since {}", seen.last_seen),
+        None => format!("machine {machine} is offline (it never reported to this database)"),
+    }
+}
+
+/// Where a command to an agent's pane runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PaneRoute {
+    /// On this server: the pane is on this machine (or the store keeps no machines).
+    Here,
+    /// On another machine, through the database.
+    Forward {
+        /// The machine that holds the pane.
+        machine: String,
+    },
+    /// Nowhere: the machine that holds the pane is offline. Answered at once with a 503.
+    Offline {
+        /// The machine that holds the pane.
+        machine: String,
+        /// The error the 503 carries ([`offline_error`]).
+        error: String,
+    },
+}
+
+/// Where a command to an agent runs: `agent_machine` is the agent row's machine (`None` or
+/// empty when the store keeps none, or no machine took the row yet: this server's), `seen`
+/// what the database says of that machine when it is another one.
+pub fn route(
+    agent_machine: Option<&str>,
+    this_machine: &str,
+    seen: Option<&MachineSeen>,
+) -> PaneRoute {
+    let machine = match agent_machine {
+        None | Some("") => return PaneRoute::Here,
+        Some(m) if m == this_machine => return PaneRoute::Here,
+        Some(m) => m.to_string(),
+    };
+    match seen {
+        Some(s) if is_online(s.heartbeat_age_ms) => PaneRoute::Forward { machine },
+        _ => PaneRoute::Offline {
+            error: offline_error(&machine, seen),
+            machine,
+        },
+    }
+}
+
+/// Whether an executor may run a row it took: only before its deadline (the claim checks
+/// the same in SQL; this is the executor's own guard, on the database's clock).
+pub fn may_run(deadline: Timestamp, now: Timestamp) -> bool {
+    now < deadline
+}
+
+/// What a server waiting on a forwarded command does at a look at its row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AwaitStep {
+    /// The result is there: answer with it.
+    Answer,
+    /// Not yet: look again a little later.
+    LookAgain,
+    /// Still not taken at its deadline: refuse the row (if it is still pending, it then can
+    /// never run) and answer that the machine did not take it.
+    Withdraw,
+    /// Taken but no result within [`RUN_WITHIN_MS`]: stop waiting (it may still finish).
+    GiveUp,
+}
+
+/// What to do with a forwarded command in `state`, `past_deadline_ms` after its deadline
+/// (negative before it), on the database's clock: the same clock the claim's deadline is
+/// checked on, so a row withdrawn here is one no executor could still take.
+pub fn await_step(state: CommandState, past_deadline_ms: i64) -> AwaitStep {
+    match state {
+        CommandState::Done | CommandState::Refused => AwaitStep::Answer,
+        CommandState::Pending if past_deadline_ms >= 0 => AwaitStep::Withdraw,
+        CommandState::Running if past_deadline_ms >= RUN_WITHIN_MS => AwaitStep::GiveUp,
+        CommandState::Pending | CommandState::Running => AwaitStep::LookAgain,
+    }
+}
+
+/// The error (504) for a command its machine did not take before its deadline.
+pub fn not_taken_error(machine: &str) -> String {
+    format!(
+        "machine {machine} did not take the command within {} s; it will not run",
+        CLAIM_WITHIN_MS / 1000
+    )
+}
+
+/// The error (504) for a command taken but with no result in time.
+pub fn no_result_error(machine: &str) -> String {
+    format!(
+        "machine {machine} took the command but sent no result within {} s",
+        (CLAIM_WITHIN_MS + RUN_WITHIN_MS) / 1000
+    )
+}

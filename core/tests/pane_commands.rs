@@ -1,0 +1,111 @@
+//! Commands to panes on another machine: where one runs, the offline refusal's words, the
+//! deadline an executor keeps, and what a waiting server does at each look — without tmux,
+//! PostgreSQL or a clock.
+
+use headspace_core::pane_commands::{
+    await_step, is_online, may_run, offline_error, route, AwaitStep, CommandState, MachineSeen,
+    PaneCommandKind, PaneRoute, CLAIM_WITHIN_MS, OFFLINE_AFTER_MS, RUN_WITHIN_MS,
+};
+use headspace_core::Timestamp;
+
+fn seen(age_ms: i64) -> MachineSeen {
+    MachineSeen {
+        last_seen: Timestamp::parse_rfc3339("2026-11-24T10:00:00Z").unwrap(),
+        heartbeat_age_ms: age_ms,
+    }
+}
+
+#[test]
+fn a_pane_on_this_machine_or_on_no_machine_is_typed_into_here() {
+    assert_eq!(route(Some("a"), "a", Some(&seen(99_999))), PaneRoute::Here);
+    assert_eq!(route(None, "a", None), PaneRoute::Here);
+    // A row no machine took yet (from before machines existed) is this server's.
+    assert_eq!(route(Some(""), "a", None), PaneRoute::Here);
+}
+
+#[test]
+fn a_pane_on_an_online_machine_is_forwarded_to_it() {
+    assert_eq!(
+        route(Some("b"), "a", Some(&seen(4_000))),
+        PaneRoute::Forward {
+            machine: "b".into()
+        }
+    );
+}
+
+#[test]
+fn a_machine_is_offline_from_fifteen_seconds_after_its_heartbeat() {
+    assert!(is_online(0));
+    assert!(is_online(OFFLINE_AFTER_MS - 1));
+    assert!(!is_online(OFFLINE_AFTER_MS));
+    assert_eq!(OFFLINE_AFTER_MS, 15_000);
+    match route(Some("b"), "a", Some(&seen(OFFLINE_AFTER_MS))) {
+        PaneRoute::Offline { machine, error } => {
+            assert_eq!(machine, "b");
+            assert_eq!(error, "machine b is offline since 2026-11-24T10:00:00.000Z");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_machine_that_never_reported_is_offline() {
+    match route(Some("ghost"), "a", None) {
+        PaneRoute::Offline { error, .. } => {
+            assert_eq!(error, offline_error("ghost", None));
+            assert!(error.starts_with("machine ghost is offline"), "{error}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_row_past_its_deadline_is_never_run() {
+    let deadline = Timestamp(1_000_000);
+    assert!(may_run(deadline, Timestamp(999_999)));
+    assert!(!may_run(deadline, deadline));
+    assert!(!may_run(deadline, Timestamp(1_000_001)));
+}
+
+#[test]
+fn a_waiting_server_answers_withdraws_a_row_not_taken_and_gives_up_on_one_without_result() {
+    // The times are how far past the row's deadline the database's clock is.
+    let before = -CLAIM_WITHIN_MS;
+    for done in [CommandState::Done, CommandState::Refused] {
+        assert_eq!(await_step(done, before), AwaitStep::Answer);
+        assert_eq!(await_step(done, 10 * RUN_WITHIN_MS), AwaitStep::Answer);
+    }
+    assert_eq!(
+        await_step(CommandState::Pending, before),
+        AwaitStep::LookAgain
+    );
+    assert_eq!(await_step(CommandState::Pending, -1), AwaitStep::LookAgain);
+    assert_eq!(await_step(CommandState::Pending, 0), AwaitStep::Withdraw);
+    // A row taken just before its deadline still gets its run's time.
+    assert_eq!(await_step(CommandState::Running, 1), AwaitStep::LookAgain);
+    assert_eq!(
+        await_step(CommandState::Running, RUN_WITHIN_MS - 1),
+        AwaitStep::LookAgain
+    );
+    assert_eq!(
+        await_step(CommandState::Running, RUN_WITHIN_MS),
+        AwaitStep::GiveUp
+    );
+}
+
+#[test]
+fn kinds_and_states_keep_their_stored_names() {
+    let names: Vec<&str> = PaneCommandKind::ALL.iter().map(|k| k.as_str()).collect();
+    assert_eq!(
+        names,
+        ["send", "clear", "interrupt", "answer", "answer_questions"]
+    );
+    for k in PaneCommandKind::ALL {
+        assert_eq!(PaneCommandKind::parse(k.as_str()), Some(k));
+    }
+    assert_eq!(PaneCommandKind::parse("wait"), None);
+    for s in ["pending", "running", "done", "refused"] {
+        assert_eq!(CommandState::parse(s).map(CommandState::as_str), Some(s));
+    }
+    assert_eq!(CommandState::parse("lost"), None);
+}

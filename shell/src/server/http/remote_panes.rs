@@ -1,0 +1,290 @@
+//! Commands to panes on another machine (docs/multi-machine.md, "Commands to panes"): the
+//! pane routes ask [`forward`] first; for a pane another machine holds it writes a command
+//! row, waits for that machine's result and answers with it (or 503 at once when the machine
+//! is offline). Every server with a PostgreSQL store runs an executor
+//! ([`start_pane_executor`]) that takes its machine's rows and runs them with the routes' own
+//! code (`send_here`, `interrupt_here`, `answer_here`, `answer_questions_here`). The rules are
+//! the core's ([`headspace_core::pane_commands`]).
+
+use super::agents::{interrupt_here, send_here};
+use super::answer::{answer_here, answer_questions_here};
+use super::body::{error, json_response, Body};
+use super::App;
+use crate::server::pgstore::pane_commands::{Awaited, PaneCommand, COMMANDS_CHANNEL};
+use crate::server::pgstore::PgStore;
+use futures_util::StreamExt;
+use headspace_core::dialog::answers_of;
+use headspace_core::pane_commands::{
+    may_run, no_result_error, not_taken_error, route, PaneCommandKind, PaneRoute,
+};
+use headspace_core::view::AgentView;
+use hyper::{Response, StatusCode};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio_postgres::{AsyncMessage, NoTls};
+use tracing::{debug, info, warn};
+
+/// A route's answer before it is a response: its status and JSON body (what a forwarded
+/// command's result carries back).
+pub(super) type Outcome = (StatusCode, Value);
+
+/// The error answer `{"error": message}`, as [`error`] makes it.
+pub(super) fn fail(status: StatusCode, message: impl std::fmt::Display) -> Outcome {
+    (status, json!({"error": message.to_string()}))
+}
+
+/// The response of an outcome.
+pub(super) fn respond((status, body): Outcome) -> Response<Body> {
+    json_response(status, &body)
+}
+
+/// `None` when the agent's pane is this machine's (the caller types into it); otherwise the
+/// answer: the other machine's result, or 503 when it is offline (the command is then written
+/// as refused, so it can never run later).
+pub(super) async fn forward(
+    app: &App,
+    view: &AgentView,
+    reference: &str,
+    kind: PaneCommandKind,
+    mut body: Value,
+) -> Option<Response<Body>> {
+    let pg = app.store.postgres()?;
+    let agent = view.agent.id;
+    let machine = match pg.agent_machine(agent).await {
+        Ok(m) => m,
+        Err(e) => return Some(error(StatusCode::SERVICE_UNAVAILABLE, e)),
+    };
+    let seen = match machine.as_deref() {
+        Some(m) if !m.is_empty() && m != app.machine => match pg.machine_seen(m).await {
+            Ok(s) => s,
+            Err(e) => return Some(error(StatusCode::SERVICE_UNAVAILABLE, e)),
+        },
+        _ => None,
+    };
+    // The edge words its errors with the reference the client used, as a local route does.
+    body["reference"] = json!(reference);
+    match route(machine.as_deref(), &app.machine, seen.as_ref()) {
+        PaneRoute::Here => None,
+        PaneRoute::Offline { machine, error } => {
+            let answer = json!({ "error": error });
+            let result = json!({"status": 503, "body": answer});
+            if let Err(e) = pg
+                .refuse_pane_command(&machine, agent, kind, &body, &result)
+                .await
+            {
+                warn!(
+                    "[PANE_COMMANDS] could not record the refused {} for machine {machine}: {e}",
+                    kind.as_str()
+                );
+            }
+            Some(json_response(StatusCode::SERVICE_UNAVAILABLE, &answer))
+        }
+        PaneRoute::Forward { machine } => {
+            Some(run_elsewhere(pg, &machine, agent, kind, &body).await)
+        }
+    }
+}
+
+/// Writes the command for `machine`, waits for its result and answers with it.
+async fn run_elsewhere(
+    pg: &PgStore,
+    machine: &str,
+    agent: u64,
+    kind: PaneCommandKind,
+    body: &Value,
+) -> Response<Body> {
+    let id = match pg.submit_pane_command(machine, agent, kind, body).await {
+        Ok(id) => id,
+        Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
+    };
+    debug!(
+        "[PANE_COMMANDS] {} for agent {agent} sent to machine {machine} (command {id})",
+        kind.as_str()
+    );
+    match pg.await_pane_command(id).await {
+        Ok(Awaited::Result(result)) => {
+            let status = result["status"]
+                .as_u64()
+                .and_then(|s| StatusCode::from_u16(s as u16).ok())
+                .unwrap_or(StatusCode::BAD_GATEWAY);
+            json_response(status, &result["body"])
+        }
+        Ok(Awaited::NotTaken) => error(StatusCode::GATEWAY_TIMEOUT, not_taken_error(machine)),
+        Ok(Awaited::NoResult) => error(StatusCode::GATEWAY_TIMEOUT, no_result_error(machine)),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
+}
+
+/// True when the agent's pane is on another machine (so this server cannot read it).
+pub(super) async fn pane_is_elsewhere(app: &App, agent: u64) -> bool {
+    let Some(pg) = app.store.postgres() else {
+        return false;
+    };
+    match pg.agent_machine(agent).await {
+        Ok(machine) => route(machine.as_deref(), &app.machine, None) != PaneRoute::Here,
+        Err(_) => false,
+    }
+}
+
+/// How often the executor looks for commands when no notification came (one may be lost:
+/// the listening connection dropped, or the command was written while it was down).
+const POLL_EVERY: Duration = Duration::from_secs(1);
+/// How often old commands are deleted (any server may; a day's rows are kept).
+const PRUNE_EVERY: Duration = Duration::from_secs(600);
+/// Most commands taken at one look.
+const CLAIM_BATCH: i64 = 16;
+
+/// Runs, for as long as the server runs, the commands other servers write for this machine:
+/// woken by `NOTIFY pane_commands` on a listening connection of its own, and every second
+/// without one.
+pub fn start_pane_executor(app: Arc<App>, store: PgStore, url: String) {
+    tokio::spawn(async move {
+        info!(
+            "[PANE_COMMANDS] running commands for machine {:?}",
+            app.machine
+        );
+        let mut listener: Option<Listener> = None;
+        let mut connect_at = tokio::time::Instant::now();
+        let mut prune_at = tokio::time::Instant::now();
+        loop {
+            if tokio::time::Instant::now() >= prune_at {
+                prune_at = tokio::time::Instant::now() + PRUNE_EVERY;
+                if let Err(e) = store.prune_pane_commands().await {
+                    debug!("[PANE_COMMANDS] cannot prune old commands: {e}");
+                }
+            }
+            if listener.is_none() && tokio::time::Instant::now() >= connect_at {
+                match listen(&url, &app.machine).await {
+                    Ok(l) => listener = Some(l),
+                    Err(e) => {
+                        debug!("[PANE_COMMANDS] cannot listen ({e}); looking every second");
+                        connect_at = tokio::time::Instant::now() + Duration::from_secs(5);
+                    }
+                }
+            }
+            run_claimed(&app, &store).await;
+            let mut lost = false;
+            match listener.as_mut() {
+                Some(l) => tokio::select! {
+                    woke = l.wakes.recv() => lost = woke.is_none(),
+                    _ = tokio::time::sleep(POLL_EVERY) => {}
+                },
+                None => tokio::time::sleep(POLL_EVERY).await,
+            }
+            if lost {
+                listener = None;
+                connect_at = tokio::time::Instant::now() + POLL_EVERY;
+            }
+        }
+    });
+}
+
+/// A connection listening on the commands channel.
+struct Listener {
+    /// Kept so the connection stays open.
+    _client: tokio_postgres::Client,
+    /// One message per notification for this machine; closed when the connection drops.
+    wakes: mpsc::UnboundedReceiver<()>,
+}
+
+/// Opens a connection that listens for this machine's commands.
+async fn listen(url: &str, machine: &str) -> Result<Listener, tokio_postgres::Error> {
+    let (client, mut connection) = tokio_postgres::connect(url, NoTls).await?;
+    let (tx, wakes) = mpsc::unbounded_channel();
+    let me = machine.to_string();
+    tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(Ok(message)) = messages.next().await {
+            if let AsyncMessage::Notification(n) = message {
+                if n.payload() == me && tx.send(()).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    client
+        .batch_execute(&format!("LISTEN {COMMANDS_CHANNEL}"))
+        .await?;
+    Ok(Listener {
+        _client: client,
+        wakes,
+    })
+}
+
+/// Takes this machine's pending commands and runs each on its own task (a question wizard
+/// may take seconds; it must not hold up a send to another pane).
+async fn run_claimed(app: &Arc<App>, store: &PgStore) {
+    loop {
+        let taken = match store.claim_pane_commands(&app.machine, CLAIM_BATCH).await {
+            Ok(t) => t,
+            Err(e) => {
+                debug!("[PANE_COMMANDS] cannot look for commands: {e}");
+                return;
+            }
+        };
+        let full = taken.len() as i64 == CLAIM_BATCH;
+        for command in taken {
+            let app = app.clone();
+            let store = store.clone();
+            tokio::spawn(async move {
+                let (status, body) = if may_run(command.deadline, command.taken_at) {
+                    run_here(&app, &command).await
+                } else {
+                    fail(StatusCode::GATEWAY_TIMEOUT, not_taken_error(&app.machine))
+                };
+                let result = json!({"status": status.as_u16(), "body": body});
+                finish(&store, command.id, &result).await;
+            });
+        }
+        if !full {
+            return;
+        }
+    }
+}
+
+/// Writes a result, retrying a while: the asking server waits for it.
+async fn finish(store: &PgStore, id: i64, result: &Value) {
+    let mut pause = Duration::from_millis(100);
+    for _ in 0..8 {
+        match store.finish_pane_command(id, result).await {
+            Ok(()) => return,
+            Err(e) => {
+                warn!("[PANE_COMMANDS] could not write the result of command {id} (retrying): {e}");
+                tokio::time::sleep(pause).await;
+                pause *= 2;
+            }
+        }
+    }
+}
+
+/// Runs a command taken for this machine with the routes' own code.
+async fn run_here(app: &App, command: &PaneCommand) -> Outcome {
+    let reference = command.body["reference"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| command.agent_id.to_string());
+    let view = match app.store.agent(command.agent_id).await {
+        Ok(Some(v)) => v,
+        Ok(None) => return fail(StatusCode::NOT_FOUND, format!("no agent {reference}")),
+        Err(e) => return fail(StatusCode::SERVICE_UNAVAILABLE, e),
+    };
+    let body = &command.body;
+    match command.kind {
+        PaneCommandKind::Send => match body["text"].as_str() {
+            Some(text) => send_here(app, &view, &reference, text).await,
+            None => fail(StatusCode::BAD_REQUEST, "the command has no text"),
+        },
+        PaneCommandKind::Clear => send_here(app, &view, &reference, "/clear").await,
+        PaneCommandKind::Interrupt => interrupt_here(app, &view, &reference).await,
+        PaneCommandKind::Answer => match body["option"].as_u64() {
+            Some(n) => answer_here(app, &view, &reference, n as usize).await,
+            None => fail(StatusCode::BAD_REQUEST, "the command has no option"),
+        },
+        PaneCommandKind::AnswerQuestions => match answers_of(body) {
+            Ok(answers) => answer_questions_here(app, &view, &reference, answers).await,
+            Err(e) => fail(StatusCode::BAD_REQUEST, e),
+        },
+    }
+}

@@ -1,0 +1,276 @@
+//! Commands to panes on another machine, on PostgreSQL (migration 0012; the rules in
+//! [`headspace_core::pane_commands`]): a server writes a row for the machine that holds the
+//! pane and announces it; that machine's executor claims it at most once, runs it and writes
+//! the result back; the asking server waits for the result.
+//!
+//! One channel, `pane_commands`, carries every announcement, with the machine's name as the
+//! payload: a channel per machine would be an identifier built from the name (`LISTEN` takes
+//! no parameter, and names with `.` or `-` need quoting), while commands come at a person's
+//! pace, so an executor woken for another machine's row costs nothing. Results are announced
+//! on `pane_command_results` (payload: the row's id); the asking server polls its row with a
+//! short backoff instead of holding a listening connection per request.
+
+use super::PgStore;
+use crate::server::store::StoreError;
+use headspace_core::pane_commands::{
+    await_step, AwaitStep, CommandState, MachineSeen, PaneCommandKind, CLAIM_WITHIN_MS,
+};
+use headspace_core::Timestamp;
+use serde_json::Value;
+use std::time::Duration;
+
+/// The channel that announces new commands (payload: the machine's name).
+pub const COMMANDS_CHANNEL: &str = "pane_commands";
+/// The channel that announces results (payload: the command's id).
+pub const RESULTS_CHANNEL: &str = "pane_command_results";
+
+/// A command an executor took.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PaneCommand {
+    /// Its row.
+    pub id: i64,
+    /// The agent whose pane it is for.
+    pub agent_id: u64,
+    /// What to do.
+    pub kind: PaneCommandKind,
+    /// The request's arguments (and the reference it was asked with).
+    pub body: Value,
+    /// Its deadline, on the database's clock.
+    pub deadline: Timestamp,
+    /// The database's clock when it was taken.
+    pub taken_at: Timestamp,
+}
+
+/// How waiting on a forwarded command ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Awaited {
+    /// The executor's result: `{"status": N, "body": …}`.
+    Result(Value),
+    /// Not taken before its deadline: refused, it will never run.
+    NotTaken,
+    /// Taken, but no result in time (it may still finish).
+    NoResult,
+}
+
+impl PgStore {
+    /// The machine an agent row belongs to (`None`: no such agent).
+    pub async fn agent_machine(&self, agent_id: u64) -> Result<Option<String>, StoreError> {
+        let c = self.pool.get().await?;
+        let row = c
+            .query_opt(
+                "SELECT machine FROM agents WHERE id = $1",
+                &[&(agent_id as i64)],
+            )
+            .await?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    /// What the database says of machine `name`'s heartbeat, on its own clock (`None`: it
+    /// never registered).
+    pub async fn machine_seen(&self, name: &str) -> Result<Option<MachineSeen>, StoreError> {
+        let c = self.pool.get().await?;
+        let row = c
+            .query_opt(
+                "SELECT floor(extract(epoch from heartbeat_at) * 1000)::bigint,
+                        (extract(epoch from now() - heartbeat_at) * 1000)::bigint
+                 FROM machines WHERE name = $1",
+                &[&name],
+            )
+            .await?;
+        Ok(row.map(|r| MachineSeen {
+            last_seen: Timestamp(r.get(0)),
+            heartbeat_age_ms: r.get(1),
+        }))
+    }
+
+    /// Writes a pending command for `machine` (deadline [`CLAIM_WITHIN_MS`] from now) and
+    /// announces it, in one transaction: the announcement goes out when the row is visible.
+    pub async fn submit_pane_command(
+        &self,
+        machine: &str,
+        agent_id: u64,
+        kind: PaneCommandKind,
+        body: &Value,
+    ) -> Result<i64, StoreError> {
+        let mut c = self.pool.get().await?;
+        let tx = c.transaction().await?;
+        let row = tx
+            .query_one(
+                "INSERT INTO pane_commands (machine, agent_id, kind, body, deadline)
+                 VALUES ($1, $2, $3, $4, now() + $5::float8 * interval '1 millisecond') RETURNING id",
+                &[
+                    &machine,
+                    &(agent_id as i64),
+                    &kind.as_str(),
+                    body,
+                    &(CLAIM_WITHIN_MS as f64),
+                ],
+            )
+            .await?;
+        tx.execute("SELECT pg_notify($1, $2)", &[&COMMANDS_CHANNEL, &machine])
+            .await?;
+        tx.commit().await?;
+        Ok(row.get(0))
+    }
+
+    /// Writes a command that is refused from the start (its machine is offline), with the
+    /// answer given: a record of what was asked, which no executor will ever take.
+    pub async fn refuse_pane_command(
+        &self,
+        machine: &str,
+        agent_id: u64,
+        kind: PaneCommandKind,
+        body: &Value,
+        result: &Value,
+    ) -> Result<i64, StoreError> {
+        let c = self.pool.get().await?;
+        let row = c
+            .query_one(
+                "INSERT INTO pane_commands (machine, agent_id, kind, body, state, result, deadline)
+                 VALUES ($1, $2, $3, $4, 'refused', $5, now()) RETURNING id",
+                &[&machine, &(agent_id as i64), &kind.as_str(), body, result],
+            )
+            .await?;
+        Ok(row.get(0))
+    }
+
+    /// Takes up to `limit` of `machine`'s pending commands whose deadline has not passed, in
+    /// id order, marking them running: a row is taken by one executor only (`SKIP LOCKED`
+    /// lets two executors take different rows at once; neither takes the other's).
+    pub async fn claim_pane_commands(
+        &self,
+        machine: &str,
+        limit: i64,
+    ) -> Result<Vec<PaneCommand>, StoreError> {
+        let c = self.pool.get().await?;
+        let rows = c
+            .query(
+                "UPDATE pane_commands SET state = 'running'
+                 WHERE id IN (SELECT id FROM pane_commands
+                              WHERE machine = $1 AND state = 'pending' AND deadline > now()
+                              ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
+                 RETURNING id, agent_id, kind, body,
+                           (extract(epoch from deadline) * 1000)::bigint,
+                           (extract(epoch from now()) * 1000)::bigint",
+                &[&machine, &limit],
+            )
+            .await?;
+        let mut taken: Vec<PaneCommand> = rows
+            .iter()
+            .map(|r| {
+                let kind: String = r.get(2);
+                Ok(PaneCommand {
+                    id: r.get(0),
+                    agent_id: r.get::<_, i64>(1) as u64,
+                    kind: PaneCommandKind::parse(&kind).ok_or_else(|| StoreError::BadValue {
+                        value: kind.clone(),
+                        reason: "not a pane command".into(),
+                    })?,
+                    body: r.get(3),
+                    deadline: Timestamp(r.get(4)),
+                    taken_at: Timestamp(r.get(5)),
+                })
+            })
+            .collect::<Result<_, StoreError>>()?;
+        taken.sort_by_key(|c| c.id);
+        Ok(taken)
+    }
+
+    /// Writes a taken command's result (`{"status": N, "body": …}`) and announces it.
+    pub async fn finish_pane_command(&self, id: i64, result: &Value) -> Result<(), StoreError> {
+        let mut c = self.pool.get().await?;
+        let tx = c.transaction().await?;
+        tx.execute(
+            "UPDATE pane_commands SET state = 'done', result = $2 WHERE id = $1 AND state = 'running'",
+            &[&id, result],
+        )
+        .await?;
+        tx.execute(
+            "SELECT pg_notify($1, $2)",
+            &[&RESULTS_CHANNEL, &id.to_string()],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Refuses a command still pending (not taken before its deadline), so it can never run
+    /// later. False when an executor took it first.
+    pub async fn withdraw_pane_command(&self, id: i64) -> Result<bool, StoreError> {
+        let c = self.pool.get().await?;
+        let n = c
+            .execute(
+                "UPDATE pane_commands SET state = 'refused' WHERE id = $1 AND state = 'pending'",
+                &[&id],
+            )
+            .await?;
+        Ok(n == 1)
+    }
+
+    /// Deletes finished and refused commands older than a day (their answers were given
+    /// long ago); returns how many.
+    pub async fn prune_pane_commands(&self) -> Result<u64, StoreError> {
+        let c = self.pool.get().await?;
+        Ok(c.execute(
+            "DELETE FROM pane_commands WHERE state IN ('done', 'refused') AND created_at < now() - interval '1 day'",
+            &[],
+        )
+        .await?)
+    }
+
+    /// A command's state, result, and how far past its deadline the database's clock is
+    /// (milliseconds; negative before it).
+    pub async fn pane_command(
+        &self,
+        id: i64,
+    ) -> Result<Option<(CommandState, Option<Value>, i64)>, StoreError> {
+        let c = self.pool.get().await?;
+        let row = c
+            .query_opt(
+                "SELECT state, result, (extract(epoch from now() - deadline) * 1000)::bigint
+                 FROM pane_commands WHERE id = $1",
+                &[&id],
+            )
+            .await?;
+        row.map(|r| {
+            let state: String = r.get(0);
+            let parsed = CommandState::parse(&state).ok_or_else(|| StoreError::BadValue {
+                value: state.clone(),
+                reason: "not a pane command state".into(),
+            })?;
+            Ok((parsed, r.get(1), r.get(2)))
+        })
+        .transpose()
+    }
+
+    /// Waits for a forwarded command's result, looking at its row with a backoff from 20 ms
+    /// to 200 ms; refuses it when it is not taken by its deadline ([`await_step`] decides, on
+    /// the database's clock).
+    pub async fn await_pane_command(&self, id: i64) -> Result<Awaited, StoreError> {
+        let mut pause = Duration::from_millis(20);
+        loop {
+            let (state, result, past_deadline_ms) = self
+                .pane_command(id)
+                .await?
+                .ok_or_else(|| StoreError::Database(format!("pane command {id} is gone")))?;
+            match await_step(state, past_deadline_ms) {
+                AwaitStep::Answer => {
+                    return Ok(match (state, result) {
+                        (CommandState::Done, Some(r)) => Awaited::Result(r),
+                        _ => Awaited::NotTaken,
+                    })
+                }
+                AwaitStep::Withdraw => {
+                    if self.withdraw_pane_command(id).await? {
+                        return Ok(Awaited::NotTaken);
+                    }
+                    // Taken in the meantime: it runs; wait for its result.
+                }
+                AwaitStep::GiveUp => return Ok(Awaited::NoResult),
+                AwaitStep::LookAgain => {}
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(200));
+        }
+    }
+}
