@@ -58,8 +58,12 @@ impl Machine {
     }
 }
 
-fn edge(db: &str, m: &Machine, name: &str) -> Server {
-    Server::start(db, &m.claude, &["--role", "edge", "--machine", name])
+fn edge(db: &str, m: &Machine, name: &str, tmux: &Tmux) -> Server {
+    Server::start(
+        db,
+        &m.claude,
+        &["--role", "edge", "--machine", name, "--tmux-socket", &tmux.0],
+    )
 }
 
 fn hub(db: &str) -> Server {
@@ -140,8 +144,23 @@ fn two_edges_two_hubs_every_turn_once_and_every_event_in_order() {
     };
     let mut a = Machine::new("cluster-a", 1);
     let mut b = Machine::new("cluster-b", 11);
-    let edge_a = edge(&db, &a, "edge-a");
-    let edge_b = edge(&db, &b, "edge-b");
+    // Edge A's tmux: its first pane (%0, agent 0's) writes whatever is typed into a file.
+    let tmux_a = Tmux(format!("hs-cluster-a-{}", std::process::id()));
+    let tmux_b = Tmux(format!("hs-cluster-b-{}", std::process::id()));
+    let typed = a.claude.join("typed.txt");
+    let pane = tmux_a.run(&[
+        "new-session",
+        "-d",
+        "-P",
+        "-F",
+        "#{pane_id}",
+        "-s",
+        "s",
+        &format!("cat > {}", typed.display()),
+    ]);
+    assert_eq!(pane, "%0");
+    let edge_a = edge(&db, &a, "edge-a", &tmux_a);
+    let edge_b = edge(&db, &b, "edge-b", &tmux_b);
     let hub_1 = hub(&db);
     let hub_2 = hub(&db);
     // Ids: the edges hold their own spaces.
@@ -210,6 +229,26 @@ fn two_edges_two_hubs_every_turn_once_and_every_event_in_order() {
         "every agent's id is in its machine's id space"
     );
 
+    // Asked of hub 2, typed by edge A into its pane, once.
+    let agent = psql(
+        &db,
+        "SELECT id FROM agents WHERE machine = 'edge-a' AND tmux_pane = '%0'",
+    );
+    let (status, body) = hub_2.post(
+        &format!("/api/agents/{agent}/send"),
+        json!({"text": "hello-through-the-hub"}).to_string().as_bytes(),
+    );
+    assert_eq!(status, 200, "{body}\n{}\n{}", hub_2.log(), edge_a.log());
+    wait_for(Duration::from_secs(5), || {
+        std::fs::read_to_string(&typed)
+            .ok()
+            .filter(|t| t.contains("hello-through-the-hub"))
+    })
+    .expect("the text reached edge A's pane");
+    std::thread::sleep(Duration::from_millis(500));
+    let text = std::fs::read_to_string(&typed).unwrap();
+    assert_eq!(text.matches("hello-through-the-hub").count(), 1, "{text}");
+
     // The same events, in the same order, on both hubs.
     let seen_1 = caught_up(&db, &stream_1, "hub 1");
     let seen_2 = caught_up(&db, &stream_2, "hub 2");
@@ -247,7 +286,7 @@ fn two_edges_two_hubs_every_turn_once_and_every_event_in_order() {
     edge_a.kill();
     a.exchange(None, 4);
     a.exchange(None, 5);
-    let edge_a = edge(&db, &a, "edge-a");
+    let edge_a = edge(&db, &a, "edge-a", &tmux_a);
     every_line_once(&db, &a.uuids, "edge A after its restart");
     assert_eq!(
         psql(
