@@ -105,16 +105,15 @@ fn agents_on_two_machines_group_by_machine_and_an_offline_one_says_unknown() {
         "const s = document.querySelector('section.machine[data-machine=\"desk-2\"] .machine-status'); return s && s.textContent === 'online'",
     );
     let summary = browser.js("return document.getElementById('summary').textContent");
-    assert!(
-        summary.as_str().unwrap().contains("2 working"),
-        "{summary}"
-    );
+    assert!(summary.as_str().unwrap().contains("2 working"), "{summary}");
     assert!(!summary.as_str().unwrap().contains("unknown"), "{summary}");
 
     // One machine left: the cards are grouped by project alone, as before.
     psql(
         &db,
-        &format!("DELETE FROM tasks WHERE agent_id = {other}; DELETE FROM agents WHERE id = {other}"),
+        &format!(
+            "DELETE FROM tasks WHERE agent_id = {other}; DELETE FROM agents WHERE id = {other}"
+        ),
     );
     browser.js("loadAgents(); return true");
     browser.until(

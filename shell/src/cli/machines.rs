@@ -84,10 +84,7 @@ mod tests {
         assert!(l.ends_with(" 3"), "{l}");
         let off = json!({"name": "desk", "online": false, "last_seen": "2026-11-01T09:00:00.000Z", "agents": 0});
         let l = line(&off, at + 300_000);
-        assert!(
-            l.contains("offline since 2026-11-01T09:00:00.000Z"),
-            "{l}"
-        );
+        assert!(l.contains("offline since 2026-11-01T09:00:00.000Z"), "{l}");
         assert!(l.contains("5m ago"), "{l}");
     }
 }
