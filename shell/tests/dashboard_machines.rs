@@ -90,6 +90,8 @@ fn agents_on_two_machines_group_by_machine_and_an_offline_one_says_unknown() {
     assert!(summary.contains("1 unknown"), "{summary}");
     assert!(!summary.contains("idle"), "{summary}");
 
+    browser.screenshot("dashboard-machines");
+
     // The machine reports again: within a poll of the machines list, its card shows what
     // its agent does and its header says online.
     psql(
