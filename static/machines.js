@@ -81,9 +81,11 @@ function machineBlock(name, parent) {
 function renderMachineHead(name) {
   const b = machines.blocks.get(name);
   if (!b) return;
-  const n = b.body.querySelectorAll('.card').length;
+  let n = 0;
+  for (const g of cards.groups.values()) if (g.machine === name) n += g.grid.childElementCount;
   const m = machines.list.get(name);
-  const sample = [...hs.agents.values()].find((a) => machineOf(a) === name);
+  // Not in the list (not loaded yet): as its agents' cards said.
+  const sample = m ? null : [...hs.agents.values()].find((a) => machineOf(a) === name);
   const online = m ? m.online !== false : !(sample && sample.machine_online === false);
   const status = el('span', 'machine-status', online ? 'online' : offlineLabel(machineLastSeen(name, sample)));
   status.dataset.online = String(online);

@@ -92,6 +92,31 @@ fn agents_on_two_machines_group_by_machine_and_an_offline_one_says_unknown() {
 
     browser.screenshot("dashboard-machines");
 
+    // A live change redraws only its card, in its machine's block: the agent moved to
+    // another project gets a new group there, its old group goes, the other machine's stays.
+    psql(
+        &db,
+        "UPDATE agents SET project = 'beta' WHERE id = 7; UPDATE tasks SET state = 'complete' WHERE id = 7",
+    );
+    browser.js("refreshAgent(7); return true");
+    let moved = browser.until(
+        "the card in its new group",
+        "const h = [...document.querySelectorAll('#cards section.machine')].map(s => [s.dataset.machine, [...s.querySelectorAll('section.project')].map(p => [p.dataset.project, [...p.querySelectorAll('.card')].map(c => c.dataset.shown)])]); return JSON.stringify(h).includes('beta') && h",
+    );
+    assert_eq!(
+        moved,
+        json!([
+            ["desk-2", [["alpha", ["unknown"]]]],
+            ["hub-1", [["beta", ["done"]]]]
+        ])
+    );
+    let summary = browser.js("return document.getElementById('summary').textContent");
+    assert!(
+        summary.as_str().unwrap().contains("1 done")
+            && !summary.as_str().unwrap().contains("working"),
+        "{summary}"
+    );
+
     // The machine reports again: within a poll of the machines list, its card shows what
     // its agent does and its header says online.
     psql(
@@ -107,7 +132,7 @@ fn agents_on_two_machines_group_by_machine_and_an_offline_one_says_unknown() {
         "const s = document.querySelector('section.machine[data-machine=\"desk-2\"] .machine-status'); return s && s.textContent === 'online'",
     );
     let summary = browser.js("return document.getElementById('summary').textContent");
-    assert!(summary.as_str().unwrap().contains("2 working"), "{summary}");
+    assert!(summary.as_str().unwrap().contains("1 working"), "{summary}");
     assert!(!summary.as_str().unwrap().contains("unknown"), "{summary}");
 
     // One machine left: the cards are grouped by project alone, as before.
