@@ -1,9 +1,9 @@
 // Headspace dashboard: the agent cards, grouped by project (by machine first when agents span
-// several: machines.js), who needs attention first, and the header's counts. A full render happens on load, on a filter and on a rename; a live
-// change touches only its own card: the card is made again and put at its place in its
-// group, the group moves only if its place changed, and the counts are kept by adding and
-// subtracting. Changes that arrive together are drawn once, on an animation frame at most
-// ten times a second.
+// several: machines.js), who needs attention first, and the header's counts. A full render
+// happens on load, on a filter and on a rename; a live change touches only its own card: the
+// card is made again and put at its place in its group, the group moves only if its place
+// changed, and the counts are kept by adding and subtracting. Changes that arrive together
+// are drawn once, on an animation frame at most ten times a second.
 'use strict';
 
 const cards = {

@@ -47,7 +47,10 @@ fn line(m: &Value, now_ms: i64) -> String {
         (_, Some(at)) => format!("offline since {at}"),
         _ => "offline".to_string(),
     };
-    let ago = seen.map_or_else(|| "never".to_string(), |at| ago(now_ms - at.0));
+    let ago = seen.map_or_else(
+        || "never".to_string(),
+        |at| ago(now_ms.saturating_sub(at.0)),
+    );
     format!(
         "{:<24} {:<34} {:<10} {}",
         m["name"].as_str().unwrap_or("?"),
