@@ -248,6 +248,8 @@ document.addEventListener('DOMContentLoaded', async () => {
     toast(`Cannot load agents: ${e.message}`, 'error');
   }
   hs.metrics.firstRenderMs = performance.now();
+  loadMachines();
+  setInterval(loadMachines, 5000);
   loadOrchestrations();
   setInterval(loadOrchestrations, 5000);
   loadAudit();

@@ -1,14 +1,14 @@
-// Headspace dashboard: the agent cards, grouped by project, who needs attention first, and
-// the header's counts. A full render happens on load, on a filter and on a rename; a live
-// change touches only its own card: the card is made again and put at its place in its
-// group, the group moves only if its place changed, and the counts are kept by adding and
-// subtracting. Changes that arrive together are drawn once, on an animation frame at most
-// ten times a second.
+// Headspace dashboard: the agent cards, grouped by project (by machine first when agents span
+// several: machines.js), who needs attention first, and the header's counts. A full render
+// happens on load, on a filter and on a rename; a live change touches only its own card: the
+// card is made again and put at its place in its group, the group moves only if its place
+// changed, and the counts are kept by adding and subtracting. Changes that arrive together
+// are drawn once, on an animation frame at most ten times a second.
 'use strict';
 
 const cards = {
   els: new Map(),       // agent id -> its card element
-  groups: new Map(),    // project -> { section, head, grid }
+  groups: new Map(),    // group (see groupOf) -> { section, head, grid, project, machine }
   counts: new Map(),    // shown state -> how many agents (the summary)
   countEls: new Map(),  // shown state -> its span in the summary
   drawnTotal: null,     // the agent count the summary shows
@@ -45,6 +45,8 @@ function card(a) {
   // Why the reaper ended it, in plain words (the card's end_reason).
   if (a.end_reason) stateTag.title = END_REASON[a.end_reason] || a.end_reason;
   row.append(stateTag);
+  // Its machine stopped reporting: what it does is not known, only since when.
+  if (c.dataset.shown === 'unknown') row.appendChild(el('span', 'offline', offlineLabel(machineLastSeen(machineOf(a), a))));
   if (a.tmux_pane) row.appendChild(el('span', 'pane', a.tmux_pane));
   const kebab = el('button', 'kebab');
   kebab.appendChild(icon('more'));
@@ -83,7 +85,7 @@ function card(a) {
 function cardShown(a, filter) {
   if (hs.dismissed.has(a.id)) return false;
   const f = filter === undefined ? $('filter').value.trim().toLowerCase() : filter;
-  return !f || [agentName(a), a.project, a.session_id, a.tmux_pane, a.state, SHOWN_LABEL[shownState(a)], a.command].some((v) => v && String(v).toLowerCase().includes(f));
+  return !f || [agentName(a), a.project, a.machine, a.session_id, a.tmux_pane, a.state, SHOWN_LABEL[shownState(a)], a.command].some((v) => v && String(v).toLowerCase().includes(f));
 }
 
 function visibleAgents() {
@@ -115,45 +117,51 @@ function groupTitle(project, n) {
   return `${project} (${n})`;
 }
 
-function newGroup(project) {
+/// A new group of cards `id` (see groupOf), appended to `parent` (orderGroups places it).
+function newGroup(id, project, machine, parent) {
   const section = el('section', 'project');
   section.dataset.project = project;
+  section.dataset.group = id;
   const head = el('h2', null, groupTitle(project, 0));
   const grid = el('div', 'grid');
   section.append(head, grid);
-  const g = { section, head, grid };
-  cards.groups.set(project, g);
+  const g = { section, head, grid, project, machine };
+  cards.groups.set(id, g);
+  parent.appendChild(section);
   return g;
 }
 
 function renderAgents() {
   const root = $('cards');
   const agents = visibleAgents();
+  machines.multi = multiMachine();
+  machines.blocks = new Map();
   const lists = new Map();
   for (const a of agents) {
-    const p = a.project || 'other';
-    if (!lists.has(p)) lists.set(p, []);
-    lists.get(p).push(a);
+    const id = groupOf(a);
+    if (!lists.has(id)) lists.set(id, []);
+    lists.get(id).push(a);
   }
   cards.els = new Map();
   cards.groups = new Map();
   cards.dirty.clear();
   const frag = document.createDocumentFragment();
-  const keyed = [...lists.entries()].map(([p, list]) => {
+  const keyed = [...lists.values()].map((list) => {
     list.sort(cardOrder);
-    return [groupKey(p, list[0]), list];
+    return [groupKey(list[0].project || 'other', list[0]), list];
   });
   for (const [key, list] of keyed.sort((x, y) => groupOrder(x[0], y[0]))) {
-    const g = newGroup(key.project);
+    const machine = machineOf(list[0]);
+    const g = newGroup(groupOf(list[0]), key.project, machine, groupParent(machine, frag));
     g.head.textContent = groupTitle(key.project, list.length);
     for (const a of list) {
       const c = card(a);
       cards.els.set(a.id, c);
       g.grid.appendChild(c);
     }
-    frag.appendChild(g.section);
   }
   root.replaceChildren(frag);
+  for (const name of machines.blocks.keys()) renderMachineHead(name);
   cards.empty = agents.length ? null : root.appendChild(emptyNote());
   recount();
   renderSummary();
@@ -242,6 +250,14 @@ function drawCards() {
   cards.frame = null;
   cards.scheduled = false;
   const started = cards.drawnAt = performance.now();
+  // Agents came to span several machines, or one again: the cards regroup, all at once.
+  if (multiMachine() !== machines.multi) {
+    renderAgents();
+    cards.needsDirty = cards.orchDirty = false; // drawn by renderAgents
+    hs.metrics.draws += 1;
+    hs.metrics.drawMs += performance.now() - started;
+    return;
+  }
   const ids = [...cards.dirty];
   cards.dirty.clear();
   const touched = new Set();
@@ -250,29 +266,37 @@ function drawCards() {
     const old = cards.els.get(id);
     if (!old) continue;
     cards.els.delete(id);
-    const project = old.parentNode && old.parentNode.parentNode && old.parentNode.parentNode.dataset.project;
+    const group = old.parentNode && old.parentNode.parentNode && old.parentNode.parentNode.dataset.group;
     old.remove();
-    if (project !== undefined) touched.add(project);
+    if (group !== undefined) touched.add(group);
   }
   const filter = $('filter').value.trim().toLowerCase();
   for (const id of ids) {
     const a = hs.agents.get(id);
     if (!a || !cardShown(a, filter)) continue;
-    const p = a.project || 'other';
-    const g = cards.groups.get(p) || newGroup(p);
+    const gid = groupOf(a);
+    const g = cards.groups.get(gid) || newGroup(gid, a.project || 'other', machineOf(a), groupParent(machineOf(a)));
     const c = card(a);
     cards.els.set(id, c);
     g.grid.insertBefore(c, g.grid.children[cardIndex(g.grid, a)] || null);
-    touched.add(p);
+    touched.add(gid);
   }
-  for (const p of touched) {
-    const g = cards.groups.get(p);
+  const parents = new Set();
+  const touchedMachines = new Set();
+  for (const gid of touched) {
+    const g = cards.groups.get(gid);
+    if (!g) continue;
+    touchedMachines.add(g.machine);
     const n = g.grid.childElementCount;
-    if (!n) { g.section.remove(); cards.groups.delete(p); continue; }
-    const title = groupTitle(p, n);
+    if (!n) { g.section.remove(); cards.groups.delete(gid); continue; }
+    parents.add(g.section.parentNode);
+    const title = groupTitle(g.project, n);
     if (g.head.textContent !== title) g.head.textContent = title;
   }
-  if (touched.size) orderGroups();
+  for (const parent of parents) orderGroups(parent);
+  if (machines.multi) {
+    for (const name of touchedMachines) { dropEmptyMachine(name); renderMachineHead(name); }
+  }
   // Kept by reference: a selector would walk every card.
   if (cards.groups.size && cards.empty) { cards.empty.remove(); cards.empty = null; }
   else if (!cards.groups.size && !cards.empty) cards.empty = $('cards').appendChild(emptyNote());
@@ -295,12 +319,12 @@ function cardIndex(grid, a) {
   return lo;
 }
 
-/// Puts the groups in order, moving as few as it can: a moved group's cards are styled again.
-function orderGroups() {
-  const root = $('cards');
-  const current = [...root.children].filter((s) => s.matches('section.project') && cards.groups.has(s.dataset.project));
+/// Puts the groups under `root` (the cards, or a machine's block) in order, moving as few as
+/// it can: a moved group's cards are styled again.
+function orderGroups(root) {
+  const current = [...root.children].filter((s) => s.matches('section.project') && cards.groups.has(s.dataset.group));
   const keyOf = new Map(current.map((s) => {
-    const first = hs.agents.get(Number(cards.groups.get(s.dataset.project).grid.firstElementChild.dataset.id));
+    const first = hs.agents.get(Number(cards.groups.get(s.dataset.group).grid.firstElementChild.dataset.id));
     return [s, groupKey(s.dataset.project, first)];
   }));
   const want = [...current].sort((x, y) => groupOrder(keyOf.get(x), keyOf.get(y)));

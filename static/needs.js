@@ -4,13 +4,15 @@
 // number key), and the notifications (tab title, opt-in browser notifications).
 'use strict';
 
-const SHOWN_LABEL = { waiting: 'needs you', working: 'working', done: 'done', idle: 'idle', ended: 'ended' };
-const SHOWN_ORDER = ['waiting', 'working', 'done', 'idle', 'ended'];
+const SHOWN_LABEL = { waiting: 'needs you', working: 'working', done: 'done', idle: 'idle', unknown: 'unknown', ended: 'ended' };
+const SHOWN_ORDER = ['waiting', 'working', 'done', 'idle', 'unknown', 'ended'];
 
 /// The one state an agent is shown in. Waiting always wins: an agent on a permission dialog
 /// is waiting, whatever its task's state says.
 function shownState(a) {
   if (a.activity === 'ended') return 'ended';
+  // Its machine stopped reporting (machines.js): neither working nor idle, not known.
+  if (a.activity === 'unknown' || machineOffline(a)) return 'unknown';
   if (a.activity === 'waiting' || a.state === 'awaiting_input') return 'waiting';
   if (a.activity === 'running') return 'working';
   if (a.state === 'complete') return 'done';

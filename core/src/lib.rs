@@ -136,6 +136,7 @@ pub mod intent;
 pub mod io;
 pub mod line_read;
 mod line_shape;
+pub mod machines;
 pub mod matching;
 pub mod mend;
 pub mod model;

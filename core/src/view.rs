@@ -30,6 +30,10 @@ pub struct AgentView {
     /// The open question (text clipped by [`clip`], and structure) while its task awaits
     /// input.
     pub question: Option<(String, Option<Value>)>,
+    /// The machine it runs on, as its row names it (issue 21); empty where one process is
+    /// one machine (the in-memory store, rows from before machines), which the server shows
+    /// as its own name.
+    pub machine: String,
 }
 
 /// An agent's latest turn, as its card shows it.
@@ -102,6 +106,7 @@ impl AgentView {
             command,
             last_turn,
             question,
+            machine: String::new(),
         }
     }
 

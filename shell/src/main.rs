@@ -59,6 +59,15 @@ enum Cmd {
         #[command(flatten)]
         server: ServerArg,
     },
+    /// One line per machine writing into the database: online or offline (since when),
+    /// last seen, live agents.
+    Machines {
+        /// Print `GET /api/machines`' JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        server: ServerArg,
+    },
     /// Reconcile an agent's transcript now (as the dashboard's Reconcile does).
     Reconcile {
         /// Agent id, Claude session id or pane id.
@@ -172,6 +181,7 @@ fn main() -> ExitCode {
             }
         }
         Cmd::Agents { server } => agents(&server),
+        Cmd::Machines { json, server } => cli::machines::machines(json, &server),
         Cmd::Reconcile { agent, server } => reconcile(&agent, &server),
         Cmd::Audit { agent, server } => cli::audit::audit(agent.as_deref(), &server),
         Cmd::HookForward {

@@ -62,7 +62,14 @@ fn edge(db: &str, m: &Machine, name: &str, tmux: &Tmux) -> Server {
     Server::start(
         db,
         &m.claude,
-        &["--role", "edge", "--machine", name, "--tmux-socket", &tmux.0],
+        &[
+            "--role",
+            "edge",
+            "--machine",
+            name,
+            "--tmux-socket",
+            &tmux.0,
+        ],
     )
 }
 
@@ -196,6 +203,14 @@ fn two_edges_two_hubs_every_turn_once_and_every_event_in_order() {
     })
     .expect("hub 2 lists the four agents");
     assert_eq!(hub_1.json("/api/agents").as_array().unwrap().len(), 4);
+    let mut on: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["machine"].as_str())
+        .collect();
+    on.sort();
+    assert_eq!(on, ["edge-a", "edge-a", "edge-b", "edge-b"], "{listed}");
     let machines = hub_1.json("/api/machines");
     let names: Vec<&str> = machines
         .as_array()
@@ -236,7 +251,9 @@ fn two_edges_two_hubs_every_turn_once_and_every_event_in_order() {
     );
     let (status, body) = hub_2.post(
         &format!("/api/agents/{agent}/send"),
-        json!({"text": "hello-through-the-hub"}).to_string().as_bytes(),
+        json!({"text": "hello-through-the-hub"})
+            .to_string()
+            .as_bytes(),
     );
     assert_eq!(status, 200, "{body}\n{}\n{}", hub_2.log(), edge_a.log());
     wait_for(Duration::from_secs(5), || {

@@ -118,3 +118,105 @@ fn a_machine_name_that_cannot_travel_unquoted_is_refused() {
     }
     assert_eq!(psql(&db, "SELECT count(*) FROM machines"), "0");
 }
+
+/// An agent another machine wrote (issue 21): its card names that machine; while the
+/// machine's heartbeat is stale the card's activity is `unknown` (never its stale
+/// "running"), with the machine shown offline; a fresh heartbeat brings its real activity
+/// back; an ended agent stays ended. `headspace machines` prints both machines.
+#[test]
+fn an_agent_of_an_offline_machine_shows_unknown_and_its_real_activity_once_it_reports() {
+    let Some(db) = fresh_db("machines_other") else {
+        return;
+    };
+    let claude = temp_dir("machines-other");
+    let server = Server::start(&db, &claude, &["--machine", "hub-1"]);
+    let id: u64 = 1 << 48; // machine 1's id space
+    psql(
+        &db,
+        &format!(
+            "INSERT INTO machines (name, id, heartbeat_at, version) VALUES ('other', 1, now() - interval '20 seconds', 'x');
+             INSERT INTO agents (id, session_id, project, last_seen_at, machine) VALUES ({id}, 'sess-other', 'remote', now(), 'other');
+             INSERT INTO tasks (id, agent_id, session_id, state, transcript_state, started_at)
+               VALUES ({id}, {id}, 'sess-other', 'processing', 'processing', now())"
+        ),
+    );
+    let card = |server: &Server| {
+        let all = server.json("/api/agents");
+        let listed = all
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("the other machine's agent is listed: {all}"));
+        assert_eq!(listed, server.json(&format!("/api/agents/{id}")));
+        listed
+    };
+    let a = card(&server);
+    assert_eq!(a["machine"], "other", "{a}");
+    assert_eq!(a["activity"], "unknown", "{a}");
+    assert_eq!(a["machine_online"], false, "{a}");
+    assert!(a["machine_last_seen"].is_string(), "{a}");
+    assert_eq!(a["state"], "processing", "the task's state is a fact: kept");
+    assert!(a["now"].is_null());
+
+    let machines = server.json("/api/machines");
+    let other = machines
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "other")
+        .unwrap_or_else(|| panic!("{machines}"));
+    assert_eq!(other["online"], false);
+    assert_eq!(other["agents"], 1);
+
+    // The command line says the same.
+    let cli = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_headspace"))
+            .args(args)
+            .args(["--addr", &server.addr])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = cli(&["machines"]);
+    let line_of = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name} in {text}"))
+            .to_string()
+    };
+    assert!(text.starts_with("MACHINE "), "{text}");
+    let hub = line_of("hub-1");
+    assert!(hub.contains(" online "), "{hub}");
+    assert!(hub.trim_end().ends_with(" 0"), "{hub}");
+    let off = line_of("other");
+    assert!(off.contains(" offline since 20"), "{off}");
+    assert!(off.contains("s ago"), "{off}");
+    assert!(off.trim_end().ends_with(" 1"), "{off}");
+    let json: serde_json::Value = serde_json::from_str(&cli(&["machines", "--json"])).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 2, "{json}");
+
+    // A fresh heartbeat: the agent's real activity.
+    psql(
+        &db,
+        "UPDATE machines SET heartbeat_at = now() WHERE name = 'other'",
+    );
+    let a = card(&server);
+    assert_eq!(a["activity"], "running", "{a}");
+    assert_eq!(a["machine_online"], true, "{a}");
+    assert_eq!(a["machine"], "other");
+
+    // Ended stays ended, whatever the machine.
+    psql(
+        &db,
+        &format!(
+            "UPDATE machines SET heartbeat_at = now() - interval '1 hour' WHERE name = 'other';
+             UPDATE agents SET ended = true WHERE id = {id}"
+        ),
+    );
+    let a = card(&server);
+    assert_eq!(a["activity"], "ended", "{a}");
+    assert_eq!(a["machine_online"], false, "{a}");
+}

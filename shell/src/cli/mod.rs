@@ -4,6 +4,7 @@
 pub mod agents;
 pub mod audit;
 pub mod hooks;
+pub mod machines;
 pub mod orchestrate;
 pub mod replay;
 pub mod search;

@@ -2,6 +2,8 @@
 //! its core an id space, its heartbeat, and the rows `GET /api/machines` shows.
 
 use crate::server::pgstore::PgStore;
+use headspace_core::machines::MachinePresence;
+use headspace_core::Timestamp;
 use serde_json::{json, Value};
 use std::time::Duration;
 use tracing::{info, warn};
@@ -37,6 +39,21 @@ impl MachineRow {
             "version": self.version,
             "agents": self.agents,
         })
+    }
+}
+
+/// What an agent's card shows of the machine `machine` its row names, among `machines` (the
+/// list `GET /api/machines` shows), seen by the server named `own`. An empty name is the
+/// server's own (one process, or rows from before machines). This server's own machine is
+/// online: the process answering is the one holding its agents. Another machine is as its
+/// heartbeat says; one without a row never reported, so nothing is known of its agents.
+pub fn presence_of(machines: &[MachineRow], own: &str, machine: &str) -> MachinePresence {
+    let name = if machine.is_empty() { own } else { machine };
+    let row = machines.iter().find(|m| m.name == name);
+    MachinePresence {
+        name: name.to_string(),
+        online: name == own || row.is_some_and(|m| m.online),
+        last_seen: row.map(|m| Timestamp(m.last_seen_ms)),
     }
 }
 
@@ -104,7 +121,27 @@ pub async fn register_and_beat(
 
 #[cfg(test)]
 mod tests {
-    use super::valid_name;
+    use super::{presence_of, valid_name, MachineRow};
+
+    #[test]
+    fn a_card_names_its_own_machine_and_is_offline_only_when_that_machine_is() {
+        let row = |name: &str, online: bool| MachineRow {
+            name: name.into(),
+            id: 1,
+            last_seen_ms: 7_000,
+            online,
+            version: String::new(),
+            agents: 1,
+        };
+        let rows = [row("hub", false), row("desk", false), row("laptop", true)];
+        let p = presence_of(&rows, "hub", "");
+        assert_eq!((p.name.as_str(), p.online), ("hub", true), "empty is ours");
+        assert!(presence_of(&rows, "hub", "hub").online, "ours answers");
+        assert!(!presence_of(&rows, "hub", "desk").online);
+        assert!(presence_of(&rows, "hub", "laptop").online);
+        let never = presence_of(&rows, "hub", "ghost");
+        assert!(!never.online && never.last_seen.is_none());
+    }
 
     #[test]
     fn machine_names_that_travel_unquoted_are_the_only_ones_taken() {

@@ -6,7 +6,9 @@
 
 use super::body::{error, json_response, Body};
 use super::{query_param, App};
+use crate::server::machines::presence_of;
 use crate::server::store::StoreError;
+use headspace_core::machines::add_machine;
 use headspace_core::model::TurnRow;
 use headspace_core::step::{files_changed, fold_under_turns, turn_indices_at, StepRow};
 use headspace_core::usage_sum::{sum_by_model, totals, UsageBy, UsageRow, UsageTotal};
@@ -24,6 +26,7 @@ pub(super) async fn cards(app: &App, views: &[AgentView]) -> Result<Vec<Value>, 
         _ => None,
     };
     let now = app.store.current_steps().await?;
+    let machines = app.store.machines().await?;
     let usage = app.store.usage(UsageBy::Agent, only).await?;
     let spent = totals(&usage, &app.prices);
     Ok(views
@@ -40,9 +43,10 @@ pub(super) async fn cards(app: &App, views: &[AgentView]) -> Result<Vec<Value>, 
             add_usage(&mut card, &total);
             if let Some(o) = card.as_object_mut() {
                 o.insert("now".into(), step.map_or(Value::Null, now_json));
-                // One process is one machine until edges write into a shared database.
-                o.insert("machine".into(), json!(app.machine));
             }
+            // The agent's own machine; offline, its activity is unknown (never stale).
+            let machine = presence_of(&machines, &app.machine, &v.machine);
+            add_machine(&mut card, v.activity(), &machine);
             card
         })
         .collect())

@@ -4,9 +4,7 @@
 use super::PgStore;
 use crate::server::machines::MachineRow;
 use crate::server::store::StoreError;
-
-/// How long a machine may go without a heartbeat before it is offline.
-pub const OFFLINE_AFTER_SECONDS: f64 = 15.0;
+use headspace_core::machines::is_online;
 
 impl PgStore {
     /// Registers machine `name` with id `id` (started now), and gives it the agent rows no
@@ -95,16 +93,18 @@ impl PgStore {
         Ok(())
     }
 
-    /// Every machine, by name: online when its heartbeat is recent, with its live agents.
+    /// Every machine, by name: online by the core's rule ([`is_online`]) with the
+    /// heartbeat and the database's clock (one clock for both: the machines' own may
+    /// differ), with its live agents.
     pub async fn machines(&self) -> Result<Vec<MachineRow>, StoreError> {
         let c = self.pool.get().await?;
         let rows = c
             .query(
                 "SELECT m.name, m.id, (extract(epoch from m.heartbeat_at) * 1000)::bigint,
-                        extract(epoch from now() - m.heartbeat_at)::float8 < $1::float8, m.version,
+                        (extract(epoch from now()) * 1000)::bigint, m.version,
                         (SELECT count(*) FROM agents a WHERE a.machine = m.name AND NOT a.ended)
                  FROM machines m ORDER BY m.name",
-                &[&OFFLINE_AFTER_SECONDS],
+                &[],
             )
             .await?;
         Ok(rows
@@ -113,7 +113,7 @@ impl PgStore {
                 name: r.get(0),
                 id: r.get::<_, i16>(1).max(0) as u16,
                 last_seen_ms: r.get(2),
-                online: r.get(3),
+                online: is_online(r.get(2), r.get(3)),
                 version: r.get(4),
                 agents: r.get::<_, i64>(5).max(0) as u64,
             })

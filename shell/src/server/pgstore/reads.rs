@@ -73,7 +73,7 @@ impl PgStore {
                     (SELECT count(*) FROM turns u WHERE u.agent_id = a.id),
                     (SELECT left(c.text, {p}) FROM turns c WHERE c.task_id = t.id AND c.actor = 'user' ORDER BY c.\"timestamp\", c.id LIMIT 1),
                     l.actor, l.intent, left(l.text, {p}), {},
-                    left(q.text, {p}), q.question, a.end_reason, a.claude_pid, a.git_branch
+                    left(q.text, {p}), q.question, a.end_reason, a.claude_pid, a.git_branch, a.machine
              FROM agents a
              LEFT JOIN LATERAL (SELECT * FROM tasks x WHERE x.agent_id = a.id ORDER BY x.started_at DESC, x.id DESC LIMIT 1) t ON true
              LEFT JOIN LATERAL (SELECT * FROM turns y WHERE y.agent_id = a.id ORDER BY y.\"timestamp\" DESC, y.id DESC LIMIT 1) l ON true
@@ -112,6 +112,7 @@ impl PgStore {
                 command: r.get(21),
                 last_turn,
                 question: r.get::<_, Option<String>>(26).map(|text| (text, r.get(27))),
+                machine: r.get(31),
             });
         }
         Ok(out)
