@@ -16,13 +16,14 @@ pub mod prices;
 pub mod record;
 pub mod role;
 pub mod search;
+mod serve_args;
 pub mod sse;
 pub mod store;
 pub mod watchdog;
 pub mod watcher;
 pub mod world;
 
-use crate::config::{default_claude_dir, default_home, read_token, DEFAULT_ADDR};
+use crate::config::{default_claude_dir, default_home, read_token};
 use crate::server::connections::Connections;
 use crate::server::driver::{CoreHome, Health};
 use crate::server::embedded_pg::EmbeddedPg;
@@ -31,133 +32,19 @@ use crate::server::metrics::Metrics;
 use crate::server::pgstore::PgStore;
 use crate::server::record::Recorder;
 use crate::server::role::Role;
+use crate::server::serve_args::default_static;
+pub use crate::server::serve_args::ServeArgs;
 use crate::server::sse::Hub;
 use crate::server::world::{DiskFiles, SystemClock, TmuxPanes, World};
 use headspace_core::access::{AccessPolicy, Peer};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::{debug, info, warn};
-
-/// Options of `headspace serve` (flags win over environment over defaults).
-#[derive(clap::Args, Debug, Clone)]
-pub struct ServeArgs {
-    /// Address to listen on (port 0 picks a free one).
-    #[arg(long, env = "HEADSPACE_ADDR", default_value = DEFAULT_ADDR)]
-    pub addr: SocketAddr,
-    /// PostgreSQL connection string; without it, the embedded database under --home is used.
-    #[arg(long, env = "DATABASE_URL")]
-    pub database_url: Option<String>,
-    /// The Claude directory (transcripts under projects/).
-    #[arg(long, env = "HEADSPACE_CLAUDE_DIR")]
-    pub claude_dir: Option<PathBuf>,
-    /// Headspace's own folder (embedded database, state).
-    #[arg(long, env = "HEADSPACE_HOME")]
-    pub home: Option<PathBuf>,
-    /// Also write every core input to this trace file.
-    #[arg(long)]
-    pub record: Option<PathBuf>,
-    /// Largest request body accepted, in bytes.
-    #[arg(long, env = "HEADSPACE_MAX_BODY", default_value_t = 1 << 20)]
-    pub max_body: usize,
-    /// A file holding the bearer token required on every route but /healthz and the
-    /// dashboard's files (required off loopback). Keep it 0600.
-    #[arg(long, env = "HEADSPACE_TOKEN_FILE")]
-    pub token_file: Option<PathBuf>,
-    /// The token itself, from the environment (`HEADSPACE_TOKEN`). As a flag it is visible to
-    /// every account in `ps`: prefer --token-file.
-    #[arg(long, env = "HEADSPACE_TOKEN", hide_env_values = true, hide = true)]
-    pub token: Option<String>,
-    /// Another name this server answers to (the Host header), besides the loopback names and
-    /// the listen address; repeat for more. Needed behind a proxy or a DNS name.
-    #[arg(
-        long = "allow-host",
-        env = "HEADSPACE_ALLOW_HOSTS",
-        value_delimiter = ','
-    )]
-    pub allow_hosts: Vec<String>,
-    /// Most connections open at once (lowered to fit the process's file limit); when full,
-    /// the longest-idle connection is closed to make room.
-    #[arg(long, env = "HEADSPACE_MAX_CONNECTIONS", default_value_t = 512)]
-    pub max_connections: usize,
-    /// Seconds a client may take to send a request's headers, and may stay idle between
-    /// requests, before its connection is closed.
-    #[arg(long, env = "HEADSPACE_HEADER_TIMEOUT_SECONDS", default_value_t = 10.0)]
-    pub header_timeout_seconds: f64,
-    /// The dashboard's files.
-    #[arg(long, env = "HEADSPACE_STATIC_DIR")]
-    pub static_dir: Option<PathBuf>,
-    /// Seconds between transcript sweeps (catches events the OS dropped).
-    #[arg(long, default_value_t = 2.0)]
-    pub sweep_seconds: f64,
-    /// Seconds between captures of each agent's pane.
-    #[arg(long, env = "HEADSPACE_PANE_POLL_SECONDS", default_value_t = 3.0)]
-    pub pane_poll_seconds: f64,
-    /// Seconds new pane output may go without a turn before the transcript is read.
-    #[arg(long, env = "HEADSPACE_GAP_SECONDS", default_value_t = 5.0)]
-    pub gap_seconds: f64,
-    /// Lines of each pane captured.
-    #[arg(long, env = "HEADSPACE_PANE_LINES", default_value_t = 20)]
-    pub pane_lines: u32,
-    /// Minutes between background audits of every transcript line against the stored turns
-    /// (`/metrics`, the dashboard's "all N turns accounted for"). 0: never.
-    #[arg(long, env = "HEADSPACE_AUDIT_MINUTES", default_value_t = 10.0)]
-    pub audit_minutes: f64,
-    /// Seconds an agent may say nothing before it leaves memory (the database keeps it; any
-    /// news of it brings it back); an ended agent leaves after a minute. 0: never.
-    #[arg(long, env = "HEADSPACE_EVICT_AFTER_SECONDS", default_value_t = 1800.0)]
-    pub evict_after_seconds: f64,
-    /// The longest transcript line kept whole, in bytes: a longer one is read in bounded
-    /// memory (its first this-many bytes and its last 64 KiB) and its turn's text is marked
-    /// as truncated.
-    #[arg(long, env = "HEADSPACE_MAX_LINE_BYTES", default_value_t = headspace_core::framing::DEFAULT_MAX_LINE_BYTES)]
-    pub max_line_bytes: usize,
-    /// tmux socket name (`tmux -L NAME`); the default server when unset.
-    #[arg(long, env = "HEADSPACE_TMUX_SOCKET")]
-    pub tmux_socket: Option<String>,
-    /// A command run through `sh -c` when an agent starts waiting on you or finishes a task,
-    /// with the notice as JSON on its stdin (rate-limited; sub-agents and slash commands are
-    /// not told).
-    #[arg(long, env = "HEADSPACE_NOTIFY_COMMAND")]
-    pub notify_command: Option<String>,
-    /// A JSON price table (dollars per million tokens by model) whose entries replace the
-    /// shipped ones, for the cost cards, `/api/usage` and `/metrics` show; the orchestration
-    /// runners this server starts use it too.
-    #[arg(long, env = "HEADSPACE_PRICES")]
-    pub prices: Option<PathBuf>,
-    /// This machine's name in a shared database (default: the host name).
-    #[arg(long, env = "HEADSPACE_MACHINE")]
-    pub machine: Option<String>,
-    /// What this process does: `all` (one machine: hooks, transcripts, panes and the page),
-    /// `edge` (this machine's agents, into the shared --database-url; no page) or `hub` (the
-    /// page and the API for every machine, from the shared database).
-    #[arg(long, env = "HEADSPACE_ROLE", value_enum, default_value_t = Role::All)]
-    pub role: Role,
-}
-
-fn default_static() -> PathBuf {
-    let exe = std::env::current_exe().ok();
-    let candidates = [
-        exe.as_ref()
-            .and_then(|e| e.parent())
-            .map(|d| d.join("../../static")),
-        Some(PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../static"
-        ))),
-        Some(PathBuf::from("static")),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .find(|p| p.join("index.html").exists())
-        .unwrap_or_else(|| PathBuf::from("static"))
-}
 
 /// Runs the server until SIGINT or SIGTERM.
 pub async fn run(args: ServeArgs) -> Result<(), String> {

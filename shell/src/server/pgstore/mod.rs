@@ -1,14 +1,9 @@
 //! The PostgreSQL store: applies the core's writes (batched, in order, idempotent), loads the
 //! snapshot that restores the core, and answers the API's reads.
 
-use crate::server::search::{HistoryAgent, PruneRequest, PrunedAgent, SearchHit, SearchQuery};
-use crate::server::store::{BoxFuture, Store, StoreError, Waited};
+use crate::server::store::StoreError;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use headspace_core::audit::StoredTurn;
 use headspace_core::model::*;
-use headspace_core::step::StepRow;
-use headspace_core::usage_sum::{ModelUsage, UsageBy};
-use headspace_core::view::AgentView;
 use headspace_core::{Event, Write};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -25,6 +20,7 @@ mod reads;
 mod search;
 pub mod search_index;
 mod steps;
+mod store_impl;
 
 impl From<tokio_postgres::Error> for StoreError {
     fn from(e: tokio_postgres::Error) -> Self {
@@ -450,156 +446,4 @@ async fn run(
 ) -> Result<u64, Failure> {
     let statement = tx.prepare_cached(sql).await.map_err(Failure::of)?;
     tx.execute(&statement, params).await.map_err(Failure::of)
-}
-
-impl Store for PgStore {
-    fn ping(&self) -> BoxFuture<'_, Result<(), StoreError>> {
-        Box::pin(PgStore::ping(self))
-    }
-
-    fn machines(
-        &self,
-    ) -> BoxFuture<'_, Result<Vec<crate::server::machines::MachineRow>, StoreError>> {
-        Box::pin(PgStore::machines(self))
-    }
-
-    fn postgres(&self) -> Option<&PgStore> {
-        Some(self)
-    }
-
-    fn apply<'a>(&'a self, writes: &'a [Write]) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(PgStore::apply(self, writes))
-    }
-
-    fn shares_events(&self) -> bool {
-        self.shares_events
-    }
-
-    fn apply_announcing<'a>(
-        &'a self,
-        writes: &'a [Write],
-        events: &'a [&'a Event],
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(PgStore::apply_announcing(self, writes, events))
-    }
-
-    fn snapshot(&self) -> BoxFuture<'_, Result<Snapshot, StoreError>> {
-        Box::pin(PgStore::snapshot(self))
-    }
-
-    fn load_agents<'a>(&'a self, ids: &'a [u64]) -> BoxFuture<'a, Result<Snapshot, StoreError>> {
-        Box::pin(PgStore::load_agents(self, ids))
-    }
-
-    fn agents(&self) -> BoxFuture<'_, Result<Vec<AgentView>, StoreError>> {
-        Box::pin(PgStore::agents(self))
-    }
-
-    fn agent(&self, agent_id: u64) -> BoxFuture<'_, Result<Option<AgentView>, StoreError>> {
-        Box::pin(PgStore::agent(self, agent_id))
-    }
-
-    fn panes(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
-        Box::pin(PgStore::panes(self))
-    }
-
-    fn resolve<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
-        Box::pin(PgStore::resolve(self, reference))
-    }
-
-    fn with_reconcile_lock<'a>(
-        &'a self,
-        agent_id: u64,
-        f: BoxFuture<'a, Waited>,
-    ) -> BoxFuture<'a, Result<Option<Waited>, StoreError>> {
-        Box::pin(PgStore::with_reconcile_lock(self, agent_id, f))
-    }
-
-    fn turns(
-        &self,
-        agent_id: u64,
-        after: Option<u64>,
-        limit: i64,
-    ) -> BoxFuture<'_, Result<Vec<TurnRow>, StoreError>> {
-        Box::pin(PgStore::turns(self, agent_id, after, limit))
-    }
-
-    fn turns_around(
-        &self,
-        agent_id: u64,
-        turn_id: u64,
-        limit: i64,
-    ) -> BoxFuture<'_, Result<Vec<TurnRow>, StoreError>> {
-        Box::pin(PgStore::turns_around(self, agent_id, turn_id, limit))
-    }
-
-    fn turns_before(
-        &self,
-        agent_id: u64,
-        before: Option<u64>,
-        limit: i64,
-    ) -> BoxFuture<'_, Result<Vec<TurnRow>, StoreError>> {
-        Box::pin(PgStore::turns_before(self, agent_id, before, limit))
-    }
-
-    fn agent_files(&self, agent_id: u64) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
-        Box::pin(PgStore::agent_files(self, agent_id))
-    }
-
-    fn entry_turns<'a>(
-        &'a self,
-        uuids: &'a [String],
-    ) -> BoxFuture<'a, Result<Vec<StoredTurn>, StoreError>> {
-        Box::pin(PgStore::entry_turns(self, uuids))
-    }
-
-    fn steps(
-        &self,
-        agent_id: u64,
-        from: Option<headspace_core::Timestamp>,
-        until: Option<headspace_core::Timestamp>,
-    ) -> BoxFuture<'_, Result<Vec<StepRow>, StoreError>> {
-        Box::pin(PgStore::steps(self, agent_id, from, until))
-    }
-
-    fn usage_rows(
-        &self,
-        agent_id: u64,
-        from: Option<headspace_core::Timestamp>,
-        until: Option<headspace_core::Timestamp>,
-    ) -> BoxFuture<'_, Result<Vec<headspace_core::usage_sum::UsageRow>, StoreError>> {
-        Box::pin(PgStore::usage_rows(self, agent_id, from, until))
-    }
-
-    fn current_steps(&self) -> BoxFuture<'_, Result<BTreeMap<u64, StepRow>, StoreError>> {
-        Box::pin(PgStore::current_steps(self))
-    }
-
-    fn usage(
-        &self,
-        by: UsageBy,
-        agent_id: Option<u64>,
-    ) -> BoxFuture<'_, Result<Vec<ModelUsage>, StoreError>> {
-        Box::pin(PgStore::usage(self, by, agent_id))
-    }
-
-    fn search<'a>(
-        &'a self,
-        query: &'a SearchQuery,
-    ) -> BoxFuture<'a, Result<Vec<SearchHit>, StoreError>> {
-        Box::pin(PgStore::search(self, query))
-    }
-
-    fn history<'a>(
-        &'a self,
-        project: Option<&'a str>,
-        day: Option<headspace_core::Timestamp>,
-        limit: i64,
-    ) -> BoxFuture<'a, Result<Vec<HistoryAgent>, StoreError>> {
-        Box::pin(PgStore::history(self, project, day, limit))
-    }
-
-    fn prune(&self, request: PruneRequest) -> BoxFuture<'_, Result<Vec<PrunedAgent>, StoreError>> {
-        Box::pin(PgStore::prune(self, request))
-    }
 }
