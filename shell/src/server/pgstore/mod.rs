@@ -22,6 +22,7 @@ mod history;
 mod machines;
 mod reads;
 mod search;
+mod search_dense;
 pub mod search_index;
 mod steps;
 
