@@ -300,5 +300,4 @@ async fn fill(admin: &Client, db: &str, url: &str, turns: u64) {
         filled.as_secs_f64(),
         indexed.as_secs_f64()
     );
-
 }

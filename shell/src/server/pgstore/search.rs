@@ -185,7 +185,12 @@ impl PgStore {
 
         let params = [&[q][..], &filter_params, &[&query.limit]].concat();
         let shares = WordShares::of(&tx, q).await?;
-        add_rows(&mut hits, &indexed_matches(&tx, &params, &shares).await?, false, false);
+        add_rows(
+            &mut hits,
+            &indexed_matches(&tx, &params, &shares).await?,
+            false,
+            false,
+        );
         add_rows(
             &mut hits,
             &run(&tx, &ranked(&pending_turns()), &params).await?,
@@ -193,8 +198,14 @@ impl PgStore {
             false,
         );
         // Filters on the step's turn (not only on its agent).
-        let by_turn = query.actor.is_some() || since.is_some() || until.is_some() || before.is_some();
-        add_rows(&mut hits, &step_matches(&tx, &params, &shares, !by_turn).await?, false, true);
+        let by_turn =
+            query.actor.is_some() || since.is_some() || until.is_some() || before.is_some();
+        add_rows(
+            &mut hits,
+            &step_matches(&tx, &params, &shares, by_turn).await?,
+            false,
+            true,
+        );
         let page = if hits.is_empty() {
             Vec::new()
         } else {
