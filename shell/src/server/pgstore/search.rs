@@ -1,6 +1,6 @@
 //! Search, history and prune on PostgreSQL (the indexes of `migrations/0008_search.sql` and
-//! `migrations/0010_search_off_commit.sql`). The full-text side over the indexed turns is in
-//! [`super::search_dense`].
+//! `migrations/0010_search_off_commit.sql`). The full-text side over the indexed turns and
+//! the steps, walked for or read from the GIN index, is in [`super::search_dense`].
 
 use super::search_dense::{indexed_matches, step_matches, WordShares, RANKED_CANDIDATES};
 use super::search_index::TURN_WORDS;
