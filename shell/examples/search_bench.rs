@@ -7,11 +7,14 @@
 //!
 //! The rows are made inside PostgreSQL (`INSERT … SELECT generate_series`): 200 agents,
 //! turns of prose, file paths, a random hex id each, and ten planted needles (an error
-//! string with punctuation, a path, an identifier). Each query runs through
+//! string with punctuation, a path, an identifier), and a tool step for every 4 turns (a
+//! command, a path or a pattern; a planted command every 100,000). Each query runs through
 //! [`PgStore::search`] as the API runs it (ranking, snippets, highlights included).
 //!
 //! Needs DATABASE_URL (run through scripts/with-test-postgres.sh, as `make bench` does).
-//! `SEARCH_BENCH_TURNS` changes the table's size.
+//! `SEARCH_BENCH_TURNS` changes the table's size. `SEARCH_BENCH_DB=name` times the searches
+//! on a database an earlier run filled and kept (`SEARCH_BENCH_KEEP=1`), for `EXPLAIN` and
+//! for trying a change without filling the table again.
 
 use headspace::server::migrate;
 use headspace::server::pgstore::PgStore;
@@ -53,6 +56,22 @@ SELECT g, 1 + g % 200, 1 + g % 200,
        timestamptz '2025-01-01' + g * interval '20 seconds', 'jsonl', 'transcript'
 FROM generate_series(1, $TURNS) g;";
 
+/// Tool steps, one for every 4 turns (250,000 at full size), as the writer stores them: a
+/// command, a file path or a pattern each, started just after their turn, and one planted
+/// needle (a command only a step holds). `SEARCH_BENCH_STEPS=0` leaves them out.
+const FILL_STEPS: &str = "
+INSERT INTO steps (agent_id, tool_use_id, task_id, tool, summary, file, outcome, evidence, confirmed, started_at, finished_at)
+SELECT 1 + (4 * g) % 200, 'toolu_bench_' || g, 1 + (4 * g) % 200,
+       (ARRAY['Bash', 'Edit', 'Read', 'Grep'])[1 + g % 4],
+       CASE WHEN g % 100000 = 3 THEN 'cargo test -p quuxfront_needle --release'
+            ELSE (ARRAY['cargo test -p headspace --test ', 'src/', 'shell/src/server/', 'grep -rn '])[1 + g % 4]
+                 || (ARRAY['search', 'engine.rs', 'pgstore/mod.rs', 'fn main', 'lib.rs', 'turns', 'http/agents.rs', 'TODO'])[1 + (g / 4) % 8]
+       END,
+       NULL, 'ok', 4, TRUE,
+       timestamptz '2025-01-01' + (4 * g) * interval '20 seconds' + interval '5 seconds',
+       timestamptz '2025-01-01' + (4 * g) * interval '20 seconds' + interval '9 seconds'
+FROM generate_series(1, $TURNS / 4) g;";
+
 /// The bench's queries: (label, query, selective). Selective ones match at most a few
 /// hundred turns; common ones a large share of the table.
 fn queries() -> Vec<(&'static str, String, bool)> {
@@ -73,6 +92,11 @@ fn queries() -> Vec<(&'static str, String, bool)> {
             false,
         ),
         ("common path (1 in 8 turns)", "src/lib.rs".into(), false),
+        (
+            "a command only a step holds",
+            "cargo test -p quuxfront_needle".into(),
+            true,
+        ),
     ]
 }
 
@@ -114,71 +138,19 @@ async fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000_000);
-    let db = format!("search_bench_{}", std::process::id());
+    let reuse = std::env::var("SEARCH_BENCH_DB").ok();
+    let keep = reuse.is_some() || std::env::var("SEARCH_BENCH_KEEP").is_ok_and(|v| v == "1");
+    let db = reuse
+        .clone()
+        .unwrap_or_else(|| format!("search_bench_{}", std::process::id()));
     let admin = connect(&cluster).await;
-    for statement in [
-        format!("DROP DATABASE IF EXISTS {db}"),
-        format!("CREATE DATABASE {db}"),
-    ] {
-        admin
-            .simple_query(&statement)
-            .await
-            .expect("create the bench database");
-    }
     let url = cluster.replace("dbname=postgres", &format!("dbname={db}"));
-    migrate::run(&url).await.expect("migrations");
-    let c = connect(&url).await;
-
-    // Indexes are built after the rows, as a restore would: faster than row by row.
-    let t = Instant::now();
-    c.batch_execute(
-        "DROP INDEX turn_words_search; DROP INDEX turns_text_trgm; DROP INDEX turns_time;",
-    )
-    .await
-    .unwrap();
-    c.batch_execute(&FILL.replace("$TURNS", &turns.to_string()))
-        .await
-        .expect("fill");
-    let filled = t.elapsed();
-    let t = Instant::now();
-    c.batch_execute(&format!(
-        "SET maintenance_work_mem = '512MB';
-         INSERT INTO turn_words (turn_id, words)
-             SELECT id, to_tsvector('english'::regconfig, left(text, 100000)) FROM turns
-             WHERE id <= (SELECT max(id) FROM turns) - {PENDING};
-         DELETE FROM turn_words_pending WHERE turn_id <= (SELECT max(id) FROM turns) - {PENDING};
-         CREATE INDEX turn_words_search ON turn_words USING gin (words);
-         CREATE INDEX turns_text_trgm ON turns USING gin (text gin_trgm_ops);
-         CREATE INDEX turns_time ON turns (\"timestamp\", id);"
-    ))
-    .await
-    .expect("indexes");
-    // The queue held every turn for a moment (the insert's trigger): as small as the
-    // indexer and autovacuum keep it.
-    for statement in [
-        "VACUUM FULL turn_words_pending",
-        "VACUUM ANALYZE turns, turn_words, turn_words_pending",
-    ] {
-        c.batch_execute(statement).await.expect("vacuum");
+    if reuse.is_none() {
+        fill(&admin, &db, &url, turns).await;
+    } else {
+        migrate::run(&url).await.expect("migrations");
+        println!("search bench: the turns of database {db}, filled by an earlier run");
     }
-    let indexed = t.elapsed();
-    let size: String = c
-        .query_one(
-            "SELECT pg_size_pretty(pg_table_size('turns')) || ' table, '
-                 || pg_size_pretty(pg_table_size('turn_words')) || ' vectors, '
-                 || pg_size_pretty(pg_relation_size('turn_words_search')) || ' full-text index, '
-                 || pg_size_pretty(pg_relation_size('turns_text_trgm')) || ' trigram index'",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    println!(
-        "search bench: {turns} turns made in {:.1} s, indexed in {:.1} s (the newest {PENDING} left to the indexer); {size}",
-        filled.as_secs_f64(),
-        indexed.as_secs_f64()
-    );
-
     let store = PgStore::new(&url, 2).expect("pool");
     // The baseline: the same table, no index allowed (a plain scan, parallel as PostgreSQL
     // chooses), the newest 20 matches as the search returns.
@@ -250,8 +222,82 @@ async fn main() {
     );
     drop(store);
     drop(scan);
-    drop(c);
+    if keep {
+        println!("search bench: database {db} kept");
+        return;
+    }
     let _ = admin
         .simple_query(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
         .await;
+}
+
+/// Makes database `db` at `url` with `turns` turns, indexed as after a restore, all but the
+/// newest [`PENDING`] in `turn_words`.
+async fn fill(admin: &Client, db: &str, url: &str, turns: u64) {
+    for statement in [
+        format!("DROP DATABASE IF EXISTS {db}"),
+        format!("CREATE DATABASE {db}"),
+    ] {
+        admin
+            .simple_query(&statement)
+            .await
+            .expect("create the bench database");
+    }
+    migrate::run(url).await.expect("migrations");
+    let c = connect(url).await;
+
+    // Indexes are built after the rows, as a restore would: faster than row by row.
+    let t = Instant::now();
+    c.batch_execute(
+        "DROP INDEX turn_words_search; DROP INDEX turns_text_trgm; DROP INDEX turns_time;",
+    )
+    .await
+    .unwrap();
+    c.batch_execute(&FILL.replace("$TURNS", &turns.to_string()))
+        .await
+        .expect("fill");
+    if std::env::var("SEARCH_BENCH_STEPS").map_or(true, |v| v != "0") {
+        c.batch_execute(&FILL_STEPS.replace("$TURNS", &turns.to_string()))
+            .await
+            .expect("fill steps");
+    }
+    let filled = t.elapsed();
+    let t = Instant::now();
+    c.batch_execute(&format!(
+        "SET maintenance_work_mem = '512MB';
+         INSERT INTO turn_words (turn_id, words)
+             SELECT id, to_tsvector('english'::regconfig, left(text, 100000)) FROM turns
+             WHERE id <= (SELECT max(id) FROM turns) - {PENDING};
+         DELETE FROM turn_words_pending WHERE turn_id <= (SELECT max(id) FROM turns) - {PENDING};
+         CREATE INDEX turn_words_search ON turn_words USING gin (words);
+         CREATE INDEX turns_text_trgm ON turns USING gin (text gin_trgm_ops);
+         CREATE INDEX turns_time ON turns (\"timestamp\", id);"
+    ))
+    .await
+    .expect("indexes");
+    // The queue held every turn for a moment (the insert's trigger): as small as the
+    // indexer and autovacuum keep it.
+    for statement in [
+        "VACUUM FULL turn_words_pending",
+        "VACUUM ANALYZE turns, turn_words, turn_words_pending, steps",
+    ] {
+        c.batch_execute(statement).await.expect("vacuum");
+    }
+    let indexed = t.elapsed();
+    let size: String = c
+        .query_one(
+            "SELECT pg_size_pretty(pg_table_size('turns')) || ' table, '
+                 || pg_size_pretty(pg_table_size('turn_words')) || ' vectors, '
+                 || pg_size_pretty(pg_relation_size('turn_words_search')) || ' full-text index, '
+                 || pg_size_pretty(pg_relation_size('turns_text_trgm')) || ' trigram index'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    println!(
+        "search bench: {turns} turns made in {:.1} s, indexed in {:.1} s (the newest {PENDING} left to the indexer); {size}",
+        filled.as_secs_f64(),
+        indexed.as_secs_f64()
+    );
 }

@@ -18,6 +18,7 @@ mod machines;
 pub mod pane_commands;
 mod reads;
 mod search;
+mod search_dense;
 pub mod search_index;
 mod steps;
 mod store_impl;

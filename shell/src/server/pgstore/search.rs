@@ -1,6 +1,8 @@
 //! Search, history and prune on PostgreSQL (the indexes of `migrations/0008_search.sql` and
-//! `migrations/0010_search_off_commit.sql`).
+//! `migrations/0010_search_off_commit.sql`). The full-text side over the indexed turns and
+//! the steps, walked for or read from the GIN index, is in [`super::search_dense`].
 
+use super::search_dense::{indexed_matches, step_matches, WordShares, RANKED_CANDIDATES};
 use super::search_index::TURN_WORDS;
 use super::{id, ms, PgStore};
 use crate::server::search::{
@@ -11,17 +13,13 @@ use crate::server::store::StoreError;
 use headspace_core::Timestamp;
 use serde_json::Value;
 use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
 
 /// Turns as searchable documents: `doc_id` (the turn), `agent_id`, `actor`, `ts`, `body`.
 /// Written as a plain subquery, not a CTE, so PostgreSQL pushes each filter into it and uses
 /// the indexes.
-const TURNS: &str = "(SELECT t.id AS doc_id, t.agent_id, t.actor, t.\"timestamp\" AS ts,
+pub(super) const TURNS: &str = "(SELECT t.id AS doc_id, t.agent_id, t.actor, t.\"timestamp\" AS ts,
         t.text AS body FROM turns t) d";
-
-/// Indexed turns with their full-text vector `body_search` (filled in the background, see
-/// [`super::search_index`]).
-const INDEXED_TURNS: &str = "(SELECT t.id AS doc_id, t.agent_id, t.actor, t.\"timestamp\" AS ts,
-        w.words AS body_search FROM turns t JOIN turn_words w ON w.turn_id = t.id) d";
 
 /// Turns committed but not indexed yet (the newest [`PENDING_SCANNED`] of them), their vector
 /// parsed on the fly: a turn is found by its words from the moment it is committed. The
@@ -46,7 +44,7 @@ const PENDING_SCANNED: i64 = 500;
 /// at or before the step's start, else its first: [`headspace_core::step::turn_indices_at`]):
 /// `doc_id`, `agent_id`, `actor` and `ts` are that turn's, so every filter means the same as
 /// for turns; `body` is the step's one-line summary, `step_at` its start (the walk's order).
-const STEPS: &str = "(SELECT m.id AS doc_id, m.agent_id, m.actor, m.\"timestamp\" AS ts, s.summary AS body,
+pub(super) const STEPS: &str = "(SELECT m.id AS doc_id, m.agent_id, m.actor, m.\"timestamp\" AS ts, s.summary AS body,
         s.agent_id AS step_agent, s.tool_use_id, s.started_at AS step_at
       FROM steps s
       CROSS JOIN LATERAL (SELECT COALESCE(
@@ -57,25 +55,33 @@ const STEPS: &str = "(SELECT m.id AS doc_id, m.agent_id, m.actor, m.\"timestamp\
       WHERE s.started_at IS NOT NULL) d";
 
 /// A step summary's vector: the expression of the `steps_summary_search` index, word for word.
-const STEP_WORDS: &str = "to_tsvector('english'::regconfig, left(d.body, 100000))";
+pub(super) const STEP_WORDS: &str = "to_tsvector('english'::regconfig, left(d.body, 100000))";
 
 /// The query's words as full text. Written out at each use, not computed once in a CTE: the
 /// planner must see the constant tsquery to estimate how many turns it matches.
-const TSQUERY: &str = "websearch_to_tsquery('english', $1)";
+pub(super) const TSQUERY: &str = "websearch_to_tsquery('english', $1)";
 
-/// How many of the newest full-text matches are ranked: all of them for a selective query;
-/// the newest for words found in a large share of the turns.
-const RANKED_CANDIDATES: i64 = 1000;
+/// Settings for every statement of a search, in its own transaction: no parallel workers
+/// (starting them costs 5–15 ms, more than most of these statements take, and the planner
+/// asks for them when it overestimates a GIN match), no JIT compilation, and a plan made
+/// for each query's own text and filters (the statements are prepared once per connection,
+/// and a generic plan cannot see how many turns a tsquery or a pattern matches).
+const SEARCH_SETTINGS: &str = "SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL jit = off;
+     SET LOCAL plan_cache_mode = force_custom_plan";
 
-/// Above this many full-text matches a query is dense: its newest matches are found by
-/// walking the time index back (a few thousand rows), not by fetching every match from the
-/// GIN index. The planner cannot tell on its own: it takes words that come together ("two
-/// tests fail") as independent and expects a thousandth of the rows they match.
-const DENSE_MATCHES: i64 = 2000;
+/// Runs `sql`, prepared once per connection (parsed and analyzed once, not per search).
+pub(super) async fn run(
+    tx: &deadpool_postgres::Transaction<'_>,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<Vec<Row>, StoreError> {
+    let statement = tx.prepare_cached(sql).await?;
+    Ok(tx.query(&statement, params).await?)
+}
 
 /// The filters every statement applies, on parameters `$first..$first+5`: project, agent,
 /// actor, since (ms), until (ms), before (a turn id).
-fn filters(first: usize) -> String {
+pub(super) fn filters(first: usize) -> String {
     let [project, agent, actor, since, until, before] =
         [0, 1, 2, 3, 4, 5].map(|k| format!("${}", first + k));
     format!(
@@ -106,7 +112,7 @@ fn add(hits: &mut Vec<Found>, found: Found) {
 }
 
 /// Rows `(doc_id, score[, step_agent, tool_use_id])` as hits.
-fn add_rows(hits: &mut Vec<Found>, rows: &[tokio_postgres::Row], exact: bool, steps: bool) {
+fn add_rows(hits: &mut Vec<Found>, rows: &[Row], exact: bool, steps: bool) {
     for r in rows {
         add(
             hits,
@@ -129,10 +135,11 @@ impl PgStore {
     /// (normalisation 32 keeps it in [0, 1)), so an exact phrase always comes first. The
     /// exact side takes the newest `limit` matches (the planner estimates `ILIKE` from the
     /// column's statistics and walks the time index back for a common text, the trigram
-    /// index for a rare one); the full-text side ranks the newest [`RANKED_CANDIDATES`]
-    /// matches, read from the GIN index when there are few, by walking the time index when
-    /// there are many (see [`DENSE_MATCHES`]), plus the turns not indexed yet, parsed on the
-    /// fly. Steps are searched the same two ways by their own indexes.
+    /// index for a rare one); the full-text side ranks the newest matches, read from the GIN
+    /// index when there are few, by walking the time index when there are many (see
+    /// [`indexed_matches`]), plus the turns not indexed yet, parsed on the fly. Steps are
+    /// searched the same two ways by their own indexes. All in one transaction, with the
+    /// settings of [`SEARCH_SETTINGS`].
     pub async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>, StoreError> {
         let mut c = self.pool.get().await?;
         let agent = query.agent.map(id);
@@ -149,6 +156,8 @@ impl PgStore {
         ];
         let q: &(dyn ToSql + Sync) = &query.q;
         let mut hits: Vec<Found> = Vec::new();
+        let tx = c.transaction().await?;
+        tx.batch_execute(SEARCH_SETTINGS).await?;
 
         if let Some(pattern) = query.exact_pattern() {
             let params = [&[q, &pattern][..], &filter_params, &[&query.limit]].concat();
@@ -162,7 +171,7 @@ impl PgStore {
                 words = TURN_WORDS.replace("t.text", "x.body"),
                 f = filters(3),
             );
-            add_rows(&mut hits, &c.query(&sql, &params).await?, true, false);
+            add_rows(&mut hits, &run(&tx, &sql, &params).await?, true, false);
             let sql = format!(
                 "SELECT x.doc_id, (1 + ts_rank_cd({words}, {TSQUERY}, 32))::float8, x.step_agent, x.tool_use_id
                  FROM (SELECT d.doc_id, d.body, d.step_agent, d.tool_use_id FROM {STEPS}
@@ -171,64 +180,45 @@ impl PgStore {
                 words = STEP_WORDS.replace("d.body", "x.body"),
                 f = filters(3),
             );
-            add_rows(&mut hits, &c.query(&sql, &params).await?, true, true);
+            add_rows(&mut hits, &run(&tx, &sql, &params).await?, true, true);
         }
 
         let params = [&[q][..], &filter_params, &[&query.limit]].concat();
-        let dense_sql = format!(
-            "SELECT count(*) FROM (SELECT 1 FROM {INDEXED_TURNS} WHERE d.body_search @@ {TSQUERY} AND {f}
-             LIMIT {DENSE_MATCHES} + 1) m",
-            f = filters(2),
-        );
-        let matches: i64 = c.query_one(&dense_sql, &params[..7]).await?.get(0);
-        if matches > 0 {
-            let sql = ranked(INDEXED_TURNS);
-            let rows = if matches > DENSE_MATCHES {
-                // Many matches: walk back from the newest turn rather than fetch them all (the
-                // planner, expecting few, would read them all or scan the table).
-                let tx = c.transaction().await?;
-                // Serial: starting parallel workers costs more than the short walk. Each turn's
-                // vector fetched by its id as the walk reaches it (a nested loop), not by
-                // joining the two tables whole.
-                tx.batch_execute(
-                    "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off;
-                     SET LOCAL enable_mergejoin = off; SET LOCAL enable_hashjoin = off;
-                     SET LOCAL max_parallel_workers_per_gather = 0",
-                )
-                .await?;
-                let rows = tx.query(&sql, &params).await?;
-                tx.commit().await?;
-                rows
-            } else {
-                c.query(&sql, &params).await?
-            };
-            add_rows(&mut hits, &rows, false, false);
-        }
+        let shares = WordShares::of(&tx, q).await?;
         add_rows(
             &mut hits,
-            &c.query(&ranked(&pending_turns()), &params).await?,
+            &indexed_matches(&tx, &params, &shares).await?,
             false,
             false,
         );
-        let sql = format!(
-            "SELECT doc_id, ts_rank_cd(body_search, {TSQUERY}, 32)::float8, step_agent, tool_use_id
-             FROM (SELECT d.doc_id, {STEP_WORDS} AS body_search, d.step_at, d.step_agent, d.tool_use_id FROM {STEPS}
-                   WHERE {STEP_WORDS} @@ {TSQUERY} AND {f}
-                   ORDER BY d.step_at DESC, d.tool_use_id DESC LIMIT {RANKED_CANDIDATES}) newest
-             ORDER BY 2 DESC, step_at DESC, tool_use_id DESC LIMIT $8",
-            f = filters(2),
+        add_rows(
+            &mut hits,
+            &run(&tx, &ranked(&pending_turns()), &params).await?,
+            false,
+            false,
         );
-        add_rows(&mut hits, &c.query(&sql, &params).await?, false, true);
-        if hits.is_empty() {
-            return Ok(Vec::new());
-        }
-        details(&c, query, &hits).await
+        // Filters on the step's turn (not only on its agent).
+        let by_turn =
+            query.actor.is_some() || since.is_some() || until.is_some() || before.is_some();
+        add_rows(
+            &mut hits,
+            &step_matches(&tx, &params, &shares, by_turn).await?,
+            false,
+            true,
+        );
+        let page = if hits.is_empty() {
+            Vec::new()
+        } else {
+            details(&tx, query, &hits).await?
+        };
+        tx.commit().await?;
+        Ok(page)
     }
 }
 
 /// The full-text statement over `documents` (with `body_search`): the newest
 /// [`RANKED_CANDIDATES`] matches, ranked, the best `$8`.
-fn ranked(documents: &str) -> String {
+pub(super) fn ranked(documents: &str) -> String {
     format!(
         "SELECT doc_id, ts_rank_cd(body_search, {TSQUERY}, 32)::float8
          FROM (SELECT d.doc_id, d.body_search, d.ts FROM {documents}
@@ -244,7 +234,7 @@ fn ranked(documents: &str) -> String {
 /// PostgreSQL's lower() keeps the character count, so strpos of the lowered text is a
 /// position in the text.
 async fn details(
-    c: &tokio_postgres::Client,
+    tx: &deadpool_postgres::Transaction<'_>,
     query: &SearchQuery,
     hits: &[Found],
 ) -> Result<Vec<SearchHit>, StoreError> {
@@ -278,20 +268,20 @@ async fn details(
         ts = ms("t.\"timestamp\""),
         ctx = SNIPPET_CONTEXT_CHARS,
     );
-    let rows = c
-        .query(
-            &sql,
-            &[
-                &query.q,
-                &docs,
-                &scores,
-                &exact,
-                &query.limit,
-                &step_agents,
-                &step_ids,
-            ],
-        )
-        .await?;
+    let rows = run(
+        tx,
+        &sql,
+        &[
+            &query.q,
+            &docs,
+            &scores,
+            &exact,
+            &query.limit,
+            &step_agents,
+            &step_ids,
+        ],
+    )
+    .await?;
     let q_chars = query.q.chars().count();
     Ok(rows
         .iter()
