@@ -138,7 +138,8 @@ function connect() {
   es.onopen = () => { $('conn').dataset.state = 'live'; $('conn').title = 'Live'; };
   es.onerror = () => { $('conn').dataset.state = 'down'; $('conn').title = 'Reconnecting…'; };
   es.addEventListener('turn_created', (ev) => applyOnce(ev, (t) => {
-    if (hs.open === t.agent_id) { settlePending(t); liveTurn(t); }
+    // Steps commit before the turns after them: a new turn may bring its predecessors' steps.
+    if (hs.open === t.agent_id) { settlePending(t); liveTurn(t); refreshSteps(t.agent_id); }
     if (!hs.agents.has(t.agent_id)) loadAgents(); else refreshAgent(t.agent_id);
     if (hs.dismissed.delete(t.agent_id)) localStorage.setItem('hs.dismissed', JSON.stringify([...hs.dismissed]));
   }));

@@ -248,6 +248,8 @@ async function openConversation(id, around) {
   $('new-below').hidden = true;
   $('turns').replaceChildren();
   $('conversation').hidden = false;
+  // Steps committed while the first page was read come with no event of their own.
+  refreshSteps(id);
   convTitle(hs.agents.get(id));
   $('conv-status').textContent = 'loading…';
   const started = performance.now();
