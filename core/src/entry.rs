@@ -229,18 +229,9 @@ fn parse_line(line: &[u8]) -> Result<Entry, LineError> {
         .timestamp
         .and_then(|r| serde_json::from_str::<serde_json::Value>(r.get()).ok())
         .and_then(|v| Timestamp::from_json(&v));
-    let uuid = raw
-        .uuid
-        .as_deref()
-        .filter(|u| !u.is_empty())
-        .map(str::to_string);
+    let uuid = non_empty(raw.uuid.as_deref());
     match raw.kind.as_deref() {
-        Some("system") => Ok(match raw.subtype.as_deref() {
-            Some("turn_duration") => signal(timestamp, Signal::TurnDuration),
-            Some("stop_hook_summary") => signal(timestamp, Signal::StopHookSummary),
-            Some("compact_boundary") => signal(timestamp, Signal::CompactBoundary),
-            _ => Entry::Ignored,
-        }),
+        Some("system") => Ok(system_entry(raw.subtype.as_deref(), timestamp)),
         Some("user") => Ok(classify_user(&raw, uuid, timestamp)),
         Some("assistant") => Ok(classify_assistant(&raw, uuid, timestamp)),
         _ => Ok(Entry::Ignored),
@@ -249,6 +240,72 @@ fn parse_line(line: &[u8]) -> Result<Entry, LineError> {
 
 fn signal(timestamp: Option<Timestamp>, signal: Signal) -> Entry {
     Entry::Signal { timestamp, signal }
+}
+
+// The rules both readers apply once a line is parsed: this one (whole lines, the fallback
+// and the oracle) and the one-pass reader (`line_read`).
+
+/// A field that counts only when not empty (`uuid`, `promptId`).
+pub(crate) fn non_empty(field: Option<&str>) -> Option<String> {
+    field.filter(|f| !f.is_empty()).map(str::to_string)
+}
+
+/// The signal a `system` line with `subtype` gives, if any.
+pub(crate) fn system_entry(subtype: Option<&str>, timestamp: Option<Timestamp>) -> Entry {
+    match subtype {
+        Some("turn_duration") => signal(timestamp, Signal::TurnDuration),
+        Some("stop_hook_summary") => signal(timestamp, Signal::StopHookSummary),
+        Some("compact_boundary") => signal(timestamp, Signal::CompactBoundary),
+        _ => Entry::Ignored,
+    }
+}
+
+/// A user prompt's text from its text blocks: what the IDE and system reminders added is
+/// left out.
+pub(crate) fn prompt_text<'t>(texts: impl Iterator<Item = &'t str>) -> String {
+    texts
+        .filter(|t| {
+            let t = t.trim_start();
+            !t.starts_with("<ide_") && !t.starts_with("<system-reminder>")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What an assistant line with blocks says, from the parts both readers find in it: its
+/// AskUserQuestion (`question`: the block's id and input), else its non-blank texts, else a
+/// tool call (`calls_tool`).
+pub(crate) fn assistant_blocks_entry<'t>(
+    uuid: String,
+    timestamp: Option<Timestamp>,
+    question: Option<(Option<&str>, Option<&RawValue>)>,
+    texts: impl Iterator<Item = &'t str>,
+    calls_tool: bool,
+) -> Entry {
+    if let Some((id, input)) = question {
+        let question: serde_json::Value = input
+            .and_then(|i| serde_json::from_str(i.get()).ok())
+            .unwrap_or(serde_json::Value::Null);
+        return Entry::AgentQuestion {
+            uuid,
+            timestamp,
+            tool_use_id: id.map(str::to_string),
+            text: question_text(&question),
+            question,
+        };
+    }
+    let texts: Vec<&str> = texts.filter(|t| !t.trim().is_empty()).collect();
+    if !texts.is_empty() {
+        return Entry::AgentText {
+            uuid,
+            timestamp,
+            text: texts.join("\n").trim().to_string(),
+        };
+    }
+    if calls_tool {
+        return signal(timestamp, Signal::ToolUse);
+    }
+    Entry::Ignored
 }
 
 enum Content<'a> {
@@ -295,24 +352,15 @@ fn classify_user(raw: &RawLine<'_>, uuid: Option<String>, timestamp: Option<Time
                     text: result.content.map(raw_text).unwrap_or_default(),
                 };
             }
-            let parts: Vec<&str> = blocks
-                .iter()
-                .filter(|b| b.kind.as_deref() == Some("text"))
-                .filter_map(|b| b.text.as_deref())
-                .filter(|t| {
-                    let t = t.trim_start();
-                    !t.starts_with("<ide_") && !t.starts_with("<system-reminder>")
-                })
-                .collect();
-            parts.join("\n")
+            prompt_text(
+                blocks
+                    .iter()
+                    .filter(|b| b.kind.as_deref() == Some("text"))
+                    .filter_map(|b| b.text.as_deref()),
+            )
         }
     };
-    let prompt_id = raw
-        .prompt_id
-        .as_deref()
-        .filter(|p| !p.is_empty())
-        .map(str::to_string);
-    user_text_entry(&text, uuid, timestamp, prompt_id)
+    user_text_entry(&text, uuid, timestamp, non_empty(raw.prompt_id.as_deref()))
 }
 
 /// The working directory a transcript line names (`cwd`), read on its own: the core takes an
@@ -330,6 +378,19 @@ pub struct LinePlace {
     pub git_branch: Option<String>,
 }
 
+impl LinePlace {
+    /// The place a line's `cwd` and `gitBranch` fields say: a folder only when it is an
+    /// absolute path, a branch only when not blank.
+    pub fn from_fields(cwd: Option<&str>, git_branch: Option<&str>) -> LinePlace {
+        LinePlace {
+            cwd: cwd.filter(|c| c.starts_with('/')).map(str::to_string),
+            git_branch: git_branch
+                .filter(|b| !b.trim().is_empty())
+                .map(str::to_string),
+        }
+    }
+}
+
 /// The folder and git branch a transcript line names, read on their own.
 pub fn line_place(line: &[u8]) -> LinePlace {
     #[derive(Deserialize)]
@@ -342,13 +403,7 @@ pub fn line_place(line: &[u8]) -> LinePlace {
     let Ok(p) = serde_json::from_slice::<Place<'_>>(line) else {
         return LinePlace::default();
     };
-    LinePlace {
-        cwd: p.cwd.filter(|c| c.starts_with('/')).map(Cow::into_owned),
-        git_branch: p
-            .git_branch
-            .filter(|b| !b.trim().is_empty())
-            .map(Cow::into_owned),
-    }
+    LinePlace::from_fields(p.cwd.as_deref(), p.git_branch.as_deref())
 }
 
 /// What the text of a user line (not a tool result) is: the end of a turn (an interrupt, or
@@ -395,38 +450,19 @@ fn classify_assistant(
     let Some(uuid) = uuid else {
         return Entry::Ignored;
     };
-    if let Some(q) = blocks.iter().find(|b| {
+    let question = blocks.iter().find(|b| {
         b.kind.as_deref() == Some("tool_use") && b.name.as_deref() == Some("AskUserQuestion")
-    }) {
-        let question: serde_json::Value = q
-            .input
-            .and_then(|i| serde_json::from_str(i.get()).ok())
-            .unwrap_or(serde_json::Value::Null);
-        return Entry::AgentQuestion {
-            uuid,
-            timestamp,
-            tool_use_id: q.id.as_deref().map(str::to_string),
-            text: question_text(&question),
-            question,
-        };
-    }
-    let texts: Vec<&str> = blocks
-        .iter()
-        .filter(|b| b.kind.as_deref() == Some("text"))
-        .filter_map(|b| b.text.as_deref())
-        .filter(|t| !t.trim().is_empty())
-        .collect();
-    if !texts.is_empty() {
-        return Entry::AgentText {
-            uuid,
-            timestamp,
-            text: texts.join("\n").trim().to_string(),
-        };
-    }
-    if blocks.iter().any(|b| b.kind.as_deref() == Some("tool_use")) {
-        return signal(timestamp, Signal::ToolUse);
-    }
-    Entry::Ignored
+    });
+    assistant_blocks_entry(
+        uuid,
+        timestamp,
+        question.map(|q| (q.id.as_deref(), q.input)),
+        blocks
+            .iter()
+            .filter(|b| b.kind.as_deref() == Some("text"))
+            .filter_map(|b| b.text.as_deref()),
+        blocks.iter().any(|b| b.kind.as_deref() == Some("tool_use")),
+    )
 }
 
 /// The questions of an AskUserQuestion input, one per line.

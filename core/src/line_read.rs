@@ -10,16 +10,17 @@
 //! The answers are exactly theirs: a line this pass is not sure to read as they do (not
 //! UTF-8, blank, a lone surrogate to mend, a wrong type or a repeated key anywhere they look,
 //! an AskUserQuestion's answers) is read by them instead ([`read_apart`]), and
-//! `core/tests/line_read.rs` compares both on generated and real lines. A rule changed in one
-//! of those readers must be changed here too; that test fails until it is.
+//! `core/tests/line_read.rs` compares both on generated and real lines. The rules applied
+//! once a line is parsed are theirs, shared (`entry::system_entry`, `prompt_text`,
+//! `assistant_blocks_entry`, `LinePlace::from_fields`, `step_line::line_usage`,
+//! `marker_prefix`); only the parsing differs, which is what that test guards.
 
-use crate::entry::{self, question_text, user_text_entry, Entry, LineError, LinePlace, Signal};
+use crate::entry::{self, user_text_entry, Entry, LineError, LinePlace};
 use crate::line_shape::{BlockShape, Content, LineShape, Object, ResultContent};
 use crate::mend::{self, Mended};
 use crate::step::outcome_of_result;
-use crate::step_line::{self, LineFacts, LineUsage, ToolResult, ToolUse};
+use crate::step_line::{self, LineFacts, ToolResult, ToolUse};
 use crate::time::Timestamp;
-use crate::usage::Tokens;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -97,28 +98,14 @@ fn timestamp_of(raw: Option<&RawValue>) -> Option<Timestamp> {
     }
 }
 
-fn text_of(s: &Option<Cow<'_, str>>) -> Option<String> {
-    s.as_deref().map(str::to_string)
-}
-
 /// What [`entry::classify_mended`] makes of the line (before NULs are replaced).
 fn entry_of(raw: LineShape<'_>, timestamp: Option<Timestamp>) -> Entry {
     if raw.is_sidechain == Some(true) {
         return Entry::Ignored;
     }
-    let uuid = raw
-        .uuid
-        .as_deref()
-        .filter(|u| !u.is_empty())
-        .map(str::to_string);
-    let signal = |signal| Entry::Signal { timestamp, signal };
+    let uuid = entry::non_empty(raw.uuid.as_deref());
     match raw.kind.as_deref() {
-        Some("system") => match raw.subtype.as_deref() {
-            Some("turn_duration") => signal(Signal::TurnDuration),
-            Some("stop_hook_summary") => signal(Signal::StopHookSummary),
-            Some("compact_boundary") => signal(Signal::CompactBoundary),
-            _ => Entry::Ignored,
-        },
+        Some("system") => entry::system_entry(raw.subtype.as_deref(), timestamp),
         Some("user") => user_entry(raw, uuid, timestamp),
         Some("assistant") => assistant_entry(&raw, uuid, timestamp),
         _ => Entry::Ignored,
@@ -154,24 +141,20 @@ fn user_entry(raw: LineShape<'_>, uuid: Option<String>, timestamp: Option<Timest
                     text: result.content.map(whole_text).unwrap_or_default(),
                 };
             }
-            let parts: Vec<&str> = blocks
-                .iter()
-                .filter(|b| b.kind.as_deref() == Some("text"))
-                .filter_map(|b| b.text.as_deref())
-                .filter(|t| {
-                    let t = t.trim_start();
-                    !t.starts_with("<ide_") && !t.starts_with("<system-reminder>")
-                })
-                .collect();
-            Cow::Owned(parts.join("\n"))
+            Cow::Owned(entry::prompt_text(
+                blocks
+                    .iter()
+                    .filter(|b| b.kind.as_deref() == Some("text"))
+                    .filter_map(|b| b.text.as_deref()),
+            ))
         }
     };
-    let prompt_id = raw
-        .prompt_id
-        .as_deref()
-        .filter(|p| !p.is_empty())
-        .map(str::to_string);
-    user_text_entry(&text, uuid, timestamp, prompt_id)
+    user_text_entry(
+        &text,
+        uuid,
+        timestamp,
+        entry::non_empty(raw.prompt_id.as_deref()),
+    )
 }
 
 fn assistant_entry(
@@ -189,41 +172,19 @@ fn assistant_entry(
     let Some(uuid) = uuid else {
         return Entry::Ignored;
     };
-    if let Some(q) = blocks.iter().find(|b| {
+    let question = blocks.iter().find(|b| {
         b.kind.as_deref() == Some("tool_use") && b.name.as_deref() == Some("AskUserQuestion")
-    }) {
-        let question: Value = q
-            .input
-            .and_then(|i| serde_json::from_str(i.get()).ok())
-            .unwrap_or(Value::Null);
-        return Entry::AgentQuestion {
-            uuid,
-            timestamp,
-            tool_use_id: text_of(&q.id),
-            text: question_text(&question),
-            question,
-        };
-    }
-    let texts: Vec<&str> = blocks
-        .iter()
-        .filter(|b| b.kind.as_deref() == Some("text"))
-        .filter_map(|b| b.text.as_deref())
-        .filter(|t| !t.trim().is_empty())
-        .collect();
-    if !texts.is_empty() {
-        return Entry::AgentText {
-            uuid,
-            timestamp,
-            text: texts.join("\n").trim().to_string(),
-        };
-    }
-    if blocks.iter().any(|b| b.kind.as_deref() == Some("tool_use")) {
-        return Entry::Signal {
-            timestamp,
-            signal: Signal::ToolUse,
-        };
-    }
-    Entry::Ignored
+    });
+    entry::assistant_blocks_entry(
+        uuid,
+        timestamp,
+        question.map(|q| (q.id.as_deref(), q.input)),
+        blocks
+            .iter()
+            .filter(|b| b.kind.as_deref() == Some("text"))
+            .filter_map(|b| b.text.as_deref()),
+        blocks.iter().any(|b| b.kind.as_deref() == Some("tool_use")),
+    )
 }
 
 /// A tool result's whole text, as the entry reader takes it: the string, or its items'
@@ -240,21 +201,15 @@ fn whole_text(content: ResultContent<'_>) -> String {
     }
 }
 
-/// The characters of a result's text the step reader reads for its outcome markers.
-const MARKER_CHARS: usize = 200;
-
 /// The start of a tool result's text, as the step reader takes it: the string, or its first
 /// item's text.
-fn marker_text(content: &ResultContent<'_>) -> String {
+fn marker_text<'a>(content: &'a ResultContent<'_>) -> &'a str {
     let text: &str = match content {
         ResultContent::Text(t) => t,
         ResultContent::Items(items) => items.iter().find_map(|t| t.as_deref()).unwrap_or(""),
         ResultContent::Other => "",
     };
-    match text.char_indices().nth(MARKER_CHARS) {
-        Some((end, _)) => text[..end].to_string(),
-        None => text.to_string(),
-    }
+    step_line::marker_prefix(text)
 }
 
 /// What [`step_line::read_line`] makes of the line, except that a reading that tells nothing
@@ -265,15 +220,8 @@ fn facts_of(raw: &LineShape<'_>, line: &str, timestamp: Option<Timestamp>) -> Li
         return LineFacts::default();
     };
     let usage = message.usage.and_then(|u| {
-        let usage: Value = serde_json::from_str(u.get()).ok()?;
-        usage.is_object().then_some(())?;
-        Some(LineUsage {
-            message_id: text_of(&message.id)
-                .or_else(|| text_of(&raw.request_id))
-                .or_else(|| text_of(&raw.uuid))?,
-            model: text_of(&message.model).unwrap_or_default(),
-            tokens: Tokens::of_usage(&usage),
-        })
+        let ids = [&message.id, &raw.request_id, &raw.uuid].map(|c| c.as_deref());
+        step_line::line_usage(u, ids, message.model.as_deref())
     });
     let (mut uses, mut results) = (Vec::new(), Vec::new());
     if let Some(Content::Blocks(blocks)) = message.content.as_ref() {
@@ -288,7 +236,7 @@ fn facts_of(raw: &LineShape<'_>, line: &str, timestamp: Option<Timestamp>) -> Li
                     let text = b.content.as_ref().map(marker_text).unwrap_or_default();
                     results.push(ToolResult {
                         tool_use_id: id.to_string(),
-                        outcome: outcome_of_result(b.is_error == Some(true), &text),
+                        outcome: outcome_of_result(b.is_error == Some(true), text),
                         certain: true,
                     });
                 }
@@ -319,16 +267,5 @@ fn tool_use_of(b: &BlockShape<'_>) -> Option<ToolUse> {
 
 /// What [`entry::line_place`] makes of the line.
 fn place_of(raw: &LineShape<'_>) -> LinePlace {
-    LinePlace {
-        cwd: raw
-            .cwd
-            .as_deref()
-            .filter(|c| c.starts_with('/'))
-            .map(str::to_string),
-        git_branch: raw
-            .git_branch
-            .as_deref()
-            .filter(|b| !b.trim().is_empty())
-            .map(str::to_string),
-    }
+    LinePlace::from_fields(raw.cwd.as_deref(), raw.git_branch.as_deref())
 }

@@ -10,9 +10,12 @@ use crate::activity::Activity;
 use crate::time::Timestamp;
 use serde_json::{json, Value};
 
-/// How long a machine may go without a heartbeat before it is offline (three heartbeats of
-/// 5 s missed).
-pub const OFFLINE_AFTER_MS: i64 = 15_000;
+/// How often a machine says it lives.
+pub const HEARTBEAT_EVERY_MS: i64 = 5_000;
+
+/// How long a machine may go without a heartbeat before it is offline (three heartbeats
+/// missed).
+pub const OFFLINE_AFTER_MS: i64 = 3 * HEARTBEAT_EVERY_MS;
 
 /// The activity a card shows for an agent whose machine is offline.
 pub const UNKNOWN_ACTIVITY: &str = "unknown";
@@ -33,6 +36,29 @@ pub struct MachinePresence {
     pub online: bool,
     /// Its last heartbeat, when one is known.
     pub last_seen: Option<Timestamp>,
+}
+
+/// The machine an agent's row names, as the server named `own` reads it: an empty name (one
+/// process with no machines, or a row from before machines) is the server's own.
+pub fn holder<'a>(row_machine: &'a str, own: &'a str) -> &'a str {
+    if row_machine.is_empty() {
+        own
+    } else {
+        row_machine
+    }
+}
+
+/// What is known of machine `name` (a [`holder`]) by the server named `own`, given what the
+/// machines list says of it (`reported`: online by [`is_online`], and its last heartbeat;
+/// `None`: it never reported). A server's own machine is online: the process answering is
+/// the one holding its agents. A hub is no machine (its name is empty): nothing it is asked
+/// of is its own.
+pub fn presence(name: &str, own: &str, reported: Option<(bool, Timestamp)>) -> MachinePresence {
+    MachinePresence {
+        name: name.to_string(),
+        online: (!own.is_empty() && name == own) || reported.is_some_and(|(online, _)| online),
+        last_seen: reported.map(|(_, at)| at),
+    }
 }
 
 /// The activity a card shows for an agent doing `activity` on a machine `online` or not:
@@ -57,10 +83,7 @@ pub fn add_machine(card: &mut Value, activity: Activity, machine: &MachinePresen
     o.insert("machine_online".into(), json!(machine.online));
     o.insert("machine_last_seen".into(), json!(machine.last_seen));
     if !machine.online {
-        o.insert(
-            "activity".into(),
-            json!(shown_activity(activity, machine.online)),
-        );
+        o.insert("activity".into(), json!(shown_activity(activity, false)));
         if o.contains_key("now") {
             o.insert("now".into(), Value::Null);
         }
@@ -69,7 +92,9 @@ pub fn add_machine(card: &mut Value, activity: Activity, machine: &MachinePresen
 
 #[cfg(test)]
 mod tests {
-    use super::{add_machine, is_online, shown_activity, MachinePresence, OFFLINE_AFTER_MS};
+    use super::{
+        add_machine, holder, is_online, presence, shown_activity, MachinePresence, OFFLINE_AFTER_MS,
+    };
     use crate::activity::Activity;
     use crate::time::Timestamp;
     use serde_json::json;
@@ -121,5 +146,26 @@ mod tests {
         assert_eq!(c["activity"], "unknown");
         assert!(c["now"].is_null());
         assert_eq!(c["machine_last_seen"], json!(Timestamp(5_000)));
+    }
+
+    #[test]
+    fn an_empty_name_is_the_servers_own_machine_which_is_online_and_a_hub_owns_none() {
+        let seen = Timestamp(7_000);
+        assert_eq!(holder("", "laptop"), "laptop");
+        assert_eq!(holder("desk", "laptop"), "desk");
+        let own = presence(holder("", "laptop"), "laptop", None);
+        assert_eq!((own.name.as_str(), own.online), ("laptop", true));
+        assert!(
+            presence("laptop", "laptop", Some((false, seen))).online,
+            "ours answers"
+        );
+        let desk = presence("desk", "laptop", Some((false, seen)));
+        assert!(!desk.online);
+        assert_eq!(desk.last_seen, Some(seen));
+        assert!(presence("desk", "laptop", Some((true, seen))).online);
+        let ghost = presence("ghost", "laptop", None);
+        assert!(!ghost.online && ghost.last_seen.is_none(), "never reported");
+        // A hub (no name) holds no agent, not even one whose row names none.
+        assert!(!presence(holder("", ""), "", None).online);
     }
 }

@@ -5,10 +5,8 @@
 //! the reading, writing and waiting; every rule is here, without a clock: times come in as
 //! arguments (the database's clock, so machines never compare their own clocks).
 
+use crate::machines::{holder, MachinePresence};
 use crate::Timestamp;
-
-/// A machine whose last heartbeat is this old, or older, is offline.
-pub const OFFLINE_AFTER_MS: i64 = 15_000;
 
 /// How long a forwarded command may wait to be taken by its machine: past this deadline it is
 /// never run (`send`, `clear`, `interrupt` and `answer` alike).
@@ -99,24 +97,15 @@ impl CommandState {
     }
 }
 
-/// What the database says of a machine, on its own clock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MachineSeen {
-    /// Its last heartbeat.
-    pub last_seen: Timestamp,
-    /// How long ago that was, by the database's clock, in milliseconds.
-    pub heartbeat_age_ms: i64,
-}
-
-/// Whether a machine whose last heartbeat is `heartbeat_age_ms` old is online.
-pub fn is_online(heartbeat_age_ms: i64) -> bool {
-    heartbeat_age_ms < OFFLINE_AFTER_MS
-}
-
-/// The error a server answers (503) for a command to a pane on an offline machine.
-pub fn offline_error(machine: &str, seen: Option<&MachineSeen>) -> String {
-    match seen {
-        Some(seen) => format!("machine {machine} is offline since {}", seen.last_seen),
+/// The error a server answers (503) for a command to a pane on an offline machine, last
+/// heard from at `last_seen` (`None`: it never reported). An empty name is a row no machine
+/// holds (a hub is asked of an agent no edge took).
+pub fn offline_error(machine: &str, last_seen: Option<Timestamp>) -> String {
+    match last_seen {
+        _ if machine.is_empty() => {
+            "no machine holds this agent's pane (its row names none)".to_string()
+        }
+        Some(at) => format!("machine {machine} is offline since {at}"),
         None => format!("machine {machine} is offline (it never reported to this database)"),
     }
 }
@@ -140,32 +129,29 @@ pub enum PaneRoute {
     },
 }
 
-/// Where a command to an agent runs: `agent_machine` is the agent row's machine (`None` or
-/// empty when the store keeps none, or no machine took the row yet: this server's), `seen`
-/// what the database says of that machine when it is another one.
+/// Where a command to an agent runs: `agent_machine` is the agent row's machine (empty when
+/// the store keeps none or no machine took the row yet: then this server's, if it is a
+/// machine, see [`holder`]), `presence` what the machines list says of the holder when it is
+/// another one ([`crate::machines::presence`]). A server that is no machine (a hub: its own
+/// name is empty) never types into a pane itself.
 pub fn route(
-    agent_machine: Option<&str>,
+    agent_machine: &str,
     this_machine: &str,
-    seen: Option<&MachineSeen>,
+    presence: Option<&MachinePresence>,
 ) -> PaneRoute {
-    let machine = match agent_machine {
-        None | Some("") => return PaneRoute::Here,
-        Some(m) if m == this_machine => return PaneRoute::Here,
-        Some(m) => m.to_string(),
-    };
-    match seen {
-        Some(s) if is_online(s.heartbeat_age_ms) => PaneRoute::Forward { machine },
+    let machine = holder(agent_machine, this_machine);
+    if !machine.is_empty() && machine == this_machine {
+        return PaneRoute::Here;
+    }
+    match presence {
+        Some(p) if p.online && !machine.is_empty() => PaneRoute::Forward {
+            machine: machine.to_string(),
+        },
         _ => PaneRoute::Offline {
-            error: offline_error(&machine, seen),
-            machine,
+            error: offline_error(machine, presence.and_then(|p| p.last_seen)),
+            machine: machine.to_string(),
         },
     }
-}
-
-/// Whether an executor may run a row it took: only before its deadline (the claim checks
-/// the same in SQL; this is the executor's own guard, on the database's clock).
-pub fn may_run(deadline: Timestamp, now: Timestamp) -> bool {
-    now < deadline
 }
 
 /// What a server waiting on a forwarded command does at a look at its row.

@@ -116,6 +116,31 @@ struct RawBlock<'a> {
 /// The characters of a result's text read for its outcome markers.
 const MARKER_CHARS: usize = 200;
 
+/// The start of a result's text read for its outcome markers (its first [`MARKER_CHARS`]
+/// characters).
+pub(crate) fn marker_prefix(text: &str) -> &str {
+    match text.char_indices().nth(MARKER_CHARS) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    }
+}
+
+/// A line's usage, when it has one (an object): counted under the message's id, else the
+/// request's, else the line's uuid (`ids`, in that order); `None` without any of them.
+pub(crate) fn line_usage(
+    usage: &RawValue,
+    ids: [Option<&str>; 3],
+    model: Option<&str>,
+) -> Option<LineUsage> {
+    let usage: Value = serde_json::from_str(usage.get()).ok()?;
+    usage.is_object().then_some(())?;
+    Some(LineUsage {
+        message_id: ids.into_iter().flatten().next()?.to_string(),
+        model: model.unwrap_or_default().to_string(),
+        tokens: Tokens::of_usage(&usage),
+    })
+}
+
 /// Reads one transcript line. Lines that are not JSON, or name no tool and no usage, tell
 /// nothing.
 pub fn read_line(line: &[u8]) -> LineFacts {
@@ -138,16 +163,8 @@ pub fn read_line(line: &[u8]) -> LineFacts {
         return facts;
     };
     facts.usage = message.usage.and_then(|u| {
-        let usage: Value = serde_json::from_str(u.get()).ok()?;
-        usage.is_object().then_some(())?;
-        let text = |c: &Option<Cow<'_, str>>| c.as_deref().map(str::to_string);
-        Some(LineUsage {
-            message_id: text(&message.id)
-                .or_else(|| text(&raw.request_id))
-                .or_else(|| text(&raw.uuid))?,
-            model: text(&message.model).unwrap_or_default(),
-            tokens: Tokens::of_usage(&usage),
-        })
+        let ids = [&message.id, &raw.request_id, &raw.uuid].map(|c| c.as_deref());
+        line_usage(u, ids, message.model.as_deref())
     });
     let blocks = message
         .content
@@ -200,7 +217,7 @@ fn result_text(content: &RawValue) -> String {
     } else {
         String::new()
     };
-    text.chars().take(MARKER_CHARS).collect()
+    marker_prefix(&text).to_string()
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {

@@ -12,36 +12,17 @@
 // Tests read the fixtures and the corpus from disk; the core itself never does.
 #![allow(clippy::disallowed_methods)]
 
-use headspace_core::line_read::{read_apart, read_in_one_pass, read_whole_line, LineReading};
-use headspace_core::step_line::LineFacts;
+use headspace_core::line_read::{read_apart, read_in_one_pass};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::FileFailurePersistence;
 use serde_json::{json, Map, Value};
 use std::path::PathBuf;
 
-/// What the three readers say, each on its own (a reading that tells nothing about steps
-/// is the empty default, whatever the step reader left in it).
-fn apart(line: &[u8]) -> LineReading {
-    let r = read_apart(line);
-    let facts = headspace_core::step_line::read_line(line);
-    if facts.is_empty() {
-        assert_eq!(r.facts, LineFacts::default());
-    } else {
-        assert_eq!(r.facts, facts);
-    }
-    r
-}
-
-/// Checks one line; says whether the one pass read it itself.
+/// Checks one line: the one pass, when it reads the line itself, says what the three
+/// readers say each on its own; says whether it read it itself.
 fn agrees(line: &[u8]) -> Result<bool, TestCaseError> {
-    let want = apart(line);
-    prop_assert_eq!(
-        &read_whole_line(line),
-        &want,
-        "line: {}",
-        String::from_utf8_lossy(line)
-    );
+    let want = read_apart(line);
     Ok(match read_in_one_pass(line) {
         Some(got) => {
             prop_assert_eq!(&got, &want, "line: {}", String::from_utf8_lossy(line));
@@ -489,9 +470,10 @@ fn one_pass_reads_most_well_formed_generated_lines_itself() {
             fast += 1;
         }
     }
-    // Lines with a wrong-typed field anywhere are left to the readers: about half.
+    // These lines have no wrong-typed field, yet a few are still left to the readers (a
+    // repeated key, an AskUserQuestion's answers): 1,710 of 2,000 with this seed.
     assert!(
-        fast * 5 > all,
+        fast * 5 >= all * 4,
         "only {fast} of {all} lines read in one pass"
     );
 }

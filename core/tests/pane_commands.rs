@@ -2,31 +2,33 @@
 //! deadline an executor keeps, and what a waiting server does at each look — without tmux,
 //! PostgreSQL or a clock.
 
+use headspace_core::machines::{presence, OFFLINE_AFTER_MS};
 use headspace_core::pane_commands::{
-    await_step, is_online, may_run, offline_error, route, AwaitStep, CommandState, MachineSeen,
-    PaneCommandKind, PaneRoute, CLAIM_WITHIN_MS, OFFLINE_AFTER_MS, RUN_WITHIN_MS,
+    await_step, route, AwaitStep, CommandState, PaneCommandKind, PaneRoute, CLAIM_WITHIN_MS,
+    RUN_WITHIN_MS,
 };
 use headspace_core::Timestamp;
 
-fn seen(age_ms: i64) -> MachineSeen {
-    MachineSeen {
-        last_seen: Timestamp::parse_rfc3339("2026-11-24T10:00:00Z").unwrap(),
-        heartbeat_age_ms: age_ms,
-    }
+/// Machine `name` as the machines list reports it to server "a".
+fn reported(name: &str, online: bool) -> headspace_core::machines::MachinePresence {
+    let at = Timestamp::parse_rfc3339("2026-11-24T10:00:00Z").unwrap();
+    presence(name, "a", Some((online, at)))
 }
 
 #[test]
 fn a_pane_on_this_machine_or_on_no_machine_is_typed_into_here() {
-    assert_eq!(route(Some("a"), "a", Some(&seen(99_999))), PaneRoute::Here);
-    assert_eq!(route(None, "a", None), PaneRoute::Here);
+    assert_eq!(
+        route("a", "a", Some(&reported("a", false))),
+        PaneRoute::Here
+    );
     // A row no machine took yet (from before machines existed) is this server's.
-    assert_eq!(route(Some(""), "a", None), PaneRoute::Here);
+    assert_eq!(route("", "a", None), PaneRoute::Here);
 }
 
 #[test]
 fn a_pane_on_an_online_machine_is_forwarded_to_it() {
     assert_eq!(
-        route(Some("b"), "a", Some(&seen(4_000))),
+        route("b", "a", Some(&reported("b", true))),
         PaneRoute::Forward {
             machine: "b".into()
         }
@@ -35,11 +37,8 @@ fn a_pane_on_an_online_machine_is_forwarded_to_it() {
 
 #[test]
 fn a_machine_is_offline_from_fifteen_seconds_after_its_heartbeat() {
-    assert!(is_online(0));
-    assert!(is_online(OFFLINE_AFTER_MS - 1));
-    assert!(!is_online(OFFLINE_AFTER_MS));
     assert_eq!(OFFLINE_AFTER_MS, 15_000);
-    match route(Some("b"), "a", Some(&seen(OFFLINE_AFTER_MS))) {
+    match route("b", "a", Some(&reported("b", false))) {
         PaneRoute::Offline { machine, error } => {
             assert_eq!(machine, "b");
             assert_eq!(error, "machine b is offline since 2026-11-24T10:00:00.000Z");
@@ -50,21 +49,38 @@ fn a_machine_is_offline_from_fifteen_seconds_after_its_heartbeat() {
 
 #[test]
 fn a_machine_that_never_reported_is_offline() {
-    match route(Some("ghost"), "a", None) {
-        PaneRoute::Offline { error, .. } => {
-            assert_eq!(error, offline_error("ghost", None));
-            assert!(error.starts_with("machine ghost is offline"), "{error}");
-        }
+    match route("ghost", "a", Some(&presence("ghost", "a", None))) {
+        PaneRoute::Offline { error, .. } => assert_eq!(
+            error,
+            "machine ghost is offline (it never reported to this database)"
+        ),
         other => panic!("{other:?}"),
     }
 }
 
 #[test]
-fn a_row_past_its_deadline_is_never_run() {
-    let deadline = Timestamp(1_000_000);
-    assert!(may_run(deadline, Timestamp(999_999)));
-    assert!(!may_run(deadline, deadline));
-    assert!(!may_run(deadline, Timestamp(1_000_001)));
+fn a_hub_never_types_into_a_pane_itself() {
+    // A hub is no machine (its name is empty): a row that names none is no one's to type
+    // into, never the hub's own tmux.
+    match route("", "", Some(&presence("", "", None))) {
+        PaneRoute::Offline { error, .. } => {
+            assert_eq!(
+                error,
+                "no machine holds this agent's pane (its row names none)"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        route(
+            "b",
+            "",
+            Some(&presence("b", "", Some((true, Timestamp(0)))))
+        ),
+        PaneRoute::Forward {
+            machine: "b".into()
+        }
+    );
 }
 
 #[test]

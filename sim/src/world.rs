@@ -10,10 +10,8 @@ use crate::rng::Rng;
 use headspace::server::store::BoxFuture;
 use headspace::server::world::{Clock, FileStat, Files, Panes};
 use headspace_core::discovery::{PaneListing, PaneProcess};
-
 use headspace_core::send_check::Sent;
 use headspace_core::store::MemStore;
-
 use headspace_core::Timestamp;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};

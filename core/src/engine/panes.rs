@@ -236,7 +236,7 @@ impl Core {
             let first = agent.first_line_at.get_or_insert(at);
             *first = (*first).min(at);
         }
-        // Read the line's place only when it can change something: the folder until one is
+        // The line's place counts only when it can change something: the folder until one is
         // known, the branch at the first line and at each prompt (a branch switch shows there).
         if agent.row.cwd.is_none() || prompt || agent.row.git_branch.is_none() && first_read {
             if let (None, Some(cwd)) = (&agent.row.cwd, place.cwd) {

@@ -3,6 +3,7 @@
 //! commits the store writes of a batch in one transaction (retrying until the database takes
 //! them), and only then publishes the batch's events and replies.
 
+use crate::server::backoff::Backoff;
 use crate::server::metrics::Metrics;
 use crate::server::record::Recorder;
 use crate::server::sse::Hub;
@@ -457,18 +458,15 @@ async fn writer(
                 other => rest.push(other),
             }
         }
-        // An edge commits the batch's events with its writes, for the hubs.
-        let events: Vec<&headspace_core::Event> = if store.shares_events() {
-            rest.iter()
-                .filter_map(|c| match c {
-                    Command::Publish(e) => Some(e),
-                    _ => None,
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let mut backoff = Backoff::new();
+        // A store shared with hubs (an edge's) commits the batch's events with its writes.
+        let events: Vec<&headspace_core::Event> = rest
+            .iter()
+            .filter_map(|c| match c {
+                Command::Publish(e) => Some(e),
+                _ => None,
+            })
+            .collect();
+        let mut backoff = store_backoff();
         loop {
             match store.apply_announcing(&writes, &events).await {
                 Ok(()) => {
@@ -491,7 +489,6 @@ async fn writer(
                 }
             }
         }
-        drop(events);
         for w in &writes {
             if let Write::Turn(t) = w {
                 match t.source {
@@ -536,7 +533,7 @@ async fn load_agents(
     ids: &[u64],
     health: &Health,
 ) -> headspace_core::model::Snapshot {
-    let mut backoff = Backoff::new();
+    let mut backoff = store_backoff();
     loop {
         match store.load_agents(ids).await {
             Ok(rows) => return rows,
@@ -552,15 +549,9 @@ async fn load_agents(
 
 /// The pause between two tries of a store call while the database is down: 50 ms, doubling
 /// up to 2 s.
-struct Backoff(std::time::Duration);
-
-impl Backoff {
-    fn new() -> Backoff {
-        Backoff(std::time::Duration::from_millis(50))
-    }
-
-    async fn pause(&mut self) {
-        tokio::time::sleep(self.0).await;
-        self.0 = (self.0 * 2).min(std::time::Duration::from_secs(2));
-    }
+fn store_backoff() -> Backoff {
+    Backoff::new(
+        std::time::Duration::from_millis(50),
+        std::time::Duration::from_secs(2),
+    )
 }

@@ -8,11 +8,11 @@
 //! committed, then reads every event after the last one it served, in position order.
 
 use crate::server::pgstore::events::{StoredEvent, CHANNEL};
+use crate::server::pgstore::listen::wake_on;
 use crate::server::pgstore::PgStore;
 use crate::server::sse::Hub;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
 /// Events read per query.
@@ -32,25 +32,14 @@ pub async fn preloaded_hub(store: &PgStore) -> Result<Arc<Hub>, String> {
     let last = store.last_event_pos().await.map_err(|e| e.to_string())?;
     let from = (last - RETAINED as i64).max(0);
     let hub = Arc::new(Hub::fed(from as u64, RETAINED));
-    let mut cursor = from;
-    loop {
-        let page = store
-            .events_after(cursor, PAGE)
-            .await
-            .map_err(|e| e.to_string())?;
-        if page.is_empty() || cursor >= last {
-            break;
-        }
-        cursor = serve(&hub, &page).unwrap_or(cursor);
-    }
-    info!("[FANOUT] serving events from position {from}; the newest is {last}");
+    let newest = round(store, &hub, from).await?;
+    info!("[FANOUT] serving events from position {from}; the newest is {newest}");
     Ok(hub)
 }
 
 /// Starts the fan-out loop and its listener.
 pub fn start(store: PgStore, url: String, hub: Arc<Hub>) {
-    let wake = Arc::new(Notify::new());
-    tokio::spawn(listen(url, wake.clone()));
+    let wake = wake_on(url, CHANNEL, None);
     tokio::spawn(async move {
         let mut cursor = hub.last_id() as i64;
         let mut pruned = tokio::time::Instant::now();
@@ -110,41 +99,4 @@ fn serve(hub: &Hub, page: &[StoredEvent]) -> Option<i64> {
         hub.publish_at(e.pos as u64, &e.kind, &e.data);
     }
     page.last().map(|e| e.pos)
-}
-
-/// Wakes the fan-out on every `NOTIFY hs_events`, on a connection of its own (reopened with
-/// a pause when it breaks; the once-a-second round covers the time in between).
-async fn listen(url: String, wake: Arc<Notify>) {
-    loop {
-        match listen_once(&url, &wake).await {
-            Ok(()) => debug!("[FANOUT] the listening connection closed; reopening"),
-            Err(e) => debug!("[FANOUT] cannot listen for events: {e}"),
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-}
-
-async fn listen_once(url: &str, wake: &Notify) -> Result<(), tokio_postgres::Error> {
-    let (client, mut connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
-    let listen = async {
-        client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
-        // A round now catches whatever committed while nobody listened.
-        wake.notify_one();
-        // Keep the client alive while the connection is polled below.
-        std::future::pending::<Result<(), tokio_postgres::Error>>().await
-    };
-    let poll = async {
-        loop {
-            match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
-                Some(Ok(tokio_postgres::AsyncMessage::Notification(_))) => wake.notify_one(),
-                Some(Ok(_)) => {}
-                Some(Err(e)) => return Err(e),
-                None => return Ok(()),
-            }
-        }
-    };
-    tokio::select! {
-        r = listen => r,
-        r = poll => r,
-    }
 }

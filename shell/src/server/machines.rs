@@ -2,14 +2,14 @@
 //! its core an id space, its heartbeat, and the rows `GET /api/machines` shows.
 
 use crate::server::pgstore::PgStore;
-use headspace_core::machines::MachinePresence;
+use headspace_core::machines::{holder, presence, MachinePresence, HEARTBEAT_EVERY_MS};
 use headspace_core::Timestamp;
 use serde_json::{json, Value};
 use std::time::Duration;
 use tracing::{info, warn};
 
-/// How often a machine says it lives.
-pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
+/// How often a machine says it lives (the core's [`HEARTBEAT_EVERY_MS`]).
+pub const HEARTBEAT_EVERY: Duration = Duration::from_millis(HEARTBEAT_EVERY_MS as u64);
 
 /// One machine as the dashboard lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,18 +43,16 @@ impl MachineRow {
 }
 
 /// What an agent's card shows of the machine `machine` its row names, among `machines` (the
-/// list `GET /api/machines` shows), seen by the server named `own`. An empty name is the
-/// server's own (one process, or rows from before machines). This server's own machine is
-/// online: the process answering is the one holding its agents. Another machine is as its
-/// heartbeat says; one without a row never reported, so nothing is known of its agents.
+/// list `GET /api/machines` shows), seen by the server named `own`: the core's rule
+/// ([`presence`]) on that machine's row.
 pub fn presence_of(machines: &[MachineRow], own: &str, machine: &str) -> MachinePresence {
-    let name = if machine.is_empty() { own } else { machine };
+    let name = holder(machine, own);
     let row = machines.iter().find(|m| m.name == name);
-    MachinePresence {
-        name: name.to_string(),
-        online: name == own || row.is_some_and(|m| m.online),
-        last_seen: row.map(|m| Timestamp(m.last_seen_ms)),
-    }
+    presence(
+        name,
+        own,
+        row.map(|m| (m.online, Timestamp(m.last_seen_ms))),
+    )
 }
 
 /// The host name, for a `--machine` not given.

@@ -1,6 +1,7 @@
 //! `headspace serve`: the server around the core.
 
 pub mod audit_loop;
+pub mod backoff;
 pub mod connections;
 pub mod driver;
 pub mod embedded_pg;
@@ -165,7 +166,7 @@ async fn serve(
         let store = PgStore::for_machine(&url, 8, Some(&machine)).map_err(|e| e.to_string())?;
         let wanted = (role == Role::All).then_some(0);
         let id = machines::register_and_beat(store.clone(), machine.clone(), wanted).await?;
-        let store = if role == Role::Edge {
+        let store = if role.shares_events() {
             store.sharing_events()
         } else {
             store
@@ -176,10 +177,10 @@ async fn serve(
         Role::Hub => Some(fanout::preloaded_hub(&store).await?),
         _ => None,
     };
-    let pane_store = store.clone();
     // Full-text indexing of committed turns, off the writer's commit path.
     crate::server::pgstore::search_index::start_indexer(store.clone());
-    let store_for_fanout = store.clone();
+    // The store as PostgreSQL, for the fan-out and the pane-command executor.
+    let pg = store.clone();
     let world = World {
         clock: Arc::new(SystemClock),
         store: Arc::new(store),
@@ -239,17 +240,16 @@ async fn serve(
         machine,
         role,
     };
-    let pg = store_for_fanout;
     let app = match fed_hub {
         Some(hub) => {
-            fanout::start(pg, url.clone(), hub.clone());
+            fanout::start(pg.clone(), url.clone(), hub.clone());
             start_hub(&world, settings, hub)
         }
         None => start(&world, settings, recorder).await?,
     };
     if role.has_agents() {
         // Commands other servers write for this machine's panes (docs/multi-machine.md).
-        http::start_pane_executor(app.clone(), pane_store, url.clone());
+        http::start_pane_executor(app.clone(), pg, url.clone());
         crate::server::watcher::start_notify(claude_dir.clone(), app.core.clone());
     }
     if let Some(command) = args.notify_command.clone() {
@@ -490,7 +490,7 @@ pub async fn accept_loop<L: Listen>(
     shutdown: impl std::future::Future<Output = ()>,
 ) {
     tokio::pin!(shutdown);
-    let mut backoff = Duration::from_millis(10);
+    let mut backoff = backoff::Backoff::new(Duration::from_millis(10), Duration::from_millis(500));
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -499,17 +499,16 @@ pub async fn accept_loop<L: Listen>(
                     Err(e) => {
                         if out_of_files(&e) {
                             let shed = app.connections.shed_one();
-                            warn!("[HTTP] out of file descriptors accepting a connection ({e}); {}, retrying in {backoff:?}",
-                                if shed { "closed the longest-idle connection" } else { "no idle connection to close" });
+                            warn!("[HTTP] out of file descriptors accepting a connection ({e}); {}, retrying in {:?}",
+                                if shed { "closed the longest-idle connection" } else { "no idle connection to close" }, backoff.next());
                         } else {
                             debug!("[HTTP] accept failed: {e}");
                         }
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(Duration::from_millis(500));
+                        backoff.pause().await;
                         continue;
                     }
                 };
-                backoff = Duration::from_millis(10);
+                backoff.reset();
                 serve_connection(&app, stream, peer);
             }
             _ = &mut shutdown => break,

@@ -23,11 +23,6 @@ impl Role {
         matches!(self, Role::All | Role::Edge)
     }
 
-    /// Whether this process serves the dashboard and the API.
-    pub fn serves_page(self) -> bool {
-        matches!(self, Role::All | Role::Hub)
-    }
-
     /// Whether this process's events go into the shared `events` table (read by hubs).
     pub fn shares_events(self) -> bool {
         self == Role::Edge

@@ -60,7 +60,7 @@ pub struct SearchHit {
     pub turn_id: u64,
     /// Its agent.
     pub agent_id: u64,
-    /// The machine the agent runs on (null until agents carry one).
+    /// The machine the agent runs on (null for a row no machine holds yet).
     pub machine: Option<String>,
     /// The agent's project.
     pub project: Option<String>,

@@ -59,12 +59,8 @@ pub trait Store: Send + Sync {
     fn ping(&self) -> BoxFuture<'_, Result<(), StoreError>>;
     /// Commits a batch of writes in one transaction (idempotent; all or nothing).
     fn apply<'a>(&'a self, writes: &'a [Write]) -> BoxFuture<'a, Result<(), StoreError>>;
-    /// Whether the store keeps the events a batch causes, for hubs (an edge's store).
-    fn shares_events(&self) -> bool {
-        false
-    }
-    /// Commits writes and the events they cause in one transaction, when the store
-    /// [shares events](Store::shares_events); otherwise the writes alone.
+    /// Commits writes and the events they cause in one transaction, when the store keeps
+    /// events for hubs (an edge's); otherwise the writes alone.
     fn apply_announcing<'a>(
         &'a self,
         writes: &'a [Write],

@@ -252,14 +252,14 @@ pub(super) async fn wait(app: &App, reference: &str, query: Option<&str>) -> Res
             )
         }
     };
-    // A pane on another machine cannot be read from here: its activity comes from the
-    // store alone (what that machine's hooks, transcripts and watchdog wrote).
-    let elsewhere = pane_is_elsewhere(app, id).await;
     // tokio's clock, so the simulation's virtual time drives it too.
     let started = tokio::time::Instant::now();
     let mut debounce = WaitDebounce::new(Duration::from_secs_f64(timeout));
     loop {
+        // A pane on another machine cannot be read from here: its activity comes from the
+        // store alone (what that machine's hooks, transcripts and watchdog wrote).
         let (stored, pane) = match app.store.agent(id).await {
+            Ok(Some(v)) if pane_is_elsewhere(app, &v) => (v.activity(), None),
             Ok(Some(v)) => (v.activity(), v.agent.tmux_pane),
             Ok(None) => return error(StatusCode::NOT_FOUND, format!("no agent {reference}")),
             Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
@@ -267,9 +267,7 @@ pub(super) async fn wait(app: &App, reference: &str, query: Option<&str>) -> Res
         // The pane is read at every reading: a prompt typed there a moment ago shows on the
         // screen before any hook or transcript line says so.
         let screen = match &pane {
-            Some(p) if stored == Activity::Idle && !elsewhere => {
-                app.panes.capture(p, WAIT_SCREEN_LINES).await
-            }
+            Some(p) if stored == Activity::Idle => app.panes.capture(p, WAIT_SCREEN_LINES).await,
             _ => None,
         };
         let activity = wait::with_screen(stored, screen.as_deref());

@@ -384,8 +384,7 @@ async fn machines_list(app: &App) -> Response<Body> {
         Ok(rows) => {
             let mut list: Vec<Value> = rows.iter().map(|m| m.to_json()).collect();
             // A store that keeps no machines (in memory) still has this one; a hub is none.
-            let is_machine = app.role != crate::server::role::Role::Hub;
-            if is_machine && !rows.iter().any(|m| m.name == app.machine) {
+            if app.role.has_agents() && !rows.iter().any(|m| m.name == app.machine) {
                 let live = app
                     .store
                     .agents()

@@ -10,21 +10,22 @@ use super::agents::{interrupt_here, send_here};
 use super::answer::{answer_here, answer_questions_here};
 use super::body::{error, json_response, Body};
 use super::App;
+use crate::server::backoff::Backoff;
+use crate::server::machines::presence_of;
+use crate::server::pgstore::listen::wake_on;
 use crate::server::pgstore::pane_commands::{Awaited, PaneCommand, COMMANDS_CHANNEL};
 use crate::server::pgstore::PgStore;
-use futures_util::StreamExt;
 use headspace_core::dialog::answers_of;
+use headspace_core::machines::holder;
 use headspace_core::pane_commands::{
-    may_run, no_result_error, not_taken_error, route, PaneCommandKind, PaneRoute,
+    no_result_error, not_taken_error, route, PaneCommandKind, PaneRoute,
 };
 use headspace_core::view::AgentView;
 use hyper::{Response, StatusCode};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
-use tokio_postgres::{AsyncMessage, NoTls};
-use tracing::{debug, info, warn};
+use tracing::{debug, error, info, warn};
 
 /// A route's answer before it is a response: its status and JSON body (what a forwarded
 /// command's result carries back).
@@ -52,20 +53,19 @@ pub(super) async fn forward(
 ) -> Option<Response<Body>> {
     let pg = app.store.postgres()?;
     let agent = view.agent.id;
-    let machine = match pg.agent_machine(agent).await {
-        Ok(m) => m,
-        Err(e) => return Some(error(StatusCode::SERVICE_UNAVAILABLE, e)),
-    };
-    let seen = match machine.as_deref() {
-        Some(m) if !m.is_empty() && m != app.machine => match pg.machine_seen(m).await {
-            Ok(s) => s,
+    let holder = holder(&view.machine, &app.machine);
+    // Only a pane elsewhere needs the machines list.
+    let presence = if holder == app.machine {
+        None
+    } else {
+        match app.store.machines().await {
+            Ok(rows) => Some(presence_of(&rows, &app.machine, holder)),
             Err(e) => return Some(error(StatusCode::SERVICE_UNAVAILABLE, e)),
-        },
-        _ => None,
+        }
     };
     // The edge words its errors with the reference the client used, as a local route does.
     body["reference"] = json!(reference);
-    match route(machine.as_deref(), &app.machine, seen.as_ref()) {
+    match route(&view.machine, &app.machine, presence.as_ref()) {
         PaneRoute::Here => None,
         PaneRoute::Offline { machine, error } => {
             let answer = json!({ "error": error });
@@ -117,15 +117,10 @@ async fn run_elsewhere(
     }
 }
 
-/// True when the agent's pane is on another machine (so this server cannot read it).
-pub(super) async fn pane_is_elsewhere(app: &App, agent: u64) -> bool {
-    let Some(pg) = app.store.postgres() else {
-        return false;
-    };
-    match pg.agent_machine(agent).await {
-        Ok(machine) => route(machine.as_deref(), &app.machine, None) != PaneRoute::Here,
-        Err(_) => false,
-    }
+/// True when the agent's pane is not this server's to read (another machine's, or a hub's
+/// agent).
+pub(super) fn pane_is_elsewhere(app: &App, view: &AgentView) -> bool {
+    app.store.postgres().is_some() && route(&view.machine, &app.machine, None) != PaneRoute::Here
 }
 
 /// How often the executor looks for commands when no notification came (one may be lost:
@@ -145,8 +140,7 @@ pub fn start_pane_executor(app: Arc<App>, store: PgStore, url: String) {
             "[PANE_COMMANDS] running commands for machine {:?}",
             app.machine
         );
-        let mut listener: Option<Listener> = None;
-        let mut connect_at = tokio::time::Instant::now();
+        let wake = wake_on(url, COMMANDS_CHANNEL, Some(app.machine.clone()));
         let mut prune_at = tokio::time::Instant::now();
         loop {
             if tokio::time::Instant::now() >= prune_at {
@@ -155,62 +149,13 @@ pub fn start_pane_executor(app: Arc<App>, store: PgStore, url: String) {
                     debug!("[PANE_COMMANDS] cannot prune old commands: {e}");
                 }
             }
-            if listener.is_none() && tokio::time::Instant::now() >= connect_at {
-                match listen(&url, &app.machine).await {
-                    Ok(l) => listener = Some(l),
-                    Err(e) => {
-                        debug!("[PANE_COMMANDS] cannot listen ({e}); looking every second");
-                        connect_at = tokio::time::Instant::now() + Duration::from_secs(5);
-                    }
-                }
-            }
             run_claimed(&app, &store).await;
-            let mut lost = false;
-            match listener.as_mut() {
-                Some(l) => tokio::select! {
-                    woke = l.wakes.recv() => lost = woke.is_none(),
-                    _ = tokio::time::sleep(POLL_EVERY) => {}
-                },
-                None => tokio::time::sleep(POLL_EVERY).await,
-            }
-            if lost {
-                listener = None;
-                connect_at = tokio::time::Instant::now() + POLL_EVERY;
+            tokio::select! {
+                _ = wake.notified() => {}
+                _ = tokio::time::sleep(POLL_EVERY) => {}
             }
         }
     });
-}
-
-/// A connection listening on the commands channel.
-struct Listener {
-    /// Kept so the connection stays open.
-    _client: tokio_postgres::Client,
-    /// One message per notification for this machine; closed when the connection drops.
-    wakes: mpsc::UnboundedReceiver<()>,
-}
-
-/// Opens a connection that listens for this machine's commands.
-async fn listen(url: &str, machine: &str) -> Result<Listener, tokio_postgres::Error> {
-    let (client, mut connection) = tokio_postgres::connect(url, NoTls).await?;
-    let (tx, wakes) = mpsc::unbounded_channel();
-    let me = machine.to_string();
-    tokio::spawn(async move {
-        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-        while let Some(Ok(message)) = messages.next().await {
-            if let AsyncMessage::Notification(n) = message {
-                if n.payload() == me && tx.send(()).is_err() {
-                    break;
-                }
-            }
-        }
-    });
-    client
-        .batch_execute(&format!("LISTEN {COMMANDS_CHANNEL}"))
-        .await?;
-    Ok(Listener {
-        _client: client,
-        wakes,
-    })
 }
 
 /// Takes this machine's pending commands and runs each on its own task (a question wizard
@@ -229,11 +174,8 @@ async fn run_claimed(app: &Arc<App>, store: &PgStore) {
             let app = app.clone();
             let store = store.clone();
             tokio::spawn(async move {
-                let (status, body) = if may_run(command.deadline, command.taken_at) {
-                    run_here(&app, &command).await
-                } else {
-                    fail(StatusCode::GATEWAY_TIMEOUT, not_taken_error(&app.machine))
-                };
+                // The claim took it before its deadline (on the database's clock).
+                let (status, body) = run_here(&app, &command).await;
                 let result = json!({"status": status.as_u16(), "body": body});
                 finish(&store, command.id, &result).await;
             });
@@ -246,17 +188,17 @@ async fn run_claimed(app: &Arc<App>, store: &PgStore) {
 
 /// Writes a result, retrying a while: the asking server waits for it.
 async fn finish(store: &PgStore, id: i64, result: &Value) {
-    let mut pause = Duration::from_millis(100);
+    let mut pause = Backoff::new(Duration::from_millis(100), Duration::from_secs(13));
     for _ in 0..8 {
         match store.finish_pane_command(id, result).await {
             Ok(()) => return,
             Err(e) => {
                 warn!("[PANE_COMMANDS] could not write the result of command {id} (retrying): {e}");
-                tokio::time::sleep(pause).await;
-                pause *= 2;
+                pause.pause().await;
             }
         }
     }
+    error!("[PANE_COMMANDS] gave up writing the result of command {id}: its asker answers 504");
 }
 
 /// Runs a command taken for this machine with the routes' own code.

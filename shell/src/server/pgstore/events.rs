@@ -34,8 +34,9 @@ pub struct StoredEvent {
 /// The channel edges announce committed events on.
 pub const CHANNEL: &str = "hs_events";
 
-/// Announces events, inside the writer's transaction: PostgreSQL delivers it on commit.
-pub const ANNOUNCE: &str = "SELECT pg_notify('hs_events', '')";
+/// Announces events on [`CHANNEL`] (its parameter), inside the writer's transaction:
+/// PostgreSQL delivers it on commit.
+pub const ANNOUNCE: &str = "SELECT pg_notify($1, '')";
 
 /// Adds a batch's events, in order, inside the writer's transaction; parameters from
 /// [`append_params`].
@@ -43,14 +44,14 @@ pub const APPEND_MANY: &str = "INSERT INTO events (machine, kind, data)
      SELECT $1, u.kind, u.data FROM UNNEST($2::text[], $3::jsonb[]) WITH ORDINALITY AS u(kind, data, n)
      ORDER BY u.n";
 
-/// The parameters of [`APPEND_MANY`].
-pub struct AppendParams {
-    machine: String,
+/// The parameters of [`APPEND_MANY`], borrowing the events' data.
+pub struct AppendParams<'a> {
+    machine: &'a str,
     kinds: Vec<&'static str>,
-    data: Vec<serde_json::Value>,
+    data: Vec<&'a serde_json::Value>,
 }
 
-impl AppendParams {
+impl AppendParams<'_> {
     /// As a statement's parameter list.
     pub fn refs(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 3] {
         [&self.machine, &self.kinds, &self.data]
@@ -58,11 +59,14 @@ impl AppendParams {
 }
 
 /// The parameters that append `events` as machine `machine`'s.
-pub fn append_params(machine: &str, events: &[&headspace_core::Event]) -> AppendParams {
+pub fn append_params<'a>(
+    machine: &'a str,
+    events: &[&'a headspace_core::Event],
+) -> AppendParams<'a> {
     AppendParams {
-        machine: machine.to_string(),
+        machine,
         kinds: events.iter().map(|e| e.name).collect(),
-        data: events.iter().map(|e| e.data.clone()).collect(),
+        data: events.iter().map(|e| &e.data).collect(),
     }
 }
 

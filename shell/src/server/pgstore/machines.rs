@@ -35,23 +35,12 @@ impl PgStore {
             &[&name, &(id as i16), &version],
         )
         .await?;
-        c.execute(
-            "UPDATE agents SET machine = $1 WHERE machine = ''",
-            &[&name],
-        )
-        .await?;
-        c.execute(
-            "UPDATE transcript_offsets SET machine = $1 WHERE machine = ''
-               AND NOT EXISTS (SELECT 1 FROM transcript_offsets o WHERE o.machine = $1 AND o.path = transcript_offsets.path)",
-            &[&name],
-        )
-        .await?;
-        Ok(())
+        adopt_unowned(&c, name).await
     }
 
     /// Registers edge `name` (started now) and returns its id: the one it held before, so its
     /// restarts keep making ids in the same space, or else the smallest id no machine holds
-    /// (from 1: id 0 is `--role all`'s). Two edges registering at once cannot take one id (it
+    /// (from 1: id 0 is `--role all`'s). Like any machine, it takes the rows no machine holds. Two edges registering at once cannot take one id (it
     /// is unique); the loser tries again.
     pub async fn register_edge(&self, name: &str, version: &str) -> Result<u16, StoreError> {
         let c = self.pool.get().await?;
@@ -68,7 +57,10 @@ impl PgStore {
                 )
                 .await;
             match got {
-                Ok(row) => return Ok(row.get::<_, i16>(0).max(0) as u16),
+                Ok(row) => {
+                    adopt_unowned(&c, name).await?;
+                    return Ok(row.get::<_, i16>(0).max(0) as u16);
+                }
                 Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::NOT_NULL_VIOLATION) => {
                     return Err(StoreError::Unavailable(
                         "all 31 machine ids of this database are taken: remove a machine that is gone (DELETE FROM machines WHERE name = '…') and start again".into(),
@@ -100,7 +92,7 @@ impl PgStore {
         let c = self.pool.get().await?;
         let rows = c
             .query(
-                "SELECT m.name, m.id, (extract(epoch from m.heartbeat_at) * 1000)::bigint,
+                "SELECT m.name, m.id, floor(extract(epoch from m.heartbeat_at) * 1000)::bigint,
                         (extract(epoch from now()) * 1000)::bigint, m.version,
                         (SELECT count(*) FROM agents a WHERE a.machine = m.name AND NOT a.ended)
                  FROM machines m ORDER BY m.name",
@@ -119,4 +111,22 @@ impl PgStore {
             })
             .collect())
     }
+}
+
+/// Gives machine `name` the agent rows and transcript offsets no machine holds (rows from
+/// before machines existed): the first machine to register after an upgrade restores them,
+/// instead of reading those transcripts again from their start.
+async fn adopt_unowned(c: &deadpool_postgres::Object, name: &str) -> Result<(), StoreError> {
+    c.execute(
+        "UPDATE agents SET machine = $1 WHERE machine = ''",
+        &[&name],
+    )
+    .await?;
+    c.execute(
+        "UPDATE transcript_offsets SET machine = $1 WHERE machine = ''
+           AND NOT EXISTS (SELECT 1 FROM transcript_offsets o WHERE o.machine = $1 AND o.path = transcript_offsets.path)",
+        &[&name],
+    )
+    .await?;
+    Ok(())
 }

@@ -14,6 +14,7 @@ use tracing::{error, warn};
 mod audit;
 pub mod events;
 mod history;
+pub mod listen;
 mod machines;
 pub mod pane_commands;
 mod reads;
@@ -431,7 +432,7 @@ impl PgStore {
             )
             .await?;
             // Delivered on commit, so a hub never wakes for an event it cannot read yet.
-            run(&tx, events::ANNOUNCE, &[]).await?;
+            run(&tx, events::ANNOUNCE, &[&events::CHANNEL]).await?;
         }
         tx.commit().await.map_err(Failure::of)?;
         Ok(())

@@ -6,23 +6,20 @@
 //! One channel, `pane_commands`, carries every announcement, with the machine's name as the
 //! payload: a channel per machine would be an identifier built from the name (`LISTEN` takes
 //! no parameter, and names with `.` or `-` need quoting), while commands come at a person's
-//! pace, so an executor woken for another machine's row costs nothing. Results are announced
-//! on `pane_command_results` (payload: the row's id); the asking server polls its row with a
-//! short backoff instead of holding a listening connection per request.
+//! pace, so an executor woken for another machine's row costs nothing. The asking server polls
+//! its row with a short backoff instead of holding a listening connection per request.
 
 use super::PgStore;
+use crate::server::backoff::Backoff;
 use crate::server::store::StoreError;
 use headspace_core::pane_commands::{
-    await_step, AwaitStep, CommandState, MachineSeen, PaneCommandKind, CLAIM_WITHIN_MS,
+    await_step, AwaitStep, CommandState, PaneCommandKind, CLAIM_WITHIN_MS,
 };
-use headspace_core::Timestamp;
 use serde_json::Value;
 use std::time::Duration;
 
 /// The channel that announces new commands (payload: the machine's name).
 pub const COMMANDS_CHANNEL: &str = "pane_commands";
-/// The channel that announces results (payload: the command's id).
-pub const RESULTS_CHANNEL: &str = "pane_command_results";
 
 /// A command an executor took.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,10 +32,6 @@ pub struct PaneCommand {
     pub kind: PaneCommandKind,
     /// The request's arguments (and the reference it was asked with).
     pub body: Value,
-    /// Its deadline, on the database's clock.
-    pub deadline: Timestamp,
-    /// The database's clock when it was taken.
-    pub taken_at: Timestamp,
 }
 
 /// How waiting on a forwarded command ended.
@@ -53,36 +46,6 @@ pub enum Awaited {
 }
 
 impl PgStore {
-    /// The machine an agent row belongs to (`None`: no such agent).
-    pub async fn agent_machine(&self, agent_id: u64) -> Result<Option<String>, StoreError> {
-        let c = self.pool.get().await?;
-        let row = c
-            .query_opt(
-                "SELECT machine FROM agents WHERE id = $1",
-                &[&(agent_id as i64)],
-            )
-            .await?;
-        Ok(row.map(|r| r.get(0)))
-    }
-
-    /// What the database says of machine `name`'s heartbeat, on its own clock (`None`: it
-    /// never registered).
-    pub async fn machine_seen(&self, name: &str) -> Result<Option<MachineSeen>, StoreError> {
-        let c = self.pool.get().await?;
-        let row = c
-            .query_opt(
-                "SELECT floor(extract(epoch from heartbeat_at) * 1000)::bigint,
-                        (extract(epoch from now() - heartbeat_at) * 1000)::bigint
-                 FROM machines WHERE name = $1",
-                &[&name],
-            )
-            .await?;
-        Ok(row.map(|r| MachineSeen {
-            last_seen: Timestamp(r.get(0)),
-            heartbeat_age_ms: r.get(1),
-        }))
-    }
-
     /// Writes a pending command for `machine` (deadline [`CLAIM_WITHIN_MS`] from now) and
     /// announces it, in one transaction: the announcement goes out when the row is visible.
     pub async fn submit_pane_command(
@@ -149,9 +112,7 @@ impl PgStore {
                  WHERE id IN (SELECT id FROM pane_commands
                               WHERE machine = $1 AND state = 'pending' AND deadline > now()
                               ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
-                 RETURNING id, agent_id, kind, body,
-                           (extract(epoch from deadline) * 1000)::bigint,
-                           (extract(epoch from now()) * 1000)::bigint",
+                 RETURNING id, agent_id, kind, body",
                 &[&machine, &limit],
             )
             .await?;
@@ -167,8 +128,6 @@ impl PgStore {
                         reason: "not a pane command".into(),
                     })?,
                     body: r.get(3),
-                    deadline: Timestamp(r.get(4)),
-                    taken_at: Timestamp(r.get(5)),
                 })
             })
             .collect::<Result<_, StoreError>>()?;
@@ -176,21 +135,15 @@ impl PgStore {
         Ok(taken)
     }
 
-    /// Writes a taken command's result (`{"status": N, "body": …}`) and announces it.
+    /// Writes a taken command's result (`{"status": N, "body": …}`); the asking server sees
+    /// it at its next look.
     pub async fn finish_pane_command(&self, id: i64, result: &Value) -> Result<(), StoreError> {
-        let mut c = self.pool.get().await?;
-        let tx = c.transaction().await?;
-        tx.execute(
+        let c = self.pool.get().await?;
+        c.execute(
             "UPDATE pane_commands SET state = 'done', result = $2 WHERE id = $1 AND state = 'running'",
             &[&id, result],
         )
         .await?;
-        tx.execute(
-            "SELECT pg_notify($1, $2)",
-            &[&RESULTS_CHANNEL, &id.to_string()],
-        )
-        .await?;
-        tx.commit().await?;
         Ok(())
     }
 
@@ -207,12 +160,13 @@ impl PgStore {
         Ok(n == 1)
     }
 
-    /// Deletes finished and refused commands older than a day (their answers were given
-    /// long ago); returns how many.
+    /// Deletes commands whose deadline passed more than a day ago, whatever their state (a
+    /// row left running or pending by a process that died is as old as a finished one: no
+    /// one waits for it); returns how many.
     pub async fn prune_pane_commands(&self) -> Result<u64, StoreError> {
         let c = self.pool.get().await?;
         Ok(c.execute(
-            "DELETE FROM pane_commands WHERE state IN ('done', 'refused') AND created_at < now() - interval '1 day'",
+            "DELETE FROM pane_commands WHERE deadline < now() - interval '1 day'",
             &[],
         )
         .await?)
@@ -247,7 +201,7 @@ impl PgStore {
     /// to 200 ms; refuses it when it is not taken by its deadline ([`await_step`] decides, on
     /// the database's clock).
     pub async fn await_pane_command(&self, id: i64) -> Result<Awaited, StoreError> {
-        let mut pause = Duration::from_millis(20);
+        let mut pause = Backoff::new(Duration::from_millis(20), Duration::from_millis(200));
         loop {
             let (state, result, past_deadline_ms) = self
                 .pane_command(id)
@@ -269,8 +223,7 @@ impl PgStore {
                 AwaitStep::GiveUp => return Ok(Awaited::NoResult),
                 AwaitStep::LookAgain => {}
             }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_millis(200));
+            pause.pause().await;
         }
     }
 }

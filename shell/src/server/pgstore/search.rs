@@ -256,7 +256,7 @@ async fn details(
                      THEN ts_headline('english', translate(left(x.body, 100000), chr(57344) || chr(57345), ''), {TSQUERY},
                           'StartSel=' || chr(57344) || ', StopSel=' || chr(57345)
                           || ', MaxFragments=2, MaxWords=24, MinWords=8, FragmentDelimiter=\" … \"') END,
-                s.tool_use_id, s.tool, s.summary
+                s.tool_use_id, s.tool, s.summary, a.machine
          FROM unnest($2::bigint[], $3::float8[], $4::bool[], $6::bigint[], $7::text[])
                   AS b(doc_id, score, exact, step_agent, tool_use_id)
               JOIN turns t ON t.id = b.doc_id JOIN agents a ON a.id = t.agent_id
@@ -312,7 +312,7 @@ async fn details(
             SearchHit {
                 turn_id: r.get::<_, i64>(0) as u64,
                 agent_id: r.get::<_, i64>(1) as u64,
-                machine: None,
+                machine: Some(r.get::<_, String>(19)).filter(|m| !m.is_empty()),
                 project: r.get(2),
                 cwd: r.get(3),
                 session_id: r.get(4),

@@ -133,9 +133,9 @@ pub(super) async fn indexed_matches(
     };
     if try_walk {
         tx.batch_execute(WALK_SETTINGS).await?;
-        let walked = run(tx, &walk(), params).await;
+        // A failed statement aborts the transaction: its own error, not the reset's.
+        let walked = run(tx, &walk(), params).await?;
         tx.batch_execute(WALK_SETTINGS_RESET).await?;
-        let walked = walked?;
         // Complete when it found all the candidates it ranks; else it gave up (or the
         // filters leave fewer turns than it may pass), and the GIN index answers.
         if walked.first().map(|r| r.get::<_, i64>(2)) == Some(WALK_CANDIDATES) {
@@ -211,9 +211,9 @@ pub(super) async fn step_matches(
     {
         tx.batch_execute(WALK_SETTINGS).await?;
         let sql = newest(STEPS, &format!("{STEP_WORDS} @@ {TSQUERY} AND"));
-        let walked = run(tx, &sql, params).await;
+        let walked = run(tx, &sql, params).await?;
         tx.batch_execute(WALK_SETTINGS_RESET).await?;
-        return walked;
+        return Ok(walked);
     }
     let found = format!(
         "(SELECT s.agent_id, s.tool_use_id, s.started_at, s.summary FROM steps s
@@ -232,10 +232,10 @@ pub(super) async fn step_matches(
         );
         tx.batch_execute("SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off")
             .await?;
-        let rows = run(tx, &sql, params).await;
+        let rows = run(tx, &sql, params).await?;
         tx.batch_execute("RESET enable_hashjoin; RESET enable_mergejoin")
             .await?;
-        return rows;
+        return Ok(rows);
     }
     // No filter on the turn: only the newest matches get their turn looked up.
     let source = format!(

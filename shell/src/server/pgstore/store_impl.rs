@@ -30,10 +30,6 @@ impl Store for PgStore {
         Box::pin(PgStore::apply(self, writes))
     }
 
-    fn shares_events(&self) -> bool {
-        self.shares_events
-    }
-
     fn apply_announcing<'a>(
         &'a self,
         writes: &'a [Write],
