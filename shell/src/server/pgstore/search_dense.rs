@@ -250,3 +250,33 @@ pub(super) async fn step_matches(
     );
     run(tx, &sql, params).await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{walk_steps, worth_walking};
+
+    #[test]
+    fn turns_are_walked_for_words_in_one_turn_of_fifty_or_more() {
+        // 200 matches within the 10,000 turns a walk may pass.
+        assert!(worth_walking(1.0 / 8.0));
+        assert!(worth_walking(1.0 / 50.0));
+        assert!(!worth_walking(1.0 / 51.0));
+        assert!(!worth_walking(0.0));
+    }
+
+    #[test]
+    fn steps_are_walked_only_where_the_walk_costs_less_than_the_index() {
+        let rows = 250_000.0;
+        assert!(walk_steps(1.0 / 8.0, rows), "common: the walk is cheaper");
+        assert!(walk_steps(1.0 / 25.0, rows), "the bound, as documented");
+        assert!(
+            !walk_steps(1.0 / 32.0, rows),
+            "the common path's word: the index"
+        );
+        assert!(
+            !walk_steps(0.0, rows),
+            "a word in no step is never walked for"
+        );
+        assert!(!walk_steps(1.0 / 8.0, 1_000.0), "a few steps: the index");
+    }
+}
