@@ -8,34 +8,12 @@ use common::*;
 use headspace::server::pgstore::PgStore;
 use headspace::server::search::SearchQuery;
 
-fn query(q: &str) -> SearchQuery {
-    SearchQuery {
-        q: q.into(),
-        project: None,
-        agent: None,
-        actor: None,
-        since: None,
-        until: None,
-        before: None,
-        limit: 20,
-    }
-}
-
 /// 12,000 indexed turns of two agents (more than a walk passes): every one says "walrus",
 /// even ones "kazoo", odd ones "banjo", and only turns 5, 7 and 9 (the oldest) "kazoo" and
 /// "banjo" together. A step for every 2 turns ("cargo build …"), three of the oldest
 /// "cargo zither". Analyzed, as autovacuum leaves a table that grew.
 fn database(name: &str) -> Option<String> {
-    let db = fresh_db(name)?;
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
-        .args(["migrate", "--database-url", &db])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let db = migrated_db(name)?;
     psql(
         &db,
         "INSERT INTO agents (id, session_id, project, cwd, ended, last_seen_at)
@@ -66,48 +44,46 @@ fn common_words_are_walked_for_and_rare_pairs_of_common_words_still_all_found() 
     let Some(db) = database("search_dense") else {
         return;
     };
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            let pg = PgStore::new(&db, 2).unwrap();
-            // "walruses" is no substring of any turn: full text only. Every turn matches; the
-            // newest ones come first (equal ranks, newer first).
-            let hits = pg.search(&query("walruses")).await.unwrap();
-            assert_eq!(hits.len(), 20, "{hits:?}");
-            let ids: Vec<u64> = hits.iter().map(|h| h.turn_id).collect();
-            assert_eq!(ids, (11_981..=12_000).rev().collect::<Vec<u64>>());
-            assert!(hits.iter().all(|h| !h.exact && h.step.is_none()));
-            // Filters hold on the walk: agent 2 has the odd turns.
-            let mut by_agent = query("walruses");
-            by_agent.agent = Some(2);
-            let hits = pg.search(&by_agent).await.unwrap();
-            assert_eq!(hits.len(), 20);
-            assert!(hits.iter().all(|h| h.agent_id == 2 && h.turn_id % 2 == 1));
-            assert_eq!(hits[0].turn_id, 11_999);
+    runtime().block_on(async {
+        let pg = PgStore::new(&db, 2).unwrap();
+        // "walruses" is no substring of any turn: full text only. Every turn matches; the
+        // newest ones come first (equal ranks, newer first).
+        let hits = pg.search(&SearchQuery::words("walruses")).await.unwrap();
+        assert_eq!(hits.len(), 20, "{hits:?}");
+        let ids: Vec<u64> = hits.iter().map(|h| h.turn_id).collect();
+        assert_eq!(ids, (11_981..=12_000).rev().collect::<Vec<u64>>());
+        assert!(hits.iter().all(|h| !h.exact && h.step.is_none()));
+        // Filters hold on the walk: agent 2 has the odd turns.
+        let mut by_agent = SearchQuery::words("walruses");
+        by_agent.agent = Some(2);
+        let hits = pg.search(&by_agent).await.unwrap();
+        assert_eq!(hits.len(), 20);
+        assert!(hits.iter().all(|h| h.agent_id == 2 && h.turn_id % 2 == 1));
+        assert_eq!(hits[0].turn_id, 11_999);
 
-            // Two words each in half the turns, together only in the three oldest: the walk
-            // gives up after its bound, the GIN index finds all three.
-            let hits = pg.search(&query("kazoos banjos")).await.unwrap();
-            let mut ids: Vec<u64> = hits.iter().map(|h| h.turn_id).collect();
-            ids.sort();
-            assert_eq!(ids, vec![5, 7, 9], "{hits:?}");
+        // Two words each in half the turns, together only in the three oldest: the walk
+        // gives up after its bound, the GIN index finds all three.
+        let hits = pg
+            .search(&SearchQuery::words("kazoos banjos"))
+            .await
+            .unwrap();
+        let mut ids: Vec<u64> = hits.iter().map(|h| h.turn_id).collect();
+        ids.sort();
+        assert_eq!(ids, vec![5, 7, 9], "{hits:?}");
 
-            // Steps: a common word walked for, found at its turn; a rare one by its index.
-            let hits = pg.search(&query("builds")).await.unwrap();
-            assert_eq!(hits.len(), 20, "{hits:?}");
-            assert!(hits.iter().all(|h| h.step.is_some() && !h.exact));
-            assert_eq!(hits[0].turn_id, 12_000);
-            let hits = pg.search(&query("zithers")).await.unwrap();
-            let mut ids: Vec<u64> = hits.iter().map(|h| h.turn_id).collect();
-            ids.sort();
-            assert_eq!(ids, vec![6, 8, 10], "{hits:?}");
-            let mut by_actor = query("zithers");
-            by_actor.actor = Some("agent".into());
-            assert_eq!(pg.search(&by_actor).await.unwrap().len(), 3);
-            by_actor.actor = Some("user".into());
-            assert!(pg.search(&by_actor).await.unwrap().is_empty());
-        });
+        // Steps: a common word walked for, found at its turn; a rare one by its index.
+        let hits = pg.search(&SearchQuery::words("builds")).await.unwrap();
+        assert_eq!(hits.len(), 20, "{hits:?}");
+        assert!(hits.iter().all(|h| h.step.is_some() && !h.exact));
+        assert_eq!(hits[0].turn_id, 12_000);
+        let hits = pg.search(&SearchQuery::words("zithers")).await.unwrap();
+        let mut ids: Vec<u64> = hits.iter().map(|h| h.turn_id).collect();
+        ids.sort();
+        assert_eq!(ids, vec![6, 8, 10], "{hits:?}");
+        let mut by_actor = SearchQuery::words("zithers");
+        by_actor.actor = Some("agent".into());
+        assert_eq!(pg.search(&by_actor).await.unwrap().len(), 3);
+        by_actor.actor = Some("user".into());
+        assert!(pg.search(&by_actor).await.unwrap().is_empty());
+    });
 }
