@@ -1,10 +1,11 @@
 // Headspace dashboard: the machines agents run on (issue 21). With agents on more than one
 // machine, the cards are grouped by machine, then project, under a header with the machine's
 // name, whether it reports and how many agents it shows. A machine that stopped reporting is
-// offline: its agents' activity is unknown (never a stale "working" or "idle"), drawn in a
-// neutral colour and labelled "offline since HH:MM". The list is read at load and every five
-// seconds; a machine going offline or coming back reloads the cards (their activity changed
-// without an event: an offline machine sends none).
+// offline: the server gives its agents' activity as unknown (never a stale "working" or
+// "idle"), drawn in a neutral colour and labelled "offline since HH:MM". The list is read at
+// load and every five seconds and serves the headers only; a machine going offline or coming
+// back reloads the cards (their activity changed without an event: an offline machine sends
+// none), so a card's state always comes from the server.
 'use strict';
 
 const machines = {
@@ -28,13 +29,6 @@ function multiMachine() {
     else if (m !== first) return true;
   }
   return false;
-}
-
-/// Whether the agent's machine does not report: as the machines list says now, else as its
-/// card said.
-function machineOffline(a) {
-  const m = machines.list.get(machineOf(a));
-  return m ? m.online === false : a.machine_online === false;
 }
 
 /// When the agent's machine was last heard from (ISO time), if known.

@@ -11,8 +11,10 @@ const SHOWN_ORDER = ['waiting', 'working', 'done', 'idle', 'unknown', 'ended'];
 /// is waiting, whatever its task's state says.
 function shownState(a) {
   if (a.activity === 'ended') return 'ended';
-  // Its machine stopped reporting (machines.js): neither working nor idle, not known.
-  if (a.activity === 'unknown' || machineOffline(a)) return 'unknown';
+  // Its machine stopped reporting: the server says so (never a stale "running"), and a
+  // machine going offline or back reloads the cards (machines.js). The page does not decide
+  // it again from the machines list, which may be newer than the cards it counted.
+  if (a.activity === 'unknown') return 'unknown';
   if (a.activity === 'waiting' || a.state === 'awaiting_input') return 'waiting';
   if (a.activity === 'running') return 'working';
   if (a.state === 'complete') return 'done';

@@ -99,12 +99,18 @@ function orchestrationPanel(o) {
 /// The agent running `o`'s steps (by id, pane or session, as the run names it) when it waits
 /// on a question or a permission: a run stands still until someone answers it.
 function runAgentAsking(o) {
-  const ref = o.agent == null ? null : String(o.agent);
-  if (!ref) return null;
   for (const a of hs.agents.values()) {
-    if ([String(a.id), a.tmux_pane, a.session_id].includes(ref)) return shownState(a) === 'waiting' ? a : null;
+    if (runIsIn(o, a)) return shownState(a) === 'waiting' ? a : null;
   }
   return null;
+}
+
+/// Whether run `o` runs its steps in agent `a`: the run names its agent by id, pane or
+/// session.
+function runIsIn(o, a) {
+  if (o.agent == null) return false;
+  const ref = String(o.agent);
+  return ref !== '' && [String(a.id), a.tmux_pane, a.session_id].includes(ref);
 }
 
 let lastOrchestrations = [];
@@ -132,7 +138,7 @@ function rerenderOrchestrations() {
 /// Whether a shown orchestration runs its steps in this agent (its panel shows the agent's
 /// question).
 function orchestrationNames(a) {
-  return lastOrchestrations.some((o) => o.agent != null && [String(a.id), a.tmux_pane, a.session_id].includes(String(o.agent)));
+  return lastOrchestrations.some((o) => runIsIn(o, a));
 }
 
 let orchTimer = null;

@@ -76,12 +76,14 @@ function setSteps(bubbleEl, steps) {
 }
 
 // Steps arrive after their turn (hooks, then the transcript): the open conversation's last
-// turns are read again, at most once a second, and their steps put in place.
-const stepRefresh = { timer: null };
+// turns are read again, at most once a second, and their steps put in place. One timer per
+// agent: a refresh asked for the conversation just opened is never swallowed by one still
+// pending for the conversation open before it.
+const stepRefresh = new Map(); // agent id → its pending timer
 function refreshSteps(agentId) {
-  if (hs.open !== agentId || stepRefresh.timer) return;
-  stepRefresh.timer = setTimeout(async () => {
-    stepRefresh.timer = null;
+  if (hs.open !== agentId || stepRefresh.has(agentId)) return;
+  stepRefresh.set(agentId, setTimeout(async () => {
+    stepRefresh.delete(agentId);
     if (hs.open !== agentId) return;
     const from = hs.order.length > 20 ? hs.order[hs.order.length - 21][1] : null;
     try {
@@ -92,7 +94,6 @@ function refreshSteps(agentId) {
         if (e && t.steps) { e.turn.steps = t.steps; setSteps(e.el, t.steps); }
       }
       refreshTaskFiles(agentId); // an edit that went through changes the task's files
-
     } catch (e) { /* the next event tries again */ }
-  }, 1000);
+  }, 1000));
 }

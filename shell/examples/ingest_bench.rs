@@ -12,8 +12,8 @@
 #[path = "bench_support/mod.rs"]
 mod bench_support;
 
+use bench_support::pg::{database_name, fresh_database};
 use bench_support::{table, transcript};
-use headspace::server::migrate;
 use headspace::server::pgstore::PgStore;
 use headspace_core::io::Write;
 use headspace_core::replay::Replayer;
@@ -26,26 +26,6 @@ use std::time::Instant;
 const READ: usize = 256 << 10;
 /// The writer's largest batch.
 const BATCH: usize = 5_000;
-
-/// A fresh migrated database on the cluster at `cluster`, and its URL.
-async fn fresh_database(cluster: &str, name: &str) -> String {
-    let (admin, conn) = tokio_postgres::connect(cluster, tokio_postgres::NoTls)
-        .await
-        .expect("connect to the cluster");
-    tokio::spawn(conn);
-    let db = format!("{name}_{}", std::process::id());
-    admin
-        .simple_query(&format!("DROP DATABASE IF EXISTS {db}"))
-        .await
-        .expect("drop");
-    admin
-        .simple_query(&format!("CREATE DATABASE {db}"))
-        .await
-        .expect("create");
-    let url = cluster.replace("dbname=postgres", &format!("dbname={db}"));
-    migrate::run(&url).await.expect("migrations");
-    url
-}
 
 /// Seconds to commit `writes` into the database at `url` in the writer's batches.
 async fn commit_all(url: &str, writes: &[Write]) -> f64 {
@@ -103,8 +83,8 @@ async fn main() {
         all.len() - plain.len()
     );
 
-    let with_url = fresh_database(&cluster, "ingest_with").await;
-    let without_url = fresh_database(&cluster, "ingest_without").await;
+    let with_url = fresh_database(&cluster, &database_name("ingest_with")).await;
+    let without_url = fresh_database(&cluster, &database_name("ingest_without")).await;
     // The variant without steps first: any warming of the cluster favours the one with them
     // less, not more.
     let without = commit_all(&without_url, &plain).await;

@@ -16,11 +16,15 @@
 //! on a database an earlier run filled and kept (`SEARCH_BENCH_KEEP=1`), for `EXPLAIN` and
 //! for trying a change without filling the table again.
 
+#[path = "bench_support/mod.rs"]
+mod bench_support;
+use bench_support::pg::{connect, database_name, fresh_database};
+use bench_support::timing::{ms, percentile};
+
 use headspace::server::migrate;
 use headspace::server::pgstore::PgStore;
 use headspace::server::search::SearchQuery;
 use std::time::{Duration, Instant};
-use tokio_postgres::{Client, NoTls};
 
 /// Searches timed per selective query, and per common one.
 const SEARCH_RUNS: usize = 200;
@@ -100,21 +104,6 @@ fn queries() -> Vec<(&'static str, String, bool)> {
     ]
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-async fn connect(url: &str) -> Client {
-    let (client, conn) = tokio_postgres::connect(url, NoTls).await.expect("database");
-    tokio::spawn(conn);
-    client
-}
-
 async fn timed<F, Fut>(runs: usize, mut f: F) -> Vec<Duration>
 where
     F: FnMut() -> Fut,
@@ -142,11 +131,12 @@ async fn main() {
     let keep = reuse.is_some() || std::env::var("SEARCH_BENCH_KEEP").is_ok_and(|v| v == "1");
     let db = reuse
         .clone()
-        .unwrap_or_else(|| format!("search_bench_{}", std::process::id()));
+        .unwrap_or_else(|| database_name("search_bench"));
     let admin = connect(&cluster).await;
     let url = cluster.replace("dbname=postgres", &format!("dbname={db}"));
     if reuse.is_none() {
-        fill(&admin, &db, &url, turns).await;
+        fresh_database(&cluster, &db).await;
+        fill(&url, turns).await;
     } else {
         migrate::run(&url).await.expect("migrations");
         println!("search bench: the turns of database {db}, filled by an earlier run");
@@ -164,16 +154,7 @@ async fn main() {
     );
     let (mut selective_p50, mut selective_p99, mut scan_p50) = (Vec::new(), Vec::new(), Vec::new());
     for (label, q, selective) in queries() {
-        let query = SearchQuery {
-            q: q.clone(),
-            project: None,
-            agent: None,
-            actor: None,
-            since: None,
-            until: None,
-            before: None,
-            limit: 20,
-        };
+        let query = SearchQuery::words(&q);
         let hits = store.search(&query).await.expect("search").len();
         let runs = if selective { SEARCH_RUNS } else { COMMON_RUNS };
         let searched = timed(runs, || async {
@@ -231,19 +212,9 @@ async fn main() {
         .await;
 }
 
-/// Makes database `db` at `url` with `turns` turns, indexed as after a restore, all but the
-/// newest [`PENDING`] in `turn_words`.
-async fn fill(admin: &Client, db: &str, url: &str, turns: u64) {
-    for statement in [
-        format!("DROP DATABASE IF EXISTS {db}"),
-        format!("CREATE DATABASE {db}"),
-    ] {
-        admin
-            .simple_query(&statement)
-            .await
-            .expect("create the bench database");
-    }
-    migrate::run(url).await.expect("migrations");
+/// Fills the fresh database at `url` with `turns` turns, indexed as after a restore, all but
+/// the newest [`PENDING`] in `turn_words`.
+async fn fill(url: &str, turns: u64) {
     let c = connect(url).await;
 
     // Indexes are built after the rows, as a restore would: faster than row by row.

@@ -17,13 +17,14 @@
 
 #[path = "bench_support/mod.rs"]
 mod bench_support;
+use bench_support::pg::{connect, database_name, fresh_database};
 use bench_support::table;
+use bench_support::timing::{ms, percentile};
 
-use headspace::server::migrate;
 use headspace::server::pgstore::search_index::INDEX_BATCH;
 use headspace::server::pgstore::PgStore;
 use std::time::{Duration, Instant};
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::Client;
 
 /// Turns per statement and commit.
 const BATCH: usize = 100;
@@ -119,21 +120,6 @@ fn text(seed: u64, bytes: usize) -> String {
     out
 }
 
-async fn connect(url: &str) -> Client {
-    let (client, conn) = tokio_postgres::connect(url, NoTls).await.expect("database");
-    tokio::spawn(conn);
-    client
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
 /// Times one batch insert and its commit.
 async fn timed_batch(c: &mut Client, sql: &str, ids: &[i64], texts: &[String]) -> Duration {
     let t = Instant::now();
@@ -151,19 +137,9 @@ async fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20_000);
-    let db = format!("insert_bench_{}", std::process::id());
+    let db = database_name("insert_bench");
+    let url = fresh_database(&cluster, &db).await;
     let admin = connect(&cluster).await;
-    for statement in [
-        format!("DROP DATABASE IF EXISTS {db}"),
-        format!("CREATE DATABASE {db}"),
-    ] {
-        admin
-            .simple_query(&statement)
-            .await
-            .expect("bench database");
-    }
-    let url = cluster.replace("dbname=postgres", &format!("dbname={db}"));
-    migrate::run(&url).await.expect("migrations");
     let mut c = connect(&url).await;
     c.batch_execute(OLD_TABLE).await.expect("old table");
     c.batch_execute(

@@ -155,16 +155,7 @@ fn two_edges_two_hubs_every_turn_once_and_every_event_in_order() {
     let tmux_a = Tmux(format!("hs-cluster-a-{}", std::process::id()));
     let tmux_b = Tmux(format!("hs-cluster-b-{}", std::process::id()));
     let typed = a.claude.join("typed.txt");
-    let pane = tmux_a.run(&[
-        "new-session",
-        "-d",
-        "-P",
-        "-F",
-        "#{pane_id}",
-        "-s",
-        "s",
-        &format!("cat > {}", typed.display()),
-    ]);
+    let pane = tmux_a.recording_pane(&typed);
     assert_eq!(pane, "%0");
     let edge_a = edge(&db, &a, "edge-a", &tmux_a);
     let edge_b = edge(&db, &b, "edge-b", &tmux_b);
@@ -256,15 +247,7 @@ fn two_edges_two_hubs_every_turn_once_and_every_event_in_order() {
             .as_bytes(),
     );
     assert_eq!(status, 200, "{body}\n{}\n{}", hub_2.log(), edge_a.log());
-    wait_for(Duration::from_secs(5), || {
-        std::fs::read_to_string(&typed)
-            .ok()
-            .filter(|t| t.contains("hello-through-the-hub"))
-    })
-    .expect("the text reached edge A's pane");
-    std::thread::sleep(Duration::from_millis(500));
-    let text = std::fs::read_to_string(&typed).unwrap();
-    assert_eq!(text.matches("hello-through-the-hub").count(), 1, "{text}");
+    typed_once(&typed, "hello-through-the-hub");
 
     // The same events, in the same order, on both hubs.
     let seen_1 = caught_up(&db, &stream_1, "hub 1");

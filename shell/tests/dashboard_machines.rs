@@ -10,15 +10,6 @@ use common::browser::*;
 use common::*;
 use serde_json::json;
 
-/// An agent row of `machine` with a task `state`, written as that machine's server would.
-fn agent_sql(id: u64, machine: &str, project: &str, state: &str) -> String {
-    format!(
-        "INSERT INTO agents (id, session_id, project, last_seen_at, machine) VALUES ({id}, 'sess-{id}', '{project}', now(), '{machine}');
-         INSERT INTO tasks (id, agent_id, session_id, state, transcript_state, started_at)
-           VALUES ({id}, {id}, 'sess-{id}', '{state}', '{state}', now());"
-    )
-}
-
 #[test]
 fn agents_on_two_machines_group_by_machine_and_an_offline_one_says_unknown() {
     let Some(db) = fresh_db("dashboard_machines") else {

@@ -55,22 +55,7 @@ fn start_agent(world: &PaneWorld, folder: &Path, args: &str) -> String {
             &cmd,
         ])
     } else {
-        world.tmux.run(&[
-            "new-session",
-            "-d",
-            "-P",
-            "-F",
-            "#{pane_id}",
-            "-s",
-            "s",
-            "-x",
-            "120",
-            "-y",
-            "40",
-            "-c",
-            folder,
-            &cmd,
-        ])
+        world.tmux.new_pane("s", Some(folder), &cmd)
     };
     target.trim().to_string()
 }

@@ -16,21 +16,12 @@ async fn connect(url: &str) -> Client {
     client
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 #[test]
 fn an_event_committed_after_a_later_id_is_read_in_its_turn_not_skipped() {
-    let Some(db) = fresh_db("events_late") else {
+    let Some(db) = migrated_db("events_late") else {
         return;
     };
     runtime().block_on(async {
-        headspace::server::migrate::run(&db).await.unwrap();
         let (mut a, mut b, mut seq, reader) = (
             connect(&db).await,
             connect(&db).await,
@@ -88,13 +79,12 @@ fn an_event_committed_after_a_later_id_is_read_in_its_turn_not_skipped() {
 
 #[test]
 fn many_writers_and_sequencers_at_once_give_every_reader_each_event_once_in_order() {
-    let Some(db) = fresh_db("events_swarm") else {
+    let Some(db) = migrated_db("events_swarm") else {
         return;
     };
     const WRITERS: usize = 6;
     const EACH: usize = 40;
     runtime().block_on(async {
-        headspace::server::migrate::run(&db).await.unwrap();
         let mut tasks = Vec::new();
         for w in 0..WRITERS {
             let db = db.clone();

@@ -135,9 +135,8 @@ fn an_agent_of_an_offline_machine_shows_unknown_and_its_real_activity_once_it_re
         &db,
         &format!(
             "INSERT INTO machines (name, id, heartbeat_at, version) VALUES ('other', 1, now() - interval '20 seconds', 'x');
-             INSERT INTO agents (id, session_id, project, last_seen_at, machine) VALUES ({id}, 'sess-other', 'remote', now(), 'other');
-             INSERT INTO tasks (id, agent_id, session_id, state, transcript_state, started_at)
-               VALUES ({id}, {id}, 'sess-other', 'processing', 'processing', now())"
+             {}",
+            agent_sql(id, "other", "remote", "processing")
         ),
     );
     let card = |server: &Server| {

@@ -609,14 +609,17 @@ fn the_dashboard_at_scale() {
            ? requestAnimationFrame(() => (window.__openMs = performance.now() - t0)) : setTimeout(poll, 5);
          poll(); return true;"
     ));
-    let open = wait_for(Duration::from_secs(600), || {
-        browser.js("return window.__openMs").as_f64()
+    // The main thread's time is read as soon as the page has noted the time, not after the
+    // screenshot: the opening's own work, not the harness's.
+    let (open, opened) = wait_for(Duration::from_secs(600), || {
+        let open = browser.js("return window.__openMs").as_f64()?;
+        Some((open, main_thread_ms(&browser)))
     })
-    .unwrap_or(f64::INFINITY);
+    .unwrap_or_else(|| (f64::INFINITY, main_thread_ms(&browser)));
     browser.screenshot("dashboard-scale");
     println!(
         "dashboard: the last turn of a 100,000-turn conversation shown {open:.0} ms after the click; main thread meanwhile {}",
-        spent(opening, main_thread_ms(&browser))
+        spent(opening, opened)
     );
     table_row(
         "dashboard: 1,000 cards, first render",

@@ -12,31 +12,9 @@ use headspace::server::search::SearchQuery;
 use headspace_core::model::{TurnRow, TurnSource};
 use headspace_core::{Actor, Intent, Timestamp, Write};
 
-fn query(q: &str) -> SearchQuery {
-    SearchQuery {
-        q: q.into(),
-        project: None,
-        agent: None,
-        actor: None,
-        since: None,
-        until: None,
-        before: None,
-        limit: 20,
-    }
-}
-
 /// A database with one agent and task, migrated.
 fn database(name: &str) -> Option<String> {
-    let db = fresh_db(name)?;
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
-        .args(["migrate", "--database-url", &db])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let db = migrated_db(name)?;
     psql(
         &db,
         "INSERT INTO agents (id, session_id, project, cwd, ended, last_seen_at) VALUES (1, 's1', 'p', '/p', false, now());
@@ -58,14 +36,6 @@ fn turn(id: u64, text: &str) -> Write {
     Write::Turn(t)
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 #[test]
 fn a_turn_is_found_by_its_words_from_its_commit_on_indexed_or_not() {
     let Some(db) = database("index_commit") else {
@@ -80,7 +50,7 @@ fn a_turn_is_found_by_its_words_from_its_commit_on_indexed_or_not() {
         assert_eq!(psql(&db, "SELECT count(*) FROM turn_words"), "0");
         assert_eq!(psql(&db, "SELECT turn_id FROM turn_words_pending"), "1");
         // "test fail" is not in the text as such: only full text (stemmed) finds it.
-        let before = pg.search(&query("test fail")).await.unwrap();
+        let before = pg.search(&SearchQuery::words("test fail")).await.unwrap();
         assert_eq!(before.len(), 1, "{before:?}");
         assert_eq!((before[0].turn_id, before[0].exact), (1, false));
         assert!(!before[0].highlights.is_empty(), "{before:?}");
@@ -88,7 +58,7 @@ fn a_turn_is_found_by_its_words_from_its_commit_on_indexed_or_not() {
         assert_eq!(pg.index_pending(500).await.unwrap(), 1);
         assert_eq!(psql(&db, "SELECT count(*) FROM turn_words_pending"), "0");
         assert_eq!(psql(&db, "SELECT count(*) FROM turn_words"), "1");
-        let after = pg.search(&query("test fail")).await.unwrap();
+        let after = pg.search(&SearchQuery::words("test fail")).await.unwrap();
         assert_eq!(after, before, "the same hit, indexed or not");
         assert_eq!(pg.index_pending(500).await.unwrap(), 0);
 
@@ -98,10 +68,26 @@ fn a_turn_is_found_by_its_words_from_its_commit_on_indexed_or_not() {
             "UPDATE turns SET text = 'Deploying the canary now.' WHERE id = 1",
         );
         assert_eq!(psql(&db, "SELECT turn_id FROM turn_words_pending"), "1");
-        assert_eq!(pg.search(&query("canaries")).await.unwrap().len(), 1);
+        assert_eq!(
+            pg.search(&SearchQuery::words("canaries"))
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
         assert_eq!(pg.index_pending(500).await.unwrap(), 1);
-        assert_eq!(pg.search(&query("canaries")).await.unwrap().len(), 1);
-        assert!(pg.search(&query("test fail")).await.unwrap().is_empty());
+        assert_eq!(
+            pg.search(&SearchQuery::words("canaries"))
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+        assert!(pg
+            .search(&SearchQuery::words("test fail"))
+            .await
+            .unwrap()
+            .is_empty());
         // Other updates of a turn (a claim, a merge) do not queue it.
         psql(
             &db,
@@ -133,9 +119,13 @@ fn turns_older_than_the_side_table_are_backfilled_newest_first() {
              INSERT INTO turn_words_backfill (below, total) VALUES (8, 7);",
         );
         // Until backfilled, an old turn is found by its exact text only.
-        let hits = pg.search(&query("zebra")).await.unwrap();
+        let hits = pg.search(&SearchQuery::words("zebra")).await.unwrap();
         assert!(hits.iter().all(|h| h.exact) && hits.len() == 7, "{hits:?}");
-        assert!(pg.search(&query("zebras turn")).await.unwrap().is_empty());
+        assert!(pg
+            .search(&SearchQuery::words("zebras turn"))
+            .await
+            .unwrap()
+            .is_empty());
         let mut steps = Vec::new();
         loop {
             match pg.backfill_words(3).await.unwrap() {
@@ -151,7 +141,13 @@ fn turns_older_than_the_side_table_are_backfilled_newest_first() {
         assert_eq!(steps, vec![(3, 3, 7), (3, 6, 7), (1, 7, 7)]);
         assert_eq!(psql(&db, "SELECT count(*) FROM turn_words_backfill"), "0");
         assert_eq!(pg.backfill_words(3).await.unwrap(), Backfill::Finished);
-        assert_eq!(pg.search(&query("zebras turn")).await.unwrap().len(), 7);
+        assert_eq!(
+            pg.search(&SearchQuery::words("zebras turn"))
+                .await
+                .unwrap()
+                .len(),
+            7
+        );
     });
 }
 
@@ -241,7 +237,7 @@ fn two_indexers_on_one_database_index_every_turn_exactly_once() {
             total.to_string()
         );
         let hits = writer
-            .search(&query("deployed service200150"))
+            .search(&SearchQuery::words("deployed service200150"))
             .await
             .unwrap();
         assert_eq!(hits.len(), 1, "{hits:?}");

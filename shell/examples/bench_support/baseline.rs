@@ -3,9 +3,10 @@
 //! single-row commits and as multi-row `INSERT`s of 100 rows, each statement its own
 //! (durable) commit.
 
+use super::pg::connect;
 use std::time::Instant;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::Client;
 
 /// One stored turn's columns, as read back from `turns`.
 struct Row {
@@ -34,12 +35,6 @@ pub struct Rates {
 }
 
 const COLUMNS: usize = 11;
-
-async fn connect(url: &str) -> Client {
-    let (client, conn) = tokio_postgres::connect(url, NoTls).await.expect("database");
-    tokio::spawn(conn);
-    client
-}
 
 /// Inserts `rows` into `bench_turns` (new ids from `first_id`), `per` rows a statement.
 async fn insert(client: &Client, rows: &[Row], first_id: i64, per: usize) {

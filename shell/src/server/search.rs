@@ -46,6 +46,20 @@ pub struct SearchQuery {
 }
 
 impl SearchQuery {
+    /// A search for `q` with no filter and the API's default page (tests and benches).
+    pub fn words(q: &str) -> SearchQuery {
+        SearchQuery {
+            q: q.into(),
+            project: None,
+            agent: None,
+            actor: None,
+            since: None,
+            until: None,
+            before: None,
+            limit: DEFAULT_LIMIT,
+        }
+    }
+
     /// The `ILIKE` pattern for the exact side, `None` when the query is too short for the
     /// trigram index.
     pub fn exact_pattern(&self) -> Option<String> {

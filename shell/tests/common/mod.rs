@@ -68,6 +68,40 @@ pub fn fresh_db(name: &str) -> Option<String> {
     Some(url.replace("dbname=postgres", &format!("dbname={db}")))
 }
 
+/// A new database for one test with every migration applied (`headspace migrate`).
+pub fn migrated_db(name: &str) -> Option<String> {
+    let db = fresh_db(name)?;
+    let out = Command::new(env!("CARGO_BIN_EXE_headspace"))
+        .args(["migrate", "--database-url", &db])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(db)
+}
+
+/// The runtime a test drives the store with directly: two workers, as this machine's cores.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// SQL for an agent row of `machine` with a task in `state`, as that machine's server would
+/// write it (session `sess-ID`).
+pub fn agent_sql(id: u64, machine: &str, project: &str, state: &str) -> String {
+    format!(
+        "INSERT INTO agents (id, session_id, project, last_seen_at, machine) VALUES ({id}, 'sess-{id}', '{project}', now(), '{machine}');
+         INSERT INTO tasks (id, agent_id, session_id, state, transcript_state, started_at)
+           VALUES ({id}, {id}, 'sess-{id}', '{state}', '{state}', now());"
+    )
+}
+
 pub fn temp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("headspace-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -341,6 +375,53 @@ impl Tmux {
         );
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
+
+    /// Starts `command` in a new 120×40 session `session` (in `folder`, when given); its
+    /// pane id.
+    pub fn new_pane(&self, session: &str, folder: Option<&str>, command: &str) -> String {
+        let mut args = vec![
+            "new-session",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "-s",
+            session,
+            "-x",
+            "120",
+            "-y",
+            "40",
+        ];
+        if let Some(folder) = folder {
+            args.extend(["-c", folder]);
+        }
+        args.push(command);
+        self.run(&args)
+    }
+
+    /// A pane (new session `s`) whose typed and entered text lands in `file`, once per
+    /// Enter: what a command sent to it typed, read back with [`typed_once`].
+    pub fn recording_pane(&self, file: &Path) -> String {
+        self.new_pane("s", None, &format!("cat > {}", file.display()))
+    }
+}
+
+/// Waits until `text` shows in the file a [`Tmux::recording_pane`] writes, then a while
+/// longer, and asserts it was typed there exactly once.
+pub fn typed_once(file: &Path, text: &str) {
+    let first = wait_for(Duration::from_secs(5), || {
+        std::fs::read_to_string(file)
+            .ok()
+            .filter(|t| t.contains(text))
+    })
+    .unwrap_or_else(|| panic!("{text:?} never reached the pane"));
+    std::thread::sleep(Duration::from_millis(1500));
+    let later = std::fs::read_to_string(file).unwrap();
+    assert_eq!(
+        later.matches(text).count(),
+        1,
+        "{text:?} typed once: {first:?} then {later:?}"
+    );
 }
 
 impl Drop for Tmux {
