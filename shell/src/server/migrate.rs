@@ -57,6 +57,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0014_offsets_by_machine.sql",
         include_str!("../../../migrations/0014_offsets_by_machine.sql"),
     ),
+    (
+        "0015_machine_commands.sql",
+        include_str!("../../../migrations/0015_machine_commands.sql"),
+    ),
 ];
 
 /// Why migrating failed.
