@@ -17,6 +17,10 @@ use std::time::Duration;
 /// Two tasks: a prompt and two replies, then a prompt and one reply (five turn lines).
 const SCRIPT: &str = r#"{"turns": [{"prompt": "first task", "replies": ["Reading.", "Done."]}, {"prompt": "second task", "replies": ["Done again."]}]}"#;
 const SCRIPT_TURNS: usize = 5;
+/// Four tasks of three replies (sixteen turn lines), for an agent working across an edge's
+/// death.
+const LONG_SCRIPT: &str = r#"{"turns": [{"prompt": "task one", "replies": ["a", "b", "c"]}, {"prompt": "task two", "replies": ["d", "e", "f"]}, {"prompt": "task three", "replies": ["g", "h", "i"]}, {"prompt": "task four", "replies": ["j", "k", "l"]}]}"#;
+const LONG_TURNS: usize = 16;
 
 /// One edge and what runs on its machine.
 struct Edge {
@@ -29,9 +33,22 @@ impl Edge {
     fn start(db: &str, name: &str) -> Edge {
         let claude = temp_dir(&format!("cluster-agents-{name}"));
         let tmux = Tmux(format!("hs-ca-{name}-{}", std::process::id()));
-        let server = Server::start(
+        let server = Edge::serve(db, name, &claude, &tmux, "127.0.0.1:0");
+        install_hooks(&server, &claude.join("settings.json"));
+        std::fs::write(claude.join("script.json"), SCRIPT).unwrap();
+        std::fs::write(claude.join("long.json"), LONG_SCRIPT).unwrap();
+        Edge {
+            server,
+            claude,
+            tmux,
+        }
+    }
+
+    fn serve(db: &str, name: &str, claude: &Path, tmux: &Tmux, addr: &str) -> Server {
+        Server::start_on(
             db,
-            &claude,
+            claude,
+            addr,
             &[
                 "--role",
                 "edge",
@@ -42,23 +59,39 @@ impl Edge {
                 "--pane-poll-seconds",
                 "0.3",
             ],
-        );
-        install_hooks(&server, &claude.join("settings.json"));
-        std::fs::write(claude.join("script.json"), SCRIPT).unwrap();
-        Edge {
-            server,
-            claude,
-            tmux,
-        }
+        )
+    }
+
+    /// SIGKILLs the edge, waits `down`, and starts it again on the same address (the hooks
+    /// its agents run name it), claude directory and tmux socket.
+    fn kill_and_restart(self, db: &str, name: &str, down: Duration) -> Edge {
+        let addr = self.server.addr.clone();
+        self.server.kill();
+        std::thread::sleep(down);
+        let server = Edge::serve(db, name, &self.claude, &self.tmux, &addr);
+        Edge { server, ..self }
     }
 
     /// A stand-in agent in its own tmux session, working in `folder`.
     fn agent(&self, session: &str, folder: &Path, flags: &str) {
+        self.agent_playing("script.json", 60, session, folder, flags)
+    }
+
+    /// A stand-in agent playing the script `script` of the claude directory, `think_ms`
+    /// between its lines.
+    fn agent_playing(
+        &self,
+        script: &str,
+        think_ms: u64,
+        session: &str,
+        folder: &Path,
+        flags: &str,
+    ) {
         let cmd = format!(
-            "{} --claude-dir {} --script {} --session {session} --auto --think-ms 60 {flags}",
+            "{} --claude-dir {} --script {} --session {session} --auto --think-ms {think_ms} {flags}",
             headspace_testkit::stand_in::stand_in_agent(),
             self.claude.display(),
-            self.claude.join("script.json").display()
+            self.claude.join(script).display()
         );
         self.tmux.run(&[
             "new-session",
@@ -160,7 +193,7 @@ fn stand_in_agents_on_two_edges_answer_through_one_hub() {
         return;
     };
     let a = Edge::start(&db, "edge-a");
-    let b = Edge::start(&db, "edge-b");
+    let mut b = Edge::start(&db, "edge-b");
     let hub = Server::start(&db, &temp_dir("cluster-agents-hub"), &["--role", "hub"]);
     let work = temp_dir("cluster-agents-work");
     let project = work.join("widgets");
@@ -335,4 +368,30 @@ fn stand_in_agents_on_two_edges_answer_through_one_hub() {
         json!({"project": project}).to_string().as_bytes(),
     );
     assert_eq!(status, 200, "{body}");
+
+    // Edge B SIGKILLed while a new agent of its machine works (its hooks fail while the edge
+    // is down, and it loses every other one anyway), restarted 3 s later: every line of
+    // every agent of B is one turn, nothing doubled by the restart's re-reading.
+    b.agent_playing("long.json", 250, "ca-b2", &alone, "--drop-every 2");
+    std::thread::sleep(Duration::from_millis(1500));
+    b = b.kill_and_restart(&db, "edge-b", Duration::from_secs(3));
+    let turns = turns_when(&hub, "ca-b2", |t| t.len() >= LONG_TURNS).unwrap_or_else(|| {
+        panic!(
+            "ca-b2's turns never all reached the hub: {:?}\n{}",
+            hub.try_json("/api/agents/ca-b2/turns?limit=200"),
+            b.server.log()
+        )
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let again = hub.json("/api/agents/ca-b2/turns?limit=200");
+    assert_eq!(again.as_array().unwrap().len(), LONG_TURNS, "{turns:?}");
+    let b1 = hub.json("/api/agents/ca-b1/turns?limit=200");
+    assert_eq!(b1.as_array().unwrap().len(), SCRIPT_TURNS, "{b1}");
+    let b0 = hub.json("/api/agents/ca-b0/turns?limit=200");
+    assert_eq!(
+        prompts_saying(b0.as_array().unwrap(), "hello from the hub"),
+        1,
+        "{b0}"
+    );
+    assert_eq!(hub.json("/api/agents").as_array().unwrap().len(), 5);
 }
