@@ -13,28 +13,6 @@ use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// Sends a raw request with the given extra header lines; the status and the whole answer.
-fn raw(addr: &str, method: &str, path: &str, headers: &[&str], body: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
-    for h in headers {
-        head.push_str(h);
-        head.push_str("\r\n");
-    }
-    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
-    s.write_all(head.as_bytes()).unwrap();
-    s.write_all(body.as_bytes()).unwrap();
-    let mut answer = String::new();
-    let _ = s.read_to_string(&mut answer);
-    let status = answer
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (status, answer)
-}
-
 /// A server with one agent in a private tmux pane that runs `cat` (so typed text would show).
 struct Victim {
     server: Server,
