@@ -288,16 +288,30 @@ fn a_cross_site_page_cannot_act_or_read() {
     .is_some());
 }
 
-/// A copy of this test's headspace binary that the `nobody` account can run.
-fn binary_for_nobody() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("hs-nobody-bin-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let exe = dir.join("headspace");
-    std::fs::copy(env!("CARGO_BIN_EXE_headspace"), &exe).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
-    exe
+/// A copy of this test's headspace binary that the `nobody` account can run, removed with
+/// its folder when dropped (each copy is a binary's size: left behind, runs fill the disk).
+struct NobodyBinary {
+    dir: std::path::PathBuf,
+    exe: std::path::PathBuf,
+}
+
+impl NobodyBinary {
+    fn copy() -> NobodyBinary {
+        let dir = std::env::temp_dir().join(format!("hs-nobody-bin-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let exe = dir.join("headspace");
+        std::fs::copy(env!("CARGO_BIN_EXE_headspace"), &exe).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        NobodyBinary { dir, exe }
+    }
+}
+
+impl Drop for NobodyBinary {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 fn as_nobody_possible() -> bool {
@@ -321,12 +335,13 @@ fn another_local_account_cannot_use_the_loopback_server() {
         eprintln!("skipped: cannot run as nobody here");
         return;
     }
-    let exe = binary_for_nobody();
+    let binary = NobodyBinary::copy();
+    let exe = &binary.exe;
     let seg = v.pane.as_str();
     let run_as_nobody = |args: &[&str]| {
         Command::new("runuser")
             .args(["-u", "nobody", "--"])
-            .arg(&exe)
+            .arg(exe)
             .args(args)
             .args(["--addr", &v.server.addr])
             .env_remove("HEADSPACE_TOKEN")
