@@ -85,9 +85,11 @@ fn cards_and_conversations_show_steps_tokens_and_cost() {
     );
 
     browser.js("document.querySelector('.card').click(); return true");
+    // The Edit's result line may land after its call was drawn: it shows "pending" until the
+    // page hears of the result, then its outcome (never stuck pending: the wait would fail).
     let steps = browser.until(
-        "the steps under the prompt",
-        "const s = [...document.querySelectorAll('.bubble .tool-steps .step')].map(x => [x.dataset.outcome, x.querySelector('.step-tool').textContent, x.querySelector('.step-summary').textContent]); return s.length === 2 && s",
+        "the steps under the prompt, each with its outcome",
+        "const s = [...document.querySelectorAll('.bubble .tool-steps .step')].map(x => [x.dataset.outcome, x.querySelector('.step-tool').textContent, x.querySelector('.step-summary').textContent]); return s.length === 2 && s.every(x => x[0] !== 'pending') && s",
     );
     assert_eq!(
         steps,
