@@ -454,20 +454,29 @@ pub fn check_streams(
             .take_while(|(a, b)| a == b)
             .count();
         if same < expected.len() || c.events.len() != expected.len() {
-            let got = c.events.get(same);
-            let want = expected.get(same);
             out.push(format!(
-                "client {n} ({} connections) got {} events, {} committed; the first difference, at the {}th: got {:?}, committed {:?}",
+                "client {n} ({} connections) got {} events, {} committed; the first difference, at the {}th: got {}, committed {}",
                 c.connections,
                 c.events.len(),
                 expected.len(),
                 same + 1,
-                got,
-                want
+                short(c.events.get(same)),
+                short(expected.get(same)),
             ));
         }
     }
     out
+}
+
+/// An event for a failure's detail: its id, name and the start of its data.
+fn short(e: Option<&(u64, String, String)>) -> String {
+    match e {
+        None => "nothing".into(),
+        Some((id, name, data)) => {
+            let data: String = data.chars().take(60).collect();
+            format!("id {id} {name} {data}…")
+        }
+    }
 }
 
 /// The pane's agent's latest tasks, for a failure's detail.

@@ -51,6 +51,49 @@ const AGENT_HOSTS: [&str; 2] = ["claude-a", "claude-b"];
 /// After the settle phase the edges stop; the hubs get this long to serve the last events.
 const DRAIN_MS: u64 = 4_000;
 
+/// What the shared events table and the SSE clients went through in one run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterStats {
+    /// Events sequenced (committed).
+    pub sequenced: usize,
+    /// Commits whose ids were below an id already visible.
+    pub out_of_order: u64,
+    /// Event ids taken by transactions that rolled back.
+    pub rolled_back: u64,
+    /// Notifications lost.
+    pub notifications_lost: u64,
+    /// Notifications delivered late.
+    pub notifications_late: u64,
+    /// Edge crashes (each restarted).
+    pub edge_crashes: u32,
+    /// Hub crashes (each restarted).
+    pub hub_crashes: u32,
+    /// Each SSE client's (events received, connections made).
+    pub clients: Vec<(usize, u32)>,
+}
+
+impl std::fmt::Display for ClusterStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let clients: Vec<String> = self
+            .clients
+            .iter()
+            .map(|(e, c)| format!("{e} events over {c} connections"))
+            .collect();
+        write!(
+            f,
+            "events: {} sequenced, {} commits out of id order, {} ids rolled back, notifications {} lost and {} late; {} edge and {} hub crashes; clients: {}",
+            self.sequenced,
+            self.out_of_order,
+            self.rolled_back,
+            self.notifications_lost,
+            self.notifications_late,
+            self.edge_crashes,
+            self.hub_crashes,
+            clients.join(", ")
+        )
+    }
+}
+
 /// A hub host: the real fan-out over the shared table, and the real hub app (API and SSE).
 async fn hub(name: &'static str, events: SimEvents, bug: Option<Bug>) -> turmoil::Result {
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", HUB_PORT)).await?;
@@ -351,22 +394,21 @@ fn finish(
         });
     }
     let t = events.lock();
-    let summary = format!(
-        "events: {} sequenced, {} commits out of id order, {} ids rolled back, notifications {} lost and {} late; clients: {}\n",
-        expected.len(),
-        t.out_of_order,
-        t.burnt,
-        t.lost,
-        t.delayed,
-        received
+    let stats = ClusterStats {
+        sequenced: expected.len(),
+        out_of_order: t.out_of_order,
+        rolled_back: t.burnt,
+        notifications_lost: t.lost,
+        notifications_late: t.delayed,
+        edge_crashes: edges.iter().map(|e| e.crashes).sum(),
+        hub_crashes: hubs.iter().map(|h| h.crashes).sum(),
+        clients: received
             .iter()
-            .map(|r| format!("{} events over {} connections", r.events.len(), r.connections))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+            .map(|r| (r.events.len(), r.connections))
+            .collect(),
+    };
     drop(t);
-    trace.extend_from_slice(summary.as_bytes());
-    let summary = summary.trim_end().to_string();
+    trace.extend_from_slice(format!("{stats}\n").as_bytes());
     let store: serde_json::Map<String, serde_json::Value> = stores
         .into_iter()
         .map(|(m, v)| (m.to_string(), serde_json::to_value(v).unwrap_or_default()))
@@ -382,6 +424,6 @@ fn finish(
         store: serde_json::to_string_pretty(&store).unwrap_or_default(),
         runner_crashes: 0,
         run_end: None,
-        cluster: Some(summary),
+        cluster: Some(stats),
     }
 }

@@ -48,7 +48,7 @@ pub struct Outcome {
     pub run_end: Option<(String, bool)>,
     /// In the multi-machine scenario: what the events table and the SSE clients went
     /// through (commits out of id order, rollbacks, notifications lost, connections).
-    pub cluster: Option<String>,
+    pub cluster: Option<crate::cluster::ClusterStats>,
 }
 
 impl Outcome {
