@@ -54,7 +54,10 @@ fn a_hole_stops_the_page_and_keeps_the_cursor_before_it() {
 fn an_empty_page_leaves_the_cursor() {
     let config = Config::new("/c");
     let served = serve_page(&config, 7, &[]);
-    assert_eq!((served.ids.len(), served.cursor, served.hole), (0, 7, false));
+    assert_eq!(
+        (served.ids.len(), served.cursor, served.hole),
+        (0, 7, false)
+    );
 }
 
 /// The planted `events-read-by-id` serves ids and moves the cursor to them: the rule above

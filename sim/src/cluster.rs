@@ -105,7 +105,12 @@ async fn hub(name: &'static str, events: SimEvents, bug: Option<Bug>) -> turmoil
             Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
         }
     };
-    fanout::start(events.clone(), events.listen(name), fed.clone(), core.clone());
+    fanout::start(
+        events.clone(),
+        events.listen(name),
+        fed.clone(),
+        core.clone(),
+    );
     // A hub holds no agents, files or panes: an empty world's adapters (its API lists
     // nothing; the scenario looks at its event stream).
     let world = SimWorld::new(Rng::new(0), AdapterFaults::default()).adapters();
@@ -157,7 +162,10 @@ impl Crashable {
         if self.down_until.is_some() {
             return false;
         }
-        let scheduled = self.schedule.get(self.next).is_some_and(|(at, _)| now >= *at);
+        let scheduled = self
+            .schedule
+            .get(self.next)
+            .is_some_and(|(at, _)| now >= *at);
         if !(requested || scheduled) {
             return false;
         }
@@ -231,7 +239,12 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
                 commit_delay_ms: rng.range(50, 1_000),
             });
         }
-        edges.push(Crashable::new(spec.host, &mut rng, f.crashes.min(2), horizon));
+        edges.push(Crashable::new(
+            spec.host,
+            &mut rng,
+            f.crashes.min(2),
+            horizon,
+        ));
         worlds.push(world);
     }
     let mut hubs: Vec<Crashable> = HUBS
@@ -347,13 +360,11 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
     let sim_ms = sim.elapsed().as_millis() as u64;
     drop(sim);
     phase.end();
-    finish(plan, &worlds, &edges, &hubs, &events, &streams, sim_ms, wall)
+    finish(&worlds, &edges, &hubs, &events, &streams, sim_ms, wall)
 }
 
 /// The end-of-run checks of every edge and E1, and the outcome.
-#[allow(clippy::too_many_arguments)]
 fn finish(
-    _plan: &Plan,
     worlds: &[SimWorld],
     edges: &[Crashable],
     hubs: &[Crashable],

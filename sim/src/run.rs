@@ -92,7 +92,12 @@ pub const SINGLE: ServerSpec = ServerSpec {
 };
 
 /// The server settings of a simulated host (timings shortened for the simulation).
-pub(crate) fn settings(core: headspace_core::Config, host: &str, machine: &str, role: Role) -> Settings {
+pub(crate) fn settings(
+    core: headspace_core::Config,
+    host: &str,
+    machine: &str,
+    role: Role,
+) -> Settings {
     Settings {
         core,
         sweep_every: Duration::from_millis(500),

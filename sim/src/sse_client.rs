@@ -60,7 +60,13 @@ impl Phase {
 }
 
 /// Client `n`: reads from `hubs`, switching at random, until the phase ends.
-pub async fn run_client(n: usize, hubs: Vec<&'static str>, streams: Streams, phase: Phase, mut rng: Rng) {
+pub async fn run_client(
+    n: usize,
+    hubs: Vec<&'static str>,
+    streams: Streams,
+    phase: Phase,
+    mut rng: Rng,
+) {
     let mut last: Option<u64> = Some(0);
     loop {
         let (calm, over) = phase.get();
@@ -98,7 +104,9 @@ async fn read_stream(
     let resume = from
         .map(|id| format!("Last-Event-ID: {id}\r\n"))
         .unwrap_or_default();
-    let head = format!("GET /api/events HTTP/1.1\r\nHost: {hub}\r\nAccept: text/event-stream\r\n{resume}\r\n");
+    let head = format!(
+        "GET /api/events HTTP/1.1\r\nHost: {hub}\r\nAccept: text/event-stream\r\n{resume}\r\n"
+    );
     if s.write_all(head.as_bytes()).await.is_err() {
         return;
     }
@@ -173,7 +181,9 @@ impl ChunkedBody {
     /// Moves every whole chunk of `raw` into the decoded text.
     fn feed(&mut self, raw: &mut Vec<u8>) {
         loop {
-            let Some(eol) = find(raw, b"\r\n") else { return };
+            let Some(eol) = find(raw, b"\r\n") else {
+                return;
+            };
             let size = std::str::from_utf8(&raw[..eol])
                 .ok()
                 .and_then(|h| usize::from_str_radix(h.trim(), 16).ok());
@@ -181,8 +191,7 @@ impl ChunkedBody {
             if raw.len() < eol + 2 + size + 2 {
                 return;
             }
-            self.text
-                .extend_from_slice(&raw[eol + 2..eol + 2 + size]);
+            self.text.extend_from_slice(&raw[eol + 2..eol + 2 + size]);
             raw.drain(..eol + 2 + size + 2);
         }
     }

@@ -79,12 +79,18 @@ fn two_edges_and_two_hubs_lose_no_event() {
         total.hub_crashes += c.hub_crashes;
         total.clients.extend(c.clients);
     }
-    assert!(total.out_of_order > 0, "ids committed out of order: {total:?}");
+    assert!(
+        total.out_of_order > 0,
+        "ids committed out of order: {total:?}"
+    );
     assert!(total.rolled_back > 0, "commits rolled back: {total:?}");
     assert!(total.notifications_lost > 0 && total.notifications_late > 0);
     assert!(total.edge_crashes > 0 && total.hub_crashes > 0, "{total:?}");
     assert!(
-        total.clients.iter().all(|(_, connections)| *connections > 1),
+        total
+            .clients
+            .iter()
+            .all(|(_, connections)| *connections > 1),
         "every client switched hubs: {total:?}"
     );
     // The planted read by insert id skips or mislabels events: E1 catches it.

@@ -189,7 +189,9 @@ impl EventLog for SimEvents {
     fn sequence(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
         // Under the lock, in one step: one sequencer at a time, each seeing the last's work.
         let mut t = self.lock();
-        let mut fresh: Vec<usize> = (0..t.rows.len()).filter(|&i| t.rows[i].pos.is_none()).collect();
+        let mut fresh: Vec<usize> = (0..t.rows.len())
+            .filter(|&i| t.rows[i].pos.is_none())
+            .collect();
         fresh.sort_by_key(|&i| t.rows[i].id);
         for &i in &fresh {
             t.last_pos += 1;
