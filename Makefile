@@ -5,12 +5,14 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: run test deps build bench sim fmt lint clean demo demo-stop cluster
 
-## Install what is missing (Debian: postgresql, tmux, and chromium + chromium-driver for the
-## dashboard's browser test). Needs root or sudo.
+## Install what is missing (Debian: postgresql, tmux, openssl and git for tests' fixtures, and
+## chromium + chromium-driver for the dashboard's browser test). Needs root or sudo.
 deps:
 	@missing=""; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
+	command -v openssl >/dev/null 2>&1 || missing="$$missing openssl"; \
+	command -v git >/dev/null 2>&1 || missing="$$missing git"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
 	if [ -n "$$missing" ]; then \

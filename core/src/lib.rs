@@ -146,6 +146,7 @@ pub mod orchestration;
 pub mod pane;
 pub mod pane_commands;
 pub mod planted;
+pub mod project_machine;
 pub mod question;
 pub mod replay;
 pub mod send_check;

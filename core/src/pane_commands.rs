@@ -29,16 +29,23 @@ pub enum PaneCommandKind {
     Answer,
     /// Answer every question of a wizard (`{"answers": [...]}`).
     AnswerQuestions,
+    /// Re-read the agent's transcripts (`POST …/reconcile`): the machine's core does it.
+    Reconcile,
+    /// An orchestration command on a project of the machine (`{"command", "project",
+    /// "launch"?}`): the project's files and its runner live there.
+    Orchestrate,
 }
 
 impl PaneCommandKind {
     /// Every kind, for tests and checks.
-    pub const ALL: [PaneCommandKind; 5] = [
+    pub const ALL: [PaneCommandKind; 7] = [
         PaneCommandKind::Send,
         PaneCommandKind::Clear,
         PaneCommandKind::Interrupt,
         PaneCommandKind::Answer,
         PaneCommandKind::AnswerQuestions,
+        PaneCommandKind::Reconcile,
+        PaneCommandKind::Orchestrate,
     ];
 
     /// The name stored in `pane_commands.kind`.
@@ -49,6 +56,8 @@ impl PaneCommandKind {
             PaneCommandKind::Interrupt => "interrupt",
             PaneCommandKind::Answer => "answer",
             PaneCommandKind::AnswerQuestions => "answer_questions",
+            PaneCommandKind::Reconcile => "reconcile",
+            PaneCommandKind::Orchestrate => "orchestrate",
         }
     }
 

@@ -114,7 +114,15 @@ fn kinds_and_states_keep_their_stored_names() {
     let names: Vec<&str> = PaneCommandKind::ALL.iter().map(|k| k.as_str()).collect();
     assert_eq!(
         names,
-        ["send", "clear", "interrupt", "answer", "answer_questions"]
+        [
+            "send",
+            "clear",
+            "interrupt",
+            "answer",
+            "answer_questions",
+            "reconcile",
+            "orchestrate"
+        ]
     );
     for k in PaneCommandKind::ALL {
         assert_eq!(PaneCommandKind::parse(k.as_str()), Some(k));

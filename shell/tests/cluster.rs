@@ -170,7 +170,7 @@ fn two_edges_two_hubs_every_turn_once_and_every_event_in_order() {
         "edge-a=1 edge-b=2"
     );
     // The edge serves no page, the hub takes no hooks.
-    let (code, body) = edge_a.get("/api/agents");
+    let (code, body) = edge_a.get("/");
     assert_eq!(code, 404, "{body}");
     assert!(body.contains("edge"), "{body}");
     let (code, body) = hub_1.post("/hook/Stop", b"{}");

@@ -1,5 +1,6 @@
 //! Numbered SQL migrations from `migrations/`, applied once each, in order, under a lock.
 
+use crate::server::pgstore::tls::DbTarget;
 use tokio_postgres::NoTls;
 
 /// The migrations, compiled in so the binary carries its schema. A test checks this list
@@ -57,11 +58,18 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0014_offsets_by_machine.sql",
         include_str!("../../../migrations/0014_offsets_by_machine.sql"),
     ),
+    (
+        "0015_machine_commands.sql",
+        include_str!("../../../migrations/0015_machine_commands.sql"),
+    ),
 ];
 
 /// Why migrating failed.
 #[derive(Debug, thiserror::Error)]
 pub enum MigrateError {
+    /// The database URL or its TLS options are wrong.
+    #[error("{0}")]
+    Url(String),
     /// The database could not be reached.
     #[error("cannot connect to the database: {}", describe(.0))]
     Connect(tokio_postgres::Error),
@@ -75,23 +83,83 @@ pub enum MigrateError {
     },
 }
 
-/// A database error with the server's own message, which `Display` leaves out.
+impl MigrateError {
+    /// True when waiting cannot help: a wrong URL, or a server whose TLS certificate fails
+    /// the check asked for (the server is up; it is not the one, or not proved to be).
+    pub fn is_permanent(&self) -> bool {
+        match self {
+            MigrateError::Url(_) => true,
+            MigrateError::Connect(e) => rejected_certificate(e),
+            MigrateError::Apply { .. } => false,
+        }
+    }
+}
+
+/// Whether a connection failed on the server's certificate (rustls said so, inside the
+/// I/O error the TLS stream gave).
+fn rejected_certificate(e: &tokio_postgres::Error) -> bool {
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let rustls_error = c
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+            .or_else(|| c.downcast_ref::<rustls::Error>());
+        if matches!(rustls_error, Some(rustls::Error::InvalidCertificate(_))) {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
+}
+
+/// A database error with the server's own message and the cause, which `Display` leaves
+/// out.
 pub fn describe(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => e.to_string(),
+        // The cause says what went wrong (a TLS handshake's "invalid peer certificate:
+        // UnknownIssuer"); the error's own words only where it happened.
+        None => {
+            let mut text = e.to_string();
+            let mut cause = std::error::Error::source(e);
+            while let Some(c) = cause {
+                let said = c.to_string();
+                if !text.contains(&said) {
+                    text.push_str(": ");
+                    text.push_str(&said);
+                }
+                cause = c.source();
+            }
+            text
+        }
     }
 }
 
 /// Applies the migrations not yet applied; returns their names. Safe to run concurrently:
 /// an advisory lock serialises runners and each migration commits with its record.
 pub async fn run(database_url: &str) -> Result<Vec<String>, MigrateError> {
-    let (mut client, conn) = tokio_postgres::connect(database_url, NoTls)
-        .await
-        .map_err(MigrateError::Connect)?;
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
+    let target = DbTarget::parse(database_url).map_err(MigrateError::Url)?;
+    let mut client = match target.tls {
+        Some(tls) => {
+            let (client, conn) = target
+                .config
+                .connect(tls)
+                .await
+                .map_err(MigrateError::Connect)?;
+            tokio::spawn(conn);
+            client
+        }
+        None => {
+            let (client, conn) = target
+                .config
+                .connect(NoTls)
+                .await
+                .map_err(MigrateError::Connect)?;
+            tokio::spawn(conn);
+            client
+        }
+    };
     let apply = |name: &str| {
         let name = name.to_string();
         move |source| MigrateError::Apply { name, source }

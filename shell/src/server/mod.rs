@@ -141,7 +141,7 @@ async fn serve(
     let applied = loop {
         match crate::server::migrate::run(&url).await {
             Ok(a) => break a,
-            Err(e) if delay < Duration::from_secs(10) => {
+            Err(e) if delay < Duration::from_secs(10) && !e.is_permanent() => {
                 warn!("database not ready ({e}); retrying");
                 tokio::time::sleep(delay).await;
                 delay *= 2;

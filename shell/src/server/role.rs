@@ -28,14 +28,17 @@ impl Role {
         self == Role::Edge
     }
 
-    /// Whether a route is served by this role. An edge answers hooks, health and metrics
-    /// only; a hub everything but hooks (they go to the edge on the agent's machine).
+    /// Whether a route is served by this role. An edge answers hooks, health, metrics and
+    /// the API (on loopback only: for the CLI and the orchestration runners of its machine,
+    /// which talk to the server beside them), never the dashboard; a hub everything but
+    /// hooks (they go to the edge on the agent's machine).
     pub fn serves_route(self, segments: &[&str]) -> bool {
         let hook = matches!(segments, ["hook", _] | ["hooks", "claude"]);
         let always = matches!(segments, ["healthz"] | ["metrics"]);
+        let api = matches!(segments, ["api", ..]);
         match self {
             Role::All => true,
-            Role::Edge => hook || always,
+            Role::Edge => hook || always || api,
             Role::Hub => !hook,
         }
     }
@@ -43,7 +46,7 @@ impl Role {
     /// Why a route is not served here, for the 404.
     pub fn refusal(self) -> &'static str {
         match self {
-            Role::Edge => "this server is an edge (--role edge): it takes hooks only; the dashboard and the API are served by a hub",
+            Role::Edge => "this server is an edge (--role edge): it serves no dashboard; the page for every machine is served by a hub",
             Role::Hub => "this server is a hub (--role hub): hooks go to the edge on the agent's machine",
             Role::All => "",
         }
@@ -65,15 +68,19 @@ mod tests {
     use super::Role;
 
     #[test]
-    fn an_edge_takes_hooks_only_and_a_hub_everything_but_hooks() {
+    fn an_edge_serves_no_page_and_a_hub_everything_but_hooks() {
         let hook: &[&str] = &["hook", "stop"];
         let page: &[&str] = &["api", "agents"];
         let send: &[&str] = &["api", "agents", "1", "send"];
         let health: &[&str] = &["healthz"];
         assert!(Role::All.serves_route(hook) && Role::All.serves_route(page));
         assert!(Role::Edge.serves_route(hook) && Role::Edge.serves_route(health));
-        assert!(!Role::Edge.serves_route(page) && !Role::Edge.serves_route(send));
+        assert!(Role::Edge.serves_route(page) && Role::Edge.serves_route(send));
         assert!(!Role::Edge.serves_route(&[""]), "no dashboard on an edge");
+        assert!(
+            !Role::Edge.serves_route(&["app.js"]),
+            "no dashboard on an edge"
+        );
         assert!(Role::Hub.serves_route(page) && Role::Hub.serves_route(send));
         assert!(!Role::Hub.serves_route(hook) && !Role::Hub.serves_route(&["hooks", "claude"]));
     }

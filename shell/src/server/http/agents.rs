@@ -184,11 +184,22 @@ async fn turns_backwards(
     }
 }
 
+/// Re-reads an agent's transcripts, here or through the machine whose core holds it.
 pub(super) async fn reconcile(app: &App, reference: &str) -> Response<Body> {
-    let id = match resolve(app, reference).await {
-        Ok(id) => id,
+    let view = match agent_view(app, reference).await {
+        Ok(v) => v,
         Err(r) => return r,
     };
+    let kind = PaneCommandKind::Reconcile;
+    if let Some(r) = forward(app, &view, reference, kind, json!({})).await {
+        return r;
+    }
+    respond(reconcile_here(app, view.agent.id, reference).await)
+}
+
+/// Re-reads the transcripts of agent `id` with this machine's core, under the reconcile lock
+/// every process shares: the reconcile route's work, also run for a forwarded command.
+pub(super) async fn reconcile_here(app: &App, id: u64, reference: &str) -> Outcome {
     let progress = Arc::new(ReconcileProgress::default());
     let run = Box::pin(async {
         let (tx, rx) = oneshot::channel();
@@ -207,28 +218,26 @@ pub(super) async fn reconcile(app: &App, reference: &str) -> Response<Body> {
     let busy =
         json!({"status": "ok", "created": 0, "message": "Reconciliation already in progress"});
     match waited {
-        Ok(None) | Ok(Some(Waited::Reply(Reply::ReconcileBusy))) => {
-            json_response(StatusCode::OK, &busy)
-        }
+        Ok(None) | Ok(Some(Waited::Reply(Reply::ReconcileBusy))) => (StatusCode::OK, busy),
         Ok(Some(Waited::Reply(Reply::Reconciled { created, .. }))) => {
-            json_response(StatusCode::OK, &json!({"status": "ok", "created": created}))
+            (StatusCode::OK, json!({"status": "ok", "created": created}))
         }
         Ok(Some(Waited::Reply(Reply::UnknownAgent))) => {
-            error(StatusCode::NOT_FOUND, format!("no agent {reference}"))
+            fail(StatusCode::NOT_FOUND, format!("no agent {reference}"))
         }
-        Ok(Some(Waited::CoreStopped)) => error(StatusCode::SERVICE_UNAVAILABLE, "the core stopped"),
+        Ok(Some(Waited::CoreStopped)) => fail(StatusCode::SERVICE_UNAVAILABLE, "the core stopped"),
         // Still running (a huge transcript, or the database is down): it goes on behind.
         // `remaining` is the transcript bytes it has still to read (0: all read, its turns
         // wait for the database).
-        Ok(Some(Waited::StillRunning)) => json_response(
+        Ok(Some(Waited::StillRunning)) => (
             StatusCode::OK,
-            &json!({
+            json!({
                 "status": "partial",
                 "created": progress.created.load(Relaxed),
                 "remaining": progress.remaining.load(Relaxed),
             }),
         ),
-        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+        Err(e) => fail(StatusCode::SERVICE_UNAVAILABLE, e),
     }
 }
 

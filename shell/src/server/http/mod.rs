@@ -86,7 +86,7 @@ pub struct App {
     pub prices: Arc<headspace_core::usage::PriceTable>,
     /// This machine's name (`--machine`); empty on a hub.
     pub machine: String,
-    /// What this process does (`--role`): an edge serves hooks only, a hub no hooks.
+    /// What this process does (`--role`): an edge serves no page, a hub no hooks.
     pub role: crate::server::role::Role,
 }
 
@@ -273,7 +273,8 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
             Some(c) if !c.read_only() => post_only(&path),
             _ => {
                 let project = query_param(req.uri().query(), "project").map(percent_decode);
-                orchestrate(&app, command, project).await
+                let machine = query_param(req.uri().query(), "machine").map(percent_decode);
+                orchestrate(&app, command, project, machine).await
             }
         },
         (&Method::POST, ["api", "orchestrate", command]) => {
@@ -281,10 +282,9 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
             match read_body(&app, req).await {
                 Ok(body) if command == "start" => start_orchestration(&app, &body).await,
                 Ok(body) => {
-                    let project = serde_json::from_slice::<Value>(&body)
-                        .ok()
-                        .and_then(|v| v["project"].as_str().map(str::to_string));
-                    orchestrate(&app, &command, project).await
+                    let v = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
+                    let field = |name: &str| v[name].as_str().map(str::to_string);
+                    orchestrate(&app, &command, field("project"), field("machine")).await
                 }
                 Err(r) => r,
             }

@@ -6,9 +6,10 @@
 //! code (`send_here`, `interrupt_here`, `answer_here`, `answer_questions_here`). The rules are
 //! the core's ([`headspace_core::pane_commands`]).
 
-use super::agents::{interrupt_here, send_here};
+use super::agents::{interrupt_here, reconcile_here, send_here};
 use super::answer::{answer_here, answer_questions_here};
-use super::body::{error, json_response, Body};
+use super::body::{json_response, Body};
+use super::orchestration::orchestrate_forwarded;
 use super::App;
 use crate::server::backoff::Backoff;
 use crate::server::machines::presence_of;
@@ -51,21 +52,47 @@ pub(super) async fn forward(
     kind: PaneCommandKind,
     mut body: Value,
 ) -> Option<Response<Body>> {
+    // The edge words its errors with the reference the client used, as a local route does.
+    body["reference"] = json!(reference);
+    forward_to(app, &view.machine, view.agent.id, kind, body).await
+}
+
+/// [`forward_outcome`] as a response.
+pub(super) async fn forward_to(
+    app: &App,
+    row_machine: &str,
+    agent: u64,
+    kind: PaneCommandKind,
+    body: Value,
+) -> Option<Response<Body>> {
+    forward_outcome(app, row_machine, agent, kind, body)
+        .await
+        .map(respond)
+}
+
+/// `None` when `row_machine` (an agent row's machine, empty for this server's) is this
+/// machine; otherwise the answer of machine `row_machine` to the command, run there for
+/// `agent`, or 503 at once when that machine is offline (the command then written as
+/// refused).
+pub(super) async fn forward_outcome(
+    app: &App,
+    row_machine: &str,
+    agent: u64,
+    kind: PaneCommandKind,
+    body: Value,
+) -> Option<Outcome> {
     let pg = app.store.postgres()?;
-    let agent = view.agent.id;
-    let holder = holder(&view.machine, &app.machine);
-    // Only a pane elsewhere needs the machines list.
+    let holder = holder(row_machine, &app.machine);
+    // Only a machine elsewhere needs the machines list.
     let presence = if holder == app.machine {
         None
     } else {
         match app.store.machines().await {
             Ok(rows) => Some(presence_of(&rows, &app.machine, holder)),
-            Err(e) => return Some(error(StatusCode::SERVICE_UNAVAILABLE, e)),
+            Err(e) => return Some(fail(StatusCode::SERVICE_UNAVAILABLE, e)),
         }
     };
-    // The edge words its errors with the reference the client used, as a local route does.
-    body["reference"] = json!(reference);
-    match route(&view.machine, &app.machine, presence.as_ref()) {
+    match route(row_machine, &app.machine, presence.as_ref()) {
         PaneRoute::Here => None,
         PaneRoute::Offline { machine, error } => {
             let answer = json!({ "error": error });
@@ -79,7 +106,7 @@ pub(super) async fn forward(
                     kind.as_str()
                 );
             }
-            Some(json_response(StatusCode::SERVICE_UNAVAILABLE, &answer))
+            Some((StatusCode::SERVICE_UNAVAILABLE, answer))
         }
         PaneRoute::Forward { machine } => {
             Some(run_elsewhere(pg, &machine, agent, kind, &body).await)
@@ -94,10 +121,10 @@ async fn run_elsewhere(
     agent: u64,
     kind: PaneCommandKind,
     body: &Value,
-) -> Response<Body> {
+) -> Outcome {
     let id = match pg.submit_pane_command(machine, agent, kind, body).await {
         Ok(id) => id,
-        Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
+        Err(e) => return fail(StatusCode::SERVICE_UNAVAILABLE, e),
     };
     debug!(
         "[PANE_COMMANDS] {} for agent {agent} sent to machine {machine} (command {id})",
@@ -109,11 +136,11 @@ async fn run_elsewhere(
                 .as_u64()
                 .and_then(|s| StatusCode::from_u16(s as u16).ok())
                 .unwrap_or(StatusCode::BAD_GATEWAY);
-            json_response(status, &result["body"])
+            (status, result["body"].clone())
         }
-        Ok(Awaited::NotTaken) => error(StatusCode::GATEWAY_TIMEOUT, not_taken_error(machine)),
-        Ok(Awaited::NoResult) => error(StatusCode::GATEWAY_TIMEOUT, no_result_error(machine)),
-        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+        Ok(Awaited::NotTaken) => fail(StatusCode::GATEWAY_TIMEOUT, not_taken_error(machine)),
+        Ok(Awaited::NoResult) => fail(StatusCode::GATEWAY_TIMEOUT, no_result_error(machine)),
+        Err(e) => fail(StatusCode::SERVICE_UNAVAILABLE, e),
     }
 }
 
@@ -228,5 +255,7 @@ async fn run_here(app: &App, command: &PaneCommand) -> Outcome {
             Ok(answers) => answer_questions_here(app, &view, &reference, answers).await,
             Err(e) => fail(StatusCode::BAD_REQUEST, e),
         },
+        PaneCommandKind::Reconcile => reconcile_here(app, view.agent.id, &reference).await,
+        PaneCommandKind::Orchestrate => orchestrate_forwarded(app, body).await,
     }
 }

@@ -3,10 +3,12 @@
 //! executor (`pane_commands`) wake on it; both also look once a second on their own, which
 //! covers a notification lost with its connection.
 
+use super::tls::DbTarget;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Notify;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::{AsyncMessage, Client, Connection, NoTls, Socket};
 use tracing::debug;
 
 /// How long a dropped listening connection waits before it is reopened.
@@ -35,8 +37,31 @@ async fn listen_once(
     channel: &str,
     payload: Option<&str>,
     wake: &Notify,
-) -> Result<(), tokio_postgres::Error> {
-    let (client, mut connection) = tokio_postgres::connect(url, NoTls).await?;
+) -> Result<(), String> {
+    let target = DbTarget::parse(url)?;
+    let listened = match target.tls {
+        Some(tls) => match target.config.connect(tls).await {
+            Ok(c) => listen_on(c, channel, payload, wake).await,
+            Err(e) => Err(e),
+        },
+        None => match target.config.connect(NoTls).await {
+            Ok(c) => listen_on(c, channel, payload, wake).await,
+            Err(e) => Err(e),
+        },
+    };
+    listened.map_err(|e| e.to_string())
+}
+
+/// Listens on an open connection (plain or TLS) until it fails or ends.
+async fn listen_on<T>(
+    (client, mut connection): (Client, Connection<Socket, T>),
+    channel: &str,
+    payload: Option<&str>,
+    wake: &Notify,
+) -> Result<(), tokio_postgres::Error>
+where
+    T: AsyncRead + AsyncWrite + Unpin,
+{
     let listen = async {
         client.batch_execute(&format!("LISTEN {channel}")).await?;
         wake.notify_one();

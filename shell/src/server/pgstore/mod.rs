@@ -12,6 +12,7 @@ use tokio_postgres::NoTls;
 use tracing::{error, warn};
 
 mod audit;
+pub mod db_url;
 pub mod events;
 mod history;
 pub mod listen;
@@ -23,6 +24,7 @@ mod search_dense;
 pub mod search_index;
 mod steps;
 mod store_impl;
+pub mod tls;
 
 impl From<tokio_postgres::Error> for StoreError {
     fn from(e: tokio_postgres::Error) -> Self {
@@ -109,20 +111,19 @@ impl PgStore {
         size: usize,
         machine: Option<&str>,
     ) -> Result<PgStore, StoreError> {
-        let mut cfg: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e: tokio_postgres::Error| StoreError::BadUrl(e.to_string()))?;
+        let target = tls::DbTarget::parse(url).map_err(StoreError::BadUrl)?;
+        let mut cfg = target.config;
         if let Some(name) = machine {
             let given = cfg.get_options().unwrap_or("").to_string();
             cfg.options(format!("{given} -c headspace.machine={name}").trim());
         }
-        let mgr = Manager::from_config(
-            cfg,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let recycling = || ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let mgr = match target.tls {
+            Some(tls) => Manager::from_config(cfg, tls, recycling()),
+            None => Manager::from_config(cfg, NoTls, recycling()),
+        };
         let pool = Pool::builder(mgr)
             .max_size(size)
             .build()
