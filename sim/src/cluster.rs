@@ -13,7 +13,7 @@ use crate::rng::Rng;
 use crate::run::{server, settings, Outcome, ServerSpec, SimListener, GONE_WITHIN_MS, TICK_MS};
 use crate::session::run_agent;
 use crate::sse_client::{run_client, Phase, Streams, HUB_PORT};
-use crate::world::events::{EdgeLink, NotifyFaults, SimEvents};
+use crate::world::events::{EdgeLink, HubLog, NotifyFaults, SimEvents};
 use crate::world::{AdapterFaults, SimWorld, EPOCH_MS};
 use headspace::server::fanout;
 use headspace::server::role::Role;
@@ -68,6 +68,8 @@ pub struct ClusterStats {
     pub edge_crashes: u32,
     /// Hub crashes (each restarted).
     pub hub_crashes: u32,
+    /// Reads a hub tried while cut off from the database.
+    pub hub_failed_reads: u64,
     /// Each SSE client's (events received, connections made).
     pub clients: Vec<(usize, u32)>,
 }
@@ -81,7 +83,7 @@ impl std::fmt::Display for ClusterStats {
             .collect();
         write!(
             f,
-            "events: {} sequenced, {} commits out of id order, {} ids rolled back, notifications {} lost and {} late; {} edge and {} hub crashes; clients: {}",
+            "events: {} sequenced, {} commits out of id order, {} ids rolled back, notifications {} lost and {} late; {} edge and {} hub crashes, {} hub reads failed; clients: {}",
             self.sequenced,
             self.out_of_order,
             self.rolled_back,
@@ -89,6 +91,7 @@ impl std::fmt::Display for ClusterStats {
             self.notifications_late,
             self.edge_crashes,
             self.hub_crashes,
+            self.hub_failed_reads,
             clients.join(", ")
         )
     }
@@ -96,21 +99,20 @@ impl std::fmt::Display for ClusterStats {
 
 /// A hub host: the real fan-out over the shared table, and the real hub app (API and SSE).
 async fn hub(name: &'static str, events: SimEvents, bug: Option<Bug>) -> turmoil::Result {
+    let log = HubLog {
+        hub: name,
+        events: events.clone(),
+    };
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", HUB_PORT)).await?;
     let mut core = headspace_core::Config::new(CLAUDE_DIR);
     core.planted = bug;
     let fed = loop {
-        match fanout::preloaded_hub(&events, &core).await {
+        match fanout::preloaded_hub(&log, &core).await {
             Ok(h) => break h,
             Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
         }
     };
-    fanout::start(
-        events.clone(),
-        events.listen(name),
-        fed.clone(),
-        core.clone(),
-    );
+    fanout::start(log, events.listen(name), fed.clone(), core.clone());
     // A hub holds no agents, files or panes: an empty world's adapters (its API lists
     // nothing; the scenario looks at its event stream).
     let world = SimWorld::new(Rng::new(0), AdapterFaults::default()).adapters();
@@ -254,6 +256,16 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
             Crashable::new(h, &mut rng, n, horizon)
         })
         .collect();
+    // Each hub may lose the database for a while (its reads fail, its notifications too).
+    for h in HUBS {
+        let windows = (0..rng.range(0, 2))
+            .map(|_| {
+                let at = rng.range(0, horizon);
+                (at, at + rng.range(1_000, 8_000))
+            })
+            .collect();
+        events.cut_off(h, windows);
+    }
     let mut sim = turmoil::Builder::new()
         .simulation_duration(Duration::from_secs(24 * 3600))
         .tick_duration(Duration::from_millis(TICK_MS))
@@ -413,6 +425,7 @@ fn finish(
         notifications_late: t.delayed,
         edge_crashes: edges.iter().map(|e| e.crashes).sum(),
         hub_crashes: hubs.iter().map(|h| h.crashes).sum(),
+        hub_failed_reads: t.failed_reads,
         clients: received
             .iter()
             .map(|r| (r.events.len(), r.connections))

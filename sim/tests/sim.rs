@@ -59,6 +59,7 @@ fn two_edges_and_two_hubs_lose_no_event() {
         notifications_late: 0,
         edge_crashes: 0,
         hub_crashes: 0,
+        hub_failed_reads: 0,
         clients: Vec::new(),
     };
     for seed in 1..=6 {
@@ -77,6 +78,7 @@ fn two_edges_and_two_hubs_lose_no_event() {
         total.notifications_late += c.notifications_late;
         total.edge_crashes += c.edge_crashes;
         total.hub_crashes += c.hub_crashes;
+        total.hub_failed_reads += c.hub_failed_reads;
         total.clients.extend(c.clients);
     }
     assert!(
@@ -86,6 +88,10 @@ fn two_edges_and_two_hubs_lose_no_event() {
     assert!(total.rolled_back > 0, "commits rolled back: {total:?}");
     assert!(total.notifications_lost > 0 && total.notifications_late > 0);
     assert!(total.edge_crashes > 0 && total.hub_crashes > 0, "{total:?}");
+    assert!(
+        total.hub_failed_reads > 0,
+        "a hub lost the database: {total:?}"
+    );
     assert!(
         total
             .clients

@@ -68,6 +68,21 @@ pub struct Table {
     pub lost: u64,
     /// Notifications delivered late.
     pub delayed: u64,
+    /// Each hub's outages (sim ms from..to): the database unreachable for it alone.
+    cut_off: BTreeMap<String, Vec<(u64, u64)>>,
+    /// Reads a hub tried while cut off (each failed).
+    pub failed_reads: u64,
+}
+
+impl Table {
+    /// Whether `hub` cannot reach the database at `now_ms` (only while hostile).
+    fn is_cut_off(&self, hub: &str, now_ms: u64) -> bool {
+        self.hostile
+            && self
+                .cut_off
+                .get(hub)
+                .is_some_and(|w| w.iter().any(|(a, b)| (*a..*b).contains(&now_ms)))
+    }
 }
 
 /// The shared table: cheap to clone, one per run.
@@ -90,6 +105,8 @@ impl SimEvents {
             burnt: 0,
             lost: 0,
             delayed: 0,
+            cut_off: BTreeMap::new(),
+            failed_reads: 0,
         })))
     }
 
@@ -134,7 +151,10 @@ impl SimEvents {
         let hubs: Vec<String> = t.listeners.keys().cloned().collect();
         for hub in hubs {
             let f = t.faults.clone();
-            if t.hostile && t.rng.chance(f.lost) {
+            if t.is_cut_off(&hub, now_ms) {
+                // Its listening connection is down with the rest of its access.
+                t.lost += 1;
+            } else if t.hostile && t.rng.chance(f.lost) {
                 t.lost += 1;
             } else if t.hostile && t.rng.chance(f.late) {
                 let due = now_ms + t.rng.range(1, f.late_ms.max(1) + 1);
@@ -177,6 +197,11 @@ impl SimEvents {
             .collect();
         out.sort_by_key(|e| e.0);
         out
+    }
+
+    /// `hub` cannot reach the database during `windows` (sim ms from..to).
+    pub fn cut_off(&self, hub: &str, windows: Vec<(u64, u64)>) {
+        self.lock().cut_off.insert(hub.to_string(), windows);
     }
 
     /// Committed events the sequencer has not numbered yet.
@@ -237,5 +262,61 @@ impl EventLog for SimEvents {
         t.rows.retain(|r| r.pos.is_none_or(|p| p > bound));
         let n = (before - t.rows.len()) as u64;
         Box::pin(async move { Ok(n) })
+    }
+}
+
+/// One hub's access to the table: fails while the hub is cut off from the database, as a
+/// hub's pool does when its network to PostgreSQL is down.
+#[derive(Clone)]
+pub struct HubLog {
+    /// The hub's host name.
+    pub hub: &'static str,
+    /// The shared table.
+    pub events: SimEvents,
+}
+
+impl HubLog {
+    fn reachable(&self) -> Result<(), StoreError> {
+        let now = turmoil::sim_elapsed().unwrap_or_default().as_millis() as u64;
+        let mut t = self.events.lock();
+        if t.is_cut_off(self.hub, now) {
+            t.failed_reads += 1;
+            return Err(StoreError::Unavailable("simulated outage".into()));
+        }
+        Ok(())
+    }
+}
+
+impl EventLog for HubLog {
+    fn sequence(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        match self.reachable() {
+            Ok(()) => self.events.sequence(),
+            Err(e) => Box::pin(async move { Err(e) }),
+        }
+    }
+
+    fn last_pos(&self) -> BoxFuture<'_, Result<i64, StoreError>> {
+        match self.reachable() {
+            Ok(()) => self.events.last_pos(),
+            Err(e) => Box::pin(async move { Err(e) }),
+        }
+    }
+
+    fn events_after(
+        &self,
+        after: i64,
+        limit: i64,
+    ) -> BoxFuture<'_, Result<Vec<StoredEvent>, StoreError>> {
+        match self.reachable() {
+            Ok(()) => self.events.events_after(after, limit),
+            Err(e) => Box::pin(async move { Err(e) }),
+        }
+    }
+
+    fn prune(&self, keep: i64) -> BoxFuture<'_, Result<u64, StoreError>> {
+        match self.reachable() {
+            Ok(()) => self.events.prune(keep),
+            Err(e) => Box::pin(async move { Err(e) }),
+        }
     }
 }
