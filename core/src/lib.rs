@@ -130,6 +130,7 @@ pub mod dialog;
 pub mod discovery;
 pub mod engine;
 pub mod entry;
+pub mod event_feed;
 pub mod framing;
 pub mod hook;
 pub mod intent;

@@ -22,11 +22,16 @@ pub enum Bug {
     SkipPartialLine,
     /// Recovered turns go to the agent's latest task instead of the one they belong to.
     RecoveredOnLatestTask,
+    /// The events read side's cursor follows insert ids instead of the sequencer's
+    /// positions: an event whose id was taken before a served one but committed after it is
+    /// never served (`core/src/event_feed.rs`).
+    EventsReadById,
 }
 
 impl Bug {
     /// Every bug, in name order.
-    pub const ALL: [Bug; 6] = [
+    pub const ALL: [Bug; 7] = [
+        Bug::EventsReadById,
         Bug::MatchWindow30s,
         Bug::PrefixHash200,
         Bug::RecoveredOnLatestTask,
@@ -44,6 +49,7 @@ impl Bug {
             Bug::SkipFenceTtl => "skip-fence-ttl",
             Bug::SkipPartialLine => "skip-partial-line",
             Bug::RecoveredOnLatestTask => "recovered-on-latest-task",
+            Bug::EventsReadById => "events-read-by-id",
         }
     }
 

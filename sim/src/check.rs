@@ -22,6 +22,11 @@
 //! - P1 discovery: an agent tied to a pane (by a hook or by discovery) holds only lines of
 //!   that pane's sessions.
 //!
+//! Across machines (the `cluster` scenario), at the end, after a quiet period:
+//! - E1 events: every SSE client saw every committed, sequenced event exactly once, in
+//!   position order, with its name and data, across hub switches and hub restarts, and no
+//!   `gap` (every event is retained); no committed event is left without a position.
+//!
 //! L3 (determinism) is checked by running a seed twice (see `run`).
 
 use headspace_core::activity::{agent_activity, current_task, Activity};
@@ -419,6 +424,57 @@ impl Checker {
         }
         for (inv, detail) in problems {
             self.fail(inv, now, detail);
+        }
+    }
+}
+
+/// E1: what each SSE client received (`crate::sse_client::Received`) against the sequenced
+/// events, (position, name, data) in position order; one problem per client at most.
+pub fn check_streams(
+    expected: &[(u64, String, String)],
+    clients: &[crate::sse_client::Received],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (n, c) in clients.iter().enumerate() {
+        if let Some(g) = c.gaps.first() {
+            out.push(format!("client {n} got a gap: {g}"));
+            continue;
+        }
+        if let Some(w) = c.events.windows(2).find(|w| w[1].0 <= w[0].0) {
+            out.push(format!(
+                "client {n} got id {} after id {}: repeated or out of order",
+                w[1].0, w[0].0
+            ));
+            continue;
+        }
+        let same = c
+            .events
+            .iter()
+            .zip(expected)
+            .take_while(|(a, b)| a == b)
+            .count();
+        if same < expected.len() || c.events.len() != expected.len() {
+            out.push(format!(
+                "client {n} ({} connections) got {} events, {} committed; the first difference, at the {}th: got {}, committed {}",
+                c.connections,
+                c.events.len(),
+                expected.len(),
+                same + 1,
+                short(c.events.get(same)),
+                short(expected.get(same)),
+            ));
+        }
+    }
+    out
+}
+
+/// An event for a failure's detail: its id, name and the start of its data.
+fn short(e: Option<&(u64, String, String)>) -> String {
+    match e {
+        None => "nothing".into(),
+        Some((id, name, data)) => {
+            let data: String = data.chars().take(60).collect();
+            format!("id {id} {name} {data}…")
         }
     }
 }

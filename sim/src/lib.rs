@@ -10,6 +10,7 @@
 //! A run is a function of its plan and seed: the same seed gives the same trace, byte for byte.
 
 pub mod check;
+pub mod cluster;
 pub mod faults;
 pub mod orchestra;
 pub mod plan;
@@ -17,6 +18,7 @@ pub mod rng;
 pub mod run;
 pub mod scenario;
 pub mod session;
+pub mod sse_client;
 pub mod world;
 
 pub use headspace_core::planted::Bug;

@@ -182,11 +182,20 @@ fn real_main() -> Result<ExitCode, String> {
                 o.commits,
                 o.crashes
             );
+            if let Some(c) = &o.cluster {
+                println!("{c}");
+            }
             if dump {
                 println!("{}", o.store);
             }
             if o.passed() {
-                let extra = if plan.orchestration { ", O1–O2" } else { "" };
+                let extra = if plan.orchestration {
+                    ", O1–O2"
+                } else if plan.cluster {
+                    " (on each edge), E1"
+                } else {
+                    ""
+                };
                 println!("passed: S1–S5, A1–A2, L1–L2{extra} hold");
                 Ok(ExitCode::SUCCESS)
             } else {

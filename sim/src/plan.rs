@@ -89,6 +89,9 @@ pub struct Plan {
     pub idle_within_ms: Option<u64>,
     /// An orchestration runner drives the first agent (which should [`Step::Serve`]).
     pub orchestration: bool,
+    /// Many machines (`cluster.rs`): two edges share the agents (the first half on the
+    /// first), two hubs serve SSE clients from the shared events table.
+    pub cluster: bool,
 }
 
 /// Short texts repeat on purpose (two "yes" are two turns); long ones share 200-character
@@ -195,6 +198,7 @@ impl Plan {
             .collect();
         Plan {
             orchestration: false,
+            cluster: false,
             agents,
             faults: Faults::draw(rng),
             settle_ms: 90_000,

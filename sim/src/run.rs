@@ -8,6 +8,7 @@ use crate::rng::Rng;
 use crate::session::{pane_segment, post, run_agent};
 use crate::world::{sim_now, AdapterFaults, SimWorld, EPOCH_MS};
 use headspace::server::record::Recorder;
+use headspace::server::role::Role;
 use headspace::server::{accept_loop, start, Listen, Settings};
 use headspace_core::access::{AccessPolicy, Peer};
 use headspace_core::planted::Bug;
@@ -45,6 +46,9 @@ pub struct Outcome {
     pub runner_crashes: u32,
     /// The orchestration's last status and whether its budget stopped it.
     pub run_end: Option<(String, bool)>,
+    /// In the multi-machine scenario: what the events table and the SSE clients went
+    /// through (commits out of id order, rollbacks, notifications lost, connections).
+    pub cluster: Option<crate::cluster::ClusterStats>,
 }
 
 impl Outcome {
@@ -54,7 +58,8 @@ impl Outcome {
     }
 }
 
-struct SimListener(turmoil::net::TcpListener);
+/// turmoil's listener, as the server's [`Listen`].
+pub(crate) struct SimListener(pub(crate) turmoil::net::TcpListener);
 
 impl Listen for SimListener {
     type Conn = turmoil::net::TcpStream;
@@ -65,33 +70,66 @@ impl Listen for SimListener {
     }
 }
 
-/// The server host: the real shell's `start` and `accept_loop` over the simulated adapters.
-async fn server(world: SimWorld, bug: Option<Bug>) -> turmoil::Result {
-    world.lock().server_started();
-    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", 5055)).await?;
-    let mut core = headspace_core::Config::new(CLAUDE_DIR);
-    core.planted = bug;
-    // Agents leave memory after 20 silent seconds (30 minutes in production), so the
-    // simulation's faults meet agents coming back from the store all the time.
-    core.evict_after_ms = 20_000;
-    let settings = Settings {
+/// Which server a host runs: its turmoil name, its machine, its role and machine id.
+#[derive(Clone, Copy, Debug)]
+pub struct ServerSpec {
+    /// The turmoil host name (what clients connect to and send as `Host`).
+    pub host: &'static str,
+    /// The machine name (agents' `machine`).
+    pub machine: &'static str,
+    /// `all` (one server) or `edge`.
+    pub role: Role,
+    /// The machine's id: its agents' ids start at `id_base_of(id)`.
+    pub id: u16,
+}
+
+/// The single `--role all` server of the one-machine scenarios.
+pub const SINGLE: ServerSpec = ServerSpec {
+    host: "server",
+    machine: "sim",
+    role: Role::All,
+    id: 0,
+};
+
+/// The server settings of a simulated host (timings shortened for the simulation).
+pub(crate) fn settings(
+    core: headspace_core::Config,
+    host: &str,
+    machine: &str,
+    role: Role,
+) -> Settings {
+    Settings {
         core,
         sweep_every: Duration::from_millis(500),
         pane_interval: Duration::from_secs(2),
         pane_lines: 20,
         audit_every: None,
         max_body: 1 << 20,
-        access: AccessPolicy::new(["server"], None),
+        access: AccessPolicy::new([host], None),
         token: None,
-        self_addr: "server:5055".into(),
+        self_addr: format!("{host}:5055"),
         max_connections: 512,
         header_timeout: Duration::from_secs(10),
         static_dir: "/nonexistent".into(),
         core_home: headspace::server::driver::CoreHome::Task,
         prices: headspace_core::usage::PriceTable::builtin(),
-        machine: "sim".into(),
-        role: headspace::server::role::Role::All,
-    };
+        machine: machine.into(),
+        role,
+    }
+}
+
+/// A server host (`--role all`, or an edge): the real shell's `start` and `accept_loop`
+/// over the simulated adapters.
+pub(crate) async fn server(world: SimWorld, bug: Option<Bug>, spec: ServerSpec) -> turmoil::Result {
+    world.lock().server_started();
+    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", 5055)).await?;
+    let mut core = headspace_core::Config::new(CLAUDE_DIR);
+    core.planted = bug;
+    core.id_base = headspace_core::engine::id_base_of(spec.id);
+    // Agents leave memory after 20 silent seconds (30 minutes in production), so the
+    // simulation's faults meet agents coming back from the store all the time.
+    core.evict_after_ms = 20_000;
+    let settings = settings(core, spec.host, spec.machine, spec.role);
     let adapters = world.adapters();
     // While the store is down, wait, as a supervisor would before restarting us; only then
     // does the recorder mark the restart in the trace.
@@ -113,6 +151,9 @@ async fn server(world: SimWorld, bug: Option<Bug>) -> turmoil::Result {
 
 /// Runs `plan` with `seed` (turmoil's network and every fault draw), with `bug` planted.
 pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
+    if plan.cluster {
+        return crate::cluster::run(plan, seed, bug);
+    }
     let wall = Instant::now();
     let mut rng = Rng::new(seed);
     let f = &plan.faults;
@@ -163,7 +204,7 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
         .tcp_capacity(65_536)
         .build();
     let w = world.clone();
-    sim.host("server", move || server(w.clone(), bug));
+    sim.host("server", move || server(w.clone(), bug, SINGLE));
     if plan.orchestration {
         world.lock().orchestra.project = Some(crate::orchestra::new_project(seed));
         let w = world.clone();
@@ -310,6 +351,7 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
         store: serde_json::to_string_pretty(&s.store.replay_output()).unwrap_or_default(),
         runner_crashes,
         run_end,
+        cluster: None,
     }
 }
 

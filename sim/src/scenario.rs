@@ -27,6 +27,7 @@ fn agent(new_shape: bool, steps: Vec<Step>) -> AgentPlan {
 fn calm(agents: Vec<AgentPlan>) -> Plan {
     Plan {
         orchestration: false,
+        cluster: false,
         agents,
         faults: Faults::none(),
         settle_ms: 60_000,
@@ -156,6 +157,7 @@ pub const SCENARIOS: &[Scenario] = &[
             faults.reconciles = 0;
             Plan {
                 orchestration: true,
+                cluster: false,
                 agents: vec![agent(true, vec![Step::Serve])],
                 faults,
                 settle_ms: 60_000,
@@ -254,6 +256,27 @@ pub const SCENARIOS: &[Scenario] = &[
             ]);
             p.faults.transcript_stall = 0.3;
             p.settle_ms = 120_000;
+            p
+        },
+    },
+    Scenario {
+        name: "cluster",
+        about: "two edges commit into one simulated database (ids committing out of order, commits rolled back, an edge partitioned or crashed), two hubs (crashed and restarted) fan events out to SSE clients that switch hubs with Last-Event-ID, NOTIFY lost or late: every client sees every event once, in position order (E1)",
+        plan: |rng| {
+            let mut p = Plan::random(rng, 4);
+            for a in &mut p.agents {
+                // Pane commands reach an edge through a hub and the database, which this
+                // scenario does not simulate: prompts are typed, never sent, and no /clear.
+                a.steps.retain(|s| !matches!(s, Step::Clear { .. }));
+                for s in &mut a.steps {
+                    if let Step::Prompt(x) = s {
+                        x.via_send = false;
+                    }
+                }
+            }
+            p.faults.reconciles = 0;
+            p.cluster = true;
+            p.settle_ms = 90_000;
             p
         },
     },

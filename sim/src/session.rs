@@ -24,10 +24,17 @@ pub const SERVER: (&str, u16) = ("server", 5055);
 /// Posts `body` to `path` on the server; the status, or `None` when it could not be reached
 /// within 5 s (like the hook script's curl timeout).
 pub async fn post(path: &str, body: &[u8]) -> Option<u16> {
+    post_to(SERVER.0, path, body).await
+}
+
+/// Posts `body` to `path` on turmoil host `host` (a server or an edge), as [`post`].
+pub async fn post_to(host: &str, path: &str, body: &[u8]) -> Option<u16> {
     let exchange = async {
-        let mut s = turmoil::net::TcpStream::connect(SERVER).await.ok()?;
+        let mut s = turmoil::net::TcpStream::connect((host, SERVER.1))
+            .await
+            .ok()?;
         let head = format!(
-            "POST {path} HTTP/1.1\r\nHost: server\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
             body.len()
         );
         s.write_all(head.as_bytes()).await.ok()?;
@@ -192,13 +199,14 @@ impl Agent {
             }
         };
         let path = format!("/hook/{event}");
+        let host = self.world.lock().host;
         self.in_flight.retain(|h| !h.is_finished());
         for d in delays {
             let (path, body) = (path.clone(), body.clone());
             let (world, pane) = (self.world.clone(), self.pane.clone());
             self.in_flight.push(tokio::spawn(async move {
                 sleep_ms(d).await;
-                if post(&path, &body).await.is_some_and(|s| s < 300) {
+                if post_to(host, &path, &body).await.is_some_and(|s| s < 300) {
                     world.lock().checker.named_panes.insert(pane);
                 }
             }));
@@ -433,7 +441,7 @@ pub async fn run_agent(
         world: world.clone(),
         faults,
         rng,
-        w: SessionWriter::new(index as u64 + 1, sim_now()),
+        w: SessionWriter::new(world.lock().seat + index as u64 + 1, sim_now()),
         sessions: 1,
         new_shape: plan.new_shape,
         turn_duration: plan.turn_duration,

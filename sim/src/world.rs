@@ -3,6 +3,7 @@
 //! outside the server host, so it survives the host's crashes; what the server had not
 //! committed is lost with it.
 
+pub mod events;
 mod store;
 
 use crate::check::Checker;
@@ -127,6 +128,13 @@ pub struct State {
     pub server_down: bool,
     /// The orchestration's side of the world, in orchestration scenarios.
     pub orchestra: crate::orchestra::Truth,
+    /// The turmoil host the agents post their hooks to: `server`, or an edge's.
+    pub host: &'static str,
+    /// Added to the agents' numbers in their session ids, so two edges' sessions differ.
+    pub seat: u64,
+    /// In the multi-machine scenario: this edge's name and the shared events table its
+    /// commits append to (`None`: a single server, whose commits are immediate).
+    pub edge: Option<events::EdgeLink>,
 }
 
 /// The shared world: cheap to clone, one per run.
@@ -153,6 +161,9 @@ impl SimWorld {
             commits: 0,
             server_down: false,
             orchestra: Default::default(),
+            host: "server",
+            seat: 0,
+            edge: None,
         })))
     }
 

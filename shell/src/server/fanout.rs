@@ -3,16 +3,21 @@
 //! positions, so a client may reconnect to any hub with `Last-Event-ID` and miss nothing
 //! (docs/multi-machine.md, "Events across processes").
 //!
-//! Woken by `NOTIFY hs_events` on a connection of its own, and once a second whatever
+//! Woken by `NOTIFY hs_events` (in production a connection of its own, `pgstore/listen.rs`;
+//! in the simulation the simulated store's notifications), and once a second whatever
 //! happens (a notification can be lost with its connection). Each round sequences what has
-//! committed, then reads every event after the last one it served, in position order.
+//! committed, then reads every event after the last one it served, in position order; which
+//! rows of a page it serves is the core's rule (`headspace_core::event_feed`). The log is any
+//! [`EventLog`]: PostgreSQL, or the simulator's.
 
-use crate::server::pgstore::events::{StoredEvent, CHANNEL};
-use crate::server::pgstore::listen::wake_on;
-use crate::server::pgstore::PgStore;
+use crate::server::event_log::EventLog;
+use crate::server::pgstore::events::StoredEvent;
 use crate::server::sse::Hub;
+use headspace_core::event_feed::{serve_page, FeedRow};
+use headspace_core::Config;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
 /// Events read per query.
@@ -25,21 +30,21 @@ pub const RETAINED: usize = 65_536;
 /// How often a hub prunes events older than [`RETAINED`].
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
 
-/// A hub fed from the database, holding the last [`RETAINED`] events already committed (so a
+/// A hub fed from the log, holding the last [`RETAINED`] events already committed (so a
 /// client reconnecting after this hub restarted, or from another hub, gets what it missed).
-pub async fn preloaded_hub(store: &PgStore) -> Result<Arc<Hub>, String> {
-    store.sequence_events().await.map_err(|e| e.to_string())?;
-    let last = store.last_event_pos().await.map_err(|e| e.to_string())?;
+/// `config` carries the read rule's settings (the core's).
+pub async fn preloaded_hub<L: EventLog>(log: &L, config: &Config) -> Result<Arc<Hub>, String> {
+    log.sequence().await.map_err(|e| e.to_string())?;
+    let last = log.last_pos().await.map_err(|e| e.to_string())?;
     let from = (last - RETAINED as i64).max(0);
     let hub = Arc::new(Hub::fed(from as u64, RETAINED));
-    let newest = round(store, &hub, from).await?;
+    let newest = round(log, &hub, from, config).await?;
     info!("[FANOUT] serving events from position {from}; the newest is {newest}");
     Ok(hub)
 }
 
-/// Starts the fan-out loop and its listener.
-pub fn start(store: PgStore, url: String, hub: Arc<Hub>) {
-    let wake = wake_on(url, CHANNEL, None);
+/// Starts the fan-out loop: a round whenever `wake` is notified, and every second.
+pub fn start<L: EventLog>(log: L, wake: Arc<Notify>, hub: Arc<Hub>, config: Config) {
     tokio::spawn(async move {
         let mut cursor = hub.last_id() as i64;
         let mut pruned = tokio::time::Instant::now();
@@ -49,7 +54,7 @@ pub fn start(store: PgStore, url: String, hub: Arc<Hub>) {
                 _ = wake.notified() => {}
                 _ = tokio::time::sleep(POLL_EVERY) => {}
             }
-            match round(&store, &hub, cursor).await {
+            match round(&log, &hub, cursor, &config).await {
                 Ok(c) => {
                     cursor = c;
                     if failing {
@@ -65,7 +70,7 @@ pub fn start(store: PgStore, url: String, hub: Arc<Hub>) {
             }
             if pruned.elapsed() >= PRUNE_EVERY {
                 pruned = tokio::time::Instant::now();
-                match store.prune_events(RETAINED as i64).await {
+                match log.prune(RETAINED as i64).await {
                     Ok(n) if n > 0 => debug!("[FANOUT] pruned {n} old events"),
                     Ok(_) => {}
                     Err(e) => debug!("[FANOUT] prune failed: {e}"),
@@ -76,27 +81,40 @@ pub fn start(store: PgStore, url: String, hub: Arc<Hub>) {
 }
 
 /// Sequences, then serves every event after `cursor`; returns the new cursor.
-async fn round(store: &PgStore, hub: &Hub, mut cursor: i64) -> Result<i64, String> {
-    store.sequence_events().await.map_err(|e| e.to_string())?;
+async fn round<L: EventLog>(
+    log: &L,
+    hub: &Hub,
+    mut cursor: i64,
+    config: &Config,
+) -> Result<i64, String> {
+    log.sequence().await.map_err(|e| e.to_string())?;
     loop {
-        let page = store
+        let page = log
             .events_after(cursor, PAGE)
             .await
             .map_err(|e| e.to_string())?;
         let full = page.len() as i64 == PAGE;
-        if let Some(c) = serve(hub, &page) {
-            cursor = c;
-        }
-        if !full {
+        let (c, hole) = serve(hub, &page, cursor, config);
+        cursor = c;
+        if !full || hole {
             return Ok(cursor);
         }
     }
 }
 
-/// Publishes a page under its positions; returns the last position, if any.
-fn serve(hub: &Hub, page: &[StoredEvent]) -> Option<i64> {
-    for e in page {
-        hub.publish_at(e.pos as u64, &e.kind, &e.data);
+/// Publishes what the core's rule serves of a page, under the ids it gives; returns the
+/// cursor after them and whether the page stopped at a hole.
+fn serve(hub: &Hub, page: &[StoredEvent], cursor: i64, config: &Config) -> (i64, bool) {
+    let rows: Vec<FeedRow> = page
+        .iter()
+        .map(|e| FeedRow {
+            id: e.id,
+            pos: e.pos,
+        })
+        .collect();
+    let served = serve_page(config, cursor, &rows);
+    for (e, id) in page.iter().zip(&served.ids) {
+        hub.publish_at(*id as u64, &e.kind, &e.data);
     }
-    page.last().map(|e| e.pos)
+    (served.cursor, served.hole)
 }

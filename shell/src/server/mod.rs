@@ -5,6 +5,7 @@ pub mod backoff;
 pub mod connections;
 pub mod driver;
 pub mod embedded_pg;
+pub mod event_log;
 pub mod fanout;
 pub mod http;
 pub mod machines;
@@ -173,10 +174,6 @@ async fn serve(
         };
         (store, machine, id)
     };
-    let fed_hub = match role {
-        Role::Hub => Some(fanout::preloaded_hub(&store).await?),
-        _ => None,
-    };
     // Full-text indexing of committed turns, off the writer's commit path.
     crate::server::pgstore::search_index::start_indexer(store.clone());
     // The store as PostgreSQL, for the fan-out and the pane-command executor.
@@ -240,12 +237,18 @@ async fn serve(
         machine,
         role,
     };
-    let app = match fed_hub {
-        Some(hub) => {
-            fanout::start(pg.clone(), url.clone(), hub.clone());
+    let app = match role {
+        Role::Hub => {
+            let hub = fanout::preloaded_hub(&pg, &settings.core).await?;
+            let wake = crate::server::pgstore::listen::wake_on(
+                url.clone(),
+                crate::server::pgstore::events::CHANNEL,
+                None,
+            );
+            fanout::start(pg.clone(), wake, hub.clone(), settings.core.clone());
             start_hub(&world, settings, hub)
         }
-        None => start(&world, settings, recorder).await?,
+        _ => start(&world, settings, recorder).await?,
     };
     if role.has_agents() {
         // Commands other servers write for this machine's panes (docs/multi-machine.md).

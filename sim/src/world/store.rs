@@ -5,7 +5,7 @@ use super::{sim_now, SimWorld};
 use headspace::server::store::{BoxFuture, Store, StoreError, Waited};
 use headspace_core::model::{Snapshot, TurnRow};
 use headspace_core::view::AgentView;
-use headspace_core::Write;
+use headspace_core::{Event, Write};
 use std::collections::BTreeSet;
 
 fn unavailable() -> StoreError {
@@ -25,6 +25,9 @@ impl Store for SimWorld {
     }
 
     fn apply<'a>(&'a self, writes: &'a [Write]) -> BoxFuture<'a, Result<(), StoreError>> {
+        if self.lock().edge.is_some() {
+            return Box::pin(self.transact(writes, &[]));
+        }
         let now = sim_now();
         let mut s = self.lock();
         let result = if s.down(now) {
@@ -51,6 +54,18 @@ impl Store for SimWorld {
             Ok(())
         };
         Box::pin(async move { result })
+    }
+
+    fn apply_announcing<'a>(
+        &'a self,
+        writes: &'a [Write],
+        events: &'a [&'a Event],
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        if self.lock().edge.is_some() {
+            Box::pin(self.transact(writes, events))
+        } else {
+            self.apply(writes)
+        }
     }
 
     fn snapshot(&self) -> BoxFuture<'_, Result<Snapshot, StoreError>> {
@@ -179,5 +194,54 @@ impl Store for SimWorld {
         }
         turns.truncate(limit.max(0) as usize);
         Box::pin(async move { Ok(turns) })
+    }
+}
+
+impl SimWorld {
+    /// An edge's transaction on the shared database: its events take their ids when it
+    /// inserts them, and it commits after a random delay (another edge may commit later ids
+    /// first), or fails and rolls back writes and events together (an outage that began
+    /// meanwhile, a failed commit). An edge that dies before the commit rolls it back too:
+    /// this future is dropped, and the ids it took are never seen.
+    async fn transact(&self, writes: &[Write], events: &[&Event]) -> Result<(), StoreError> {
+        let (link, delay) = {
+            let mut s = self.lock();
+            if s.down(sim_now()) {
+                return Err(unavailable());
+            }
+            let link = s.edge.clone().expect("an edge's world");
+            let most = if s.hostile { link.commit_delay_ms } else { 20 };
+            let delay = s.rng.range(0, most + 1);
+            (link, delay)
+        };
+        let ids = link.events.take_ids(events.len());
+        tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+        let now = sim_now();
+        let mut s = self.lock();
+        let failed = s.down(now)
+            || s.hostile && {
+                let p = s.faults.store_fail;
+                s.rng.chance(p)
+            };
+        if failed {
+            link.events.roll_back(&ids);
+            return Err(StoreError::Database("simulated commit failure".into()));
+        }
+        for w in writes {
+            s.store.apply(w);
+        }
+        s.commits += 1;
+        let st = &mut *s;
+        st.checker.after_commit(now, &st.store, writes);
+        let has_turn = writes.iter().any(|w| matches!(w, Write::Turn(_)));
+        if has_turn && s.hostile && {
+            let p = s.faults.crash_after_turn;
+            s.rng.chance(p)
+        } {
+            s.crash_requested = true;
+        }
+        let since_start = (now.millis() - super::EPOCH_MS).max(0) as u64;
+        link.events.commit(link.machine, &ids, events, since_start);
+        Ok(())
     }
 }

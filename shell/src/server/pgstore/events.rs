@@ -21,6 +21,8 @@ pub const SEQUENCER_LOCK: i64 = 0x6873_2d65_7673_6571;
 /// One event as readers see it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StoredEvent {
+    /// Its insert id (a tiebreak for the sequencer; never a reader's cursor).
+    pub id: i64,
     /// Its global position: 1, 2, 3, … in the order readers see events.
     pub pos: i64,
     /// The machine whose change caused it.
@@ -116,17 +118,18 @@ pub async fn read_after<C: GenericClient>(
 ) -> Result<Vec<StoredEvent>, tokio_postgres::Error> {
     let rows = client
         .query(
-            "SELECT pos, machine, kind, data FROM events WHERE pos > $1 ORDER BY pos LIMIT $2",
+            "SELECT id, pos, machine, kind, data FROM events WHERE pos > $1 ORDER BY pos LIMIT $2",
             &[&after, &limit],
         )
         .await?;
     Ok(rows
         .iter()
         .map(|r| StoredEvent {
-            pos: r.get(0),
-            machine: r.get(1),
-            kind: r.get(2),
-            data: r.get(3),
+            id: r.get(0),
+            pos: r.get(1),
+            machine: r.get(2),
+            kind: r.get(3),
+            data: r.get(4),
         })
         .collect())
 }
