@@ -16,22 +16,20 @@
 #[path = "bench_support/mod.rs"]
 mod bench_support;
 use bench_support::agents::{Agent, Agents};
-use bench_support::costs::{cores, hz, mb, postmaster, ticks, Cores, Ticks};
+use bench_support::costs::{hz, mb, postmaster, ticks};
 use bench_support::pg::{fresh_database_blocking, Sql};
 use bench_support::phases::{flat, say, steady, Flat, Steady};
 use bench_support::server::Server;
-use bench_support::sse::{latencies, percentile, Seen};
+use bench_support::sse::{percentile, Seen};
 use bench_support::sse_crowd::{deliveries, Crowd};
 use bench_support::{sse, table};
 use headspace_testkit::procstat::cpu_ticks;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const EDGES: usize = 10;
 const AGENTS_PER_EDGE: usize = 100;
-const HUBS: usize = 2;
 /// Each agent makes one exchange (two turns) per period.
 const PERIOD: Duration = Duration::from_secs(10);
 /// Periods measured under the steady load.
@@ -74,6 +72,17 @@ fn main() {
     let cluster = std::env::var("DATABASE_URL")
         .expect("DATABASE_URL: run through scripts/with-test-postgres.sh --durable (make bench)");
     let begin = Instant::now();
+    // For experiments: fewer hubs, or the steady load alone.
+    let hubs_wanted: usize = std::env::var("CLUSTER_BENCH_HUBS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2);
+    let steady_only = std::env::var_os("CLUSTER_BENCH_STEADY_ONLY").is_some();
+    let edges_wanted: usize = std::env::var("CLUSTER_BENCH_EDGES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|_| steady_only)
+        .unwrap_or(EDGES);
     let pm = postmaster();
     if pm.is_none() {
         eprintln!("cluster bench: PG_TEST_DIR not set: PostgreSQL's CPU is not measured");
@@ -82,7 +91,7 @@ fn main() {
     let url = fresh_database_blocking(&cluster, "cluster_bench");
     let db = Sql::connect(&url);
     println!(
-        "cluster bench: {EDGES} edges × {AGENTS_PER_EDGE} agents and {HUBS} hubs, real processes, one PostgreSQL on a Unix socket (fsync={}, synchronous_commit={}, max_connections={}), {} cores, load average {}",
+        "cluster bench: {edges_wanted} edges × {AGENTS_PER_EDGE} agents and {hubs_wanted} hubs, real processes, one PostgreSQL on a Unix socket (fsync={}, synchronous_commit={}, max_connections={}), {} cores, load average {}",
         db.scalar("SHOW fsync"),
         db.scalar("SHOW synchronous_commit"),
         db.scalar("SHOW max_connections"),
@@ -91,7 +100,7 @@ fn main() {
     );
 
     // The cluster: hubs first (their SSE streams read from the start), then the edges.
-    let hubs: Vec<Server> = (1..=HUBS)
+    let hubs: Vec<Server> = (1..=hubs_wanted)
         .map(|n| {
             let (claude, home) = scratch.dirs(&format!("hub-{n}"));
             Server::start(
@@ -114,7 +123,7 @@ fn main() {
     let streams: Vec<Seen> = hubs.iter().map(|h| sse::stream(&h.addr)).collect();
     let mut edges = Vec::new();
     let mut claude_dirs = Vec::new();
-    for n in 1..=EDGES {
+    for n in 1..=edges_wanted {
         let name = format!("edge-{n}");
         let (claude, home) = scratch.dirs(&name);
         // A tmux server of its own that does not run: no pane of the user's is looked at.
@@ -138,9 +147,12 @@ fn main() {
         ));
         claude_dirs.push(claude);
     }
-    say(begin, &format!("{EDGES} edges and {HUBS} hubs listening"));
+    say(
+        begin,
+        &format!("{edges_wanted} edges and {hubs_wanted} hubs listening"),
+    );
     let agents: Agents = Arc::new(
-        (0..EDGES * AGENTS_PER_EDGE)
+        (0..edges_wanted * AGENTS_PER_EDGE)
             .map(|i| {
                 let (e, k) = (i / AGENTS_PER_EDGE, i % AGENTS_PER_EDGE);
                 Mutex::new(Agent::new(
@@ -185,6 +197,10 @@ fn main() {
         ),
     );
 
+    if steady_only {
+        return;
+    }
+
     // Flat out from 1, 5 and 10 edges' agents.
     let mut flats = Vec::new();
     for k in [1, 5, EDGES] {
@@ -196,6 +212,7 @@ fn main() {
                 &db,
                 &agents,
                 &which,
+                &streams[0],
                 &measure,
                 &format!("flat out, {k} edges"),
                 FLAT_OUT,
@@ -314,6 +331,7 @@ fn main() {
         &db_all,
         &agents_all,
         &all_which,
+        &stream_all[0],
         &measure_all,
         "flat out, one --role all server",
         FLAT_OUT,
@@ -416,17 +434,24 @@ fn report(
     );
     for (k, f) in flats {
         row(
-            &format!("flat out from {k} edges: turns/s"),
+            &format!("flat out from {k} edges: turns/s committed"),
             format!("{:.0} (PG {:.2} cores)", f.turns_per_s, f.cores.postgres),
+            "".into(),
+        );
+        row(
+            "  … on hub 1's stream (s behind the commits)",
+            format!("{:.0} ({:.1} s)", f.served_per_s, f.lag_s),
             "".into(),
         );
     }
     row(
-        "flat out: turns/s",
-        format!("{:.0}", flats.last().map_or(f64::NAN, |f| f.1.turns_per_s)),
+        "flat out: turns/s committed / on the stream",
+        flats.last().map_or(String::new(), |f| {
+            format!("{:.0} / {:.0}", f.1.turns_per_s, f.1.served_per_s)
+        }),
         format!(
-            "{:.0} (PG {:.2} cores)",
-            flat_all.turns_per_s, flat_all.cores.postgres
+            "{:.0} / {:.0} (PG {:.2} cores)",
+            flat_all.turns_per_s, flat_all.served_per_s, flat_all.cores.postgres
         ),
     );
     println!("PostgreSQL client connections: {connections} after the steady load, {connections_busy} after flat out (max_connections applies)");
@@ -473,15 +498,20 @@ fn report(
     let best = flats.iter().map(|f| f.1.turns_per_s).fold(0.0, f64::max);
     let pg_us = flats.last().map_or(f64::NAN, |f| f.1.pg_us_per_turn);
     table::row(
-        "flat out from 1 / 5 / 10 edges: turns/s",
+        "flat out from 1 / 5 / 10 edges: turns/s committed",
         &format!(
-            "{} (one `--role all` server {:.0}); PostgreSQL {pg_us:.0} µs CPU per turn",
+            "{} (one `--role all` server {:.0}); PostgreSQL {pg_us:.0} µs CPU per turn; a hub served {} turns/s",
             flats
                 .iter()
                 .map(|f| format!("{:.0}", f.1.turns_per_s))
                 .collect::<Vec<_>>()
                 .join(" / "),
-            flat_all.turns_per_s
+            flat_all.turns_per_s,
+            flats
+                .iter()
+                .map(|f| format!("{:.0}", f.1.served_per_s))
+                .collect::<Vec<_>>()
+                .join(" / "),
         ),
         "—",
         None,

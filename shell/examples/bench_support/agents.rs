@@ -178,14 +178,14 @@ pub fn rounds(
 }
 
 /// As many exchanges as `workers` threads can make in `time`, each thread cycling through
-/// its share of the agents `which`; returns how many were made.
+/// its share of the agents `which`; returns the prompts sent.
 pub fn flat_out(
     agents: &Agents,
     which: &[usize],
     time: Duration,
     workers: usize,
     tag: &str,
-) -> usize {
+) -> Vec<String> {
     let start = Instant::now();
     let threads: Vec<_> = (0..workers)
         .map(|w| {
@@ -193,18 +193,19 @@ pub fn flat_out(
             let mine: Vec<usize> = which.iter().copied().skip(w).step_by(workers).collect();
             let tag = tag.to_string();
             std::thread::spawn(move || {
-                let mut made = 0;
+                let mut sent = Vec::new();
                 while start.elapsed() < time && !mine.is_empty() {
-                    let n = mine[made % mine.len()];
-                    agents[n]
-                        .lock()
-                        .unwrap()
-                        .exchange(&format!("{tag} agent {n} exchange {made}"));
-                    made += 1;
+                    let n = mine[sent.len() % mine.len()];
+                    let text = format!("{tag} agent {n} exchange {}", sent.len());
+                    agents[n].lock().unwrap().exchange(&text);
+                    sent.push(text);
                 }
-                made
+                sent
             })
         })
         .collect();
-    threads.into_iter().map(|t| t.join().unwrap()).sum()
+    threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect()
 }
