@@ -30,8 +30,9 @@ pub struct Ticks {
 pub fn ticks(edges: &[&Server], hubs: &[&Server], postmaster: Option<u32>) -> Ticks {
     Ticks {
         at: Instant::now(),
-        edges: edges.iter().map(|s| cpu_ticks(s.pid())).sum(),
-        hubs: hubs.iter().map(|s| cpu_ticks(s.pid())).sum(),
+        // With their children: the `tmux` commands the pane watchdog runs count as theirs.
+        edges: edges.iter().map(|s| tree_ticks(s.pid())).sum(),
+        hubs: hubs.iter().map(|s| tree_ticks(s.pid())).sum(),
         postgres: postmaster.map_or(0, tree_ticks),
         bench: cpu_ticks(std::process::id()),
         machine: machine_ticks(),
@@ -80,13 +81,14 @@ impl Cores {
     /// The cores of every group, for a progress line.
     pub fn line(&self) -> String {
         format!(
-            "CPU in cores: edges {:.2}, hubs {:.2}, PostgreSQL {:.2}, load generator {:.2}; machine {:.2} of {}",
+            "CPU in cores: edges {:.2}, hubs {:.2}, PostgreSQL {:.2}, load generator {:.2}; machine {:.2} of {} (other processes {:.2})",
             self.edges,
             self.hubs,
             self.postgres,
             self.bench,
             self.machine,
-            std::thread::available_parallelism().map_or(1, |n| n.get())
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+            (self.machine - self.edges - self.hubs - self.postgres - self.bench).max(0.0)
         )
     }
 }

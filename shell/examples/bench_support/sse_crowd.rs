@@ -129,6 +129,9 @@ pub struct Deliveries {
     pub per_delivery: Vec<f64>,
     /// Each marker's arrival at the last client to get it, ms after it was sent, sorted.
     pub to_all: Vec<f64>,
+    /// Each marker's arrival at the last client, ms after the first client got it, sorted:
+    /// what serving a thousand costs over serving one.
+    pub spread: Vec<f64>,
     /// Marker arrivals counted.
     pub delivered: usize,
     /// Clients whose stream ended early.
@@ -141,12 +144,15 @@ pub struct Deliveries {
 pub fn deliveries(got: &[Got], sent: &[Instant]) -> Deliveries {
     let mut per_delivery = Vec::new();
     let mut last_at: Vec<Option<Instant>> = vec![None; sent.len()];
+    let mut first_at: Vec<Option<Instant>> = vec![None; sent.len()];
     for g in got {
         for &(m, at) in &g.markers {
             if let Some(t0) = sent.get(m as usize) {
                 per_delivery.push(at.saturating_duration_since(*t0).as_secs_f64() * 1e3);
                 let l = &mut last_at[m as usize];
                 *l = Some(l.map_or(at, |x| x.max(at)));
+                let f = &mut first_at[m as usize];
+                *f = Some(f.map_or(at, |x| x.min(at)));
             }
         }
     }
@@ -155,12 +161,19 @@ pub fn deliveries(got: &[Got], sent: &[Instant]) -> Deliveries {
         .zip(sent)
         .filter_map(|(l, t0)| l.map(|at| at.saturating_duration_since(*t0).as_secs_f64() * 1e3))
         .collect();
+    let mut spread: Vec<f64> = last_at
+        .iter()
+        .zip(&first_at)
+        .filter_map(|(l, f)| Some(l.as_ref()?.duration_since(*f.as_ref()?).as_secs_f64() * 1e3))
+        .collect();
+    spread.sort_by(|a, b| a.partial_cmp(b).unwrap());
     per_delivery.sort_by(|a, b| a.partial_cmp(b).unwrap());
     to_all.sort_by(|a, b| a.partial_cmp(b).unwrap());
     Deliveries {
         delivered: per_delivery.len(),
         per_delivery,
         to_all,
+        spread,
         dropped: got.iter().filter(|g| g.dropped).count(),
         events_per_client: got.iter().map(|g| g.events).max().unwrap_or(0),
     }
