@@ -485,7 +485,9 @@ impl PaneWorld {
     }
 }
 
-/// A process's CPU time and memory (shared with the benchmarks).
+/// A process's CPU time and memory (shared with the benchmarks). Each test binary compiles
+/// this module whole, and most do not use these: hence the allow.
+#[allow(unused_imports)]
 pub use headspace_testkit::procstat::{cpu_ticks, proc_kb};
 
 /// Runs `pg_ctl` on the test cluster of `scripts/with-test-postgres.sh` (as its owner when
