@@ -19,6 +19,7 @@ scripts/with-test-postgres.sh --durable bash -c "
   '$target/release/examples/ingest_bench'
   '$target/release/examples/search_bench'
   '$target/release/examples/turn_insert_bench'
+  '$target/release/examples/cluster_bench'
   $cargo test --release -p headspace --test scale_bench -- --ignored --nocapture --test-threads=1
 "
 

@@ -14,20 +14,18 @@
 
 #[path = "bench_support/mod.rs"]
 mod bench_support;
-use bench_support::{baseline, table, transcript};
+use bench_support::server::Server;
+use bench_support::sse::{latencies, percentile, Seen};
+use bench_support::{baseline, sse, table, transcript};
 
 use headspace_core::Timestamp;
 use headspace_testkit::synth::SessionWriter;
 use serde_json::json;
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
-
-type Seen = Arc<Mutex<HashMap<String, Instant>>>;
 
 /// Runs one SQL statement and returns the first column of the first row as text.
 fn sql(url: &str, query: &str) -> String {
@@ -51,87 +49,6 @@ fn sql(url: &str, query: &str) -> String {
             })
             .unwrap_or_default()
     })
-}
-
-fn start_server(db: &str, claude: &Path) -> (Child, String) {
-    let exe = std::env::current_exe()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("headspace");
-    let mut child = Command::new(exe)
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--database-url",
-            db,
-            "--sweep-seconds",
-            "1",
-        ])
-        .arg("--claude-dir")
-        .arg(claude)
-        .env("RUST_LOG", "warn")
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("release server built (cargo build --release)");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let l = lines.next().expect("server output").unwrap();
-        if let Some(rest) = l.split("listening on http://").nth(1) {
-            break rest.split('/').next().unwrap().to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    (child, addr)
-}
-
-/// Reads the SSE stream, noting when each `turn_created` text arrives; reconnects with
-/// Last-Event-ID when the server drops it, as the dashboard does.
-fn sse(addr: &str, seen: Seen) {
-    let addr = addr.to_string();
-    std::thread::spawn(move || {
-        let mut last: Option<String> = None;
-        loop {
-            let Ok(mut s) = TcpStream::connect(&addr) else {
-                return;
-            };
-            let resume = last
-                .as_ref()
-                .map(|l| format!("Last-Event-ID: {l}\r\n"))
-                .unwrap_or_default();
-            if s.write_all(
-                format!("GET /api/events HTTP/1.1\r\nHost: {addr}\r\n{resume}\r\n").as_bytes(),
-            )
-            .is_err()
-            {
-                return;
-            }
-            let mut created = false;
-            for line in BufReader::new(s).lines() {
-                let Ok(line) = line else { break };
-                if let Some(id) = line.strip_prefix("id: ") {
-                    last = Some(id.to_string());
-                } else if line.starts_with("event: ") {
-                    created = line == "event: turn_created";
-                    if line == "event: gap" {
-                        eprintln!("bench: SSE gap (fell behind)");
-                    }
-                } else if let Some(data) = line.strip_prefix("data: ") {
-                    if created {
-                        if let Ok(v) = serde_json::from_str::<serde_json::Value>(data) {
-                            if let Some(t) = v["text"].as_str() {
-                                seen.lock().unwrap().insert(t.to_string(), Instant::now());
-                            }
-                        }
-                    }
-                }
-            }
-            eprintln!("bench: SSE connection closed; reconnecting from {last:?}");
-        }
-    });
 }
 
 fn post(addr: &str, path: &str, body: &[u8]) -> bool {
@@ -163,34 +80,6 @@ fn drained(addr: &str) {
             }
         }
         std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
-
-fn latencies(sent: &HashMap<String, Instant>, seen: &Seen, wait: Duration) -> (Vec<f64>, usize) {
-    let end = Instant::now() + wait;
-    loop {
-        let got = seen.lock().unwrap();
-        if sent.keys().all(|k| got.contains_key(k)) || Instant::now() > end {
-            let mut l: Vec<f64> = sent
-                .iter()
-                .filter_map(|(k, t0)| {
-                    got.get(k)
-                        .map(|t| t.duration_since(*t0).as_secs_f64() * 1000.0)
-                })
-                .collect();
-            l.sort_by(|a, b| a.partial_cmp(b).unwrap());
-            let missing = sent.len() - l.len();
-            return (l, missing);
-        }
-        drop(got);
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -246,9 +135,19 @@ fn main() {
     let claude: PathBuf =
         std::env::temp_dir().join(format!("headspace-bench-{}", std::process::id()));
     std::fs::create_dir_all(claude.join("projects")).unwrap();
-    let (mut child, addr) = start_server(&db, &claude);
-    let seen: Seen = Arc::default();
-    sse(&addr, seen.clone());
+    let server = Server::start(
+        "server",
+        &[
+            "--database-url".as_ref(),
+            db.as_ref(),
+            "--sweep-seconds".as_ref(),
+            "1".as_ref(),
+            "--claude-dir".as_ref(),
+            claude.as_os_str(),
+        ],
+    );
+    let addr = server.addr.clone();
+    let seen: Seen = sse::stream(&addr);
     std::thread::sleep(Duration::from_millis(300));
     let t0 = Timestamp::parse_rfc3339("2026-11-22T10:00:00Z").unwrap();
     let sessions: Vec<SessionWriter> = (1..=20).map(|n| SessionWriter::new(n, t0)).collect();
@@ -441,7 +340,6 @@ fn main() {
         "≤ 1 s",
         Some(secs <= 1.0),
     );
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(server);
     let _ = std::fs::remove_dir_all(&claude);
 }

@@ -4,6 +4,7 @@
 //! - [`synth`]: synthetic Claude Code sessions (transcript lines and hook bodies);
 //! - [`wizard`]: a model of Claude Code's AskUserQuestion dialog;
 //! - [`error_logs`]: fail a test on any ERROR log it did not declare;
+//! - [`procstat`]: a process's CPU time and memory, from `/proc`;
 //! - [`stand_in::stand_in_agent`]: the path of `headspace-agent`, the stand-in for Claude
 //!   Code (this crate's binary, with the `stand-in` feature; `make demo` runs it too).
 //!
@@ -12,6 +13,7 @@
 //! small, and the `planted-bugs` feature already keeps them out of the server's build.
 
 pub mod error_logs;
+pub mod procstat;
 pub mod stand_in;
 pub mod synth;
 pub mod wizard;

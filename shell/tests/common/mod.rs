@@ -485,24 +485,10 @@ impl PaneWorld {
     }
 }
 
-/// CPU time (user + system) process `pid` has used, in clock ticks.
-pub fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
-    let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
-}
-
-/// A line of `/proc/<pid>/status` in kB (`VmRSS`, `VmHWM`).
-pub fn proc_kb(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {field} in {status}"))
-}
+/// A process's CPU time and memory (shared with the benchmarks). Each test binary compiles
+/// this module whole, and most do not use these: hence the allow.
+#[allow(unused_imports)]
+pub use headspace_testkit::procstat::{cpu_ticks, proc_kb};
 
 /// Runs `pg_ctl` on the test cluster of `scripts/with-test-postgres.sh` (as its owner when
 /// root): `stop` and `start` make a database outage.
