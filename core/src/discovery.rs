@@ -213,10 +213,25 @@ pub fn left_with_its_process(
         .is_some_and(|l| claude_processes(l).next().is_none() && news < left_at)
 }
 
+/// The agents' panes (`stored`) worth capturing this sweep, in their order: those the pane
+/// listing shows. Without a listing (no tmux server answered) none: each capture would fail
+/// too, and each costs the shell a process.
+pub fn panes_to_capture(stored: Vec<String>, listing: Option<&[PaneListing]>) -> Vec<String> {
+    let Some(listing) = listing else {
+        return Vec::new();
+    };
+    let listed: BTreeSet<&str> = listing.iter().map(|l| l.pane.as_str()).collect();
+    stored
+        .into_iter()
+        .filter(|p| listed.contains(p.as_str()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::{
-        place, witness, EndReason, PaneListing, PaneProcess, PaneWitness, Placement, Unplaced,
+        panes_to_capture, place, witness, EndReason, PaneListing, PaneProcess, PaneWitness,
+        Placement, Unplaced,
     };
     use crate::time::Timestamp;
     use std::collections::BTreeSet;
@@ -245,6 +260,17 @@ mod tests {
             cwd: cwd.into(),
             first_line_at: Timestamp(at),
         }
+    }
+
+    #[test]
+    fn only_listed_panes_are_captured_and_none_without_a_listing() {
+        let stored = vec!["%1".to_string(), "%2".to_string(), "%3".to_string()];
+        let listing = vec![pane("%3", vec![]), pane("%1", vec![]), pane("%9", vec![])];
+        assert_eq!(
+            panes_to_capture(stored.clone(), Some(&listing)),
+            vec!["%1".to_string(), "%3".to_string()]
+        );
+        assert!(panes_to_capture(stored, None).is_empty());
     }
 
     #[test]

@@ -36,6 +36,71 @@ pub async fn capture(socket: Option<&str>, pane: &str, lines: u32) -> Option<Str
         .ok()
 }
 
+/// Captures the last `lines` lines of each of `panes`, in order, with one tmux client: a
+/// process per pane every few seconds for every agent was most of an edge's CPU. Each pane's
+/// text is followed by a marker line made anew for each call, which no pane can know in
+/// advance. When the batch fails (a pane closed since the listing: tmux stops at the first
+/// failing command) or its output does not split, each pane is captured alone.
+pub async fn capture_many(
+    socket: Option<&str>,
+    panes: &[String],
+    lines: u32,
+) -> Vec<Option<String>> {
+    if panes.len() > 1 {
+        let marker = capture_marker();
+        let start = format!("-{lines}");
+        let mut args: Vec<&str> = Vec::with_capacity(panes.len() * 11);
+        for pane in panes {
+            if !args.is_empty() {
+                args.push(";");
+            }
+            args.extend(["capture-pane", "-p", "-t", pane, "-S", &start, ";"]);
+            args.extend(["display-message", "-p", &marker]);
+        }
+        match tmux(socket, &args).await {
+            Ok(out) => match split_captures(&out, &marker, panes.len()) {
+                Some(texts) => return texts.into_iter().map(Some).collect(),
+                None => {
+                    debug!("[TMUX_WATCHDOG] a batch capture did not split; capturing one by one")
+                }
+            },
+            Err(e) => debug!("[TMUX_WATCHDOG] batch capture failed ({e}); capturing one by one"),
+        }
+    }
+    let mut out = Vec::with_capacity(panes.len());
+    for pane in panes {
+        out.push(capture(socket, pane, lines).await);
+    }
+    out
+}
+
+/// A marker line for one batch capture: 64 bits from the standard library's per-process
+/// random hash keys (enough that an agent cannot print it by chance or on purpose).
+fn capture_marker() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(std::process::id().into());
+    format!("headspace-capture-end-{:016x}", h.finish())
+}
+
+/// Splits a batch capture's output into the `n` panes' texts: each ends where a line is
+/// exactly `marker`. `None` unless there are exactly `n` of them and nothing after.
+fn split_captures(out: &str, marker: &str, n: usize) -> Option<Vec<String>> {
+    let end = format!("{marker}\n");
+    let mut rest = out;
+    let mut texts = Vec::with_capacity(n);
+    for _ in 0..n {
+        let at = if rest.starts_with(&end) {
+            0
+        } else {
+            rest.find(&format!("\n{end}"))? + 1
+        };
+        texts.push(rest[..at].to_string());
+        rest = &rest[at + end.len()..];
+    }
+    rest.is_empty().then_some(texts)
+}
+
 /// Every pane of the tmux server with what runs in it; `None` (logged at DEBUG) when no tmux
 /// server answers, so that a missing listing never reads as "every pane closed".
 pub async fn list_panes(socket: Option<&str>) -> Option<Vec<PaneListing>> {
@@ -170,5 +235,30 @@ async fn confirm(socket: Option<&str>, pane: &str, check: &mut SendCheck) -> Res
                 tmux(socket, &["send-keys", "-t", pane, "Enter"]).await?;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_captures;
+
+    #[test]
+    fn a_batch_capture_splits_at_its_marker_lines_only() {
+        let m = "headspace-capture-end-00ff";
+        let out = format!("a\nb\n{m}\n{m}\nx {m}\n{m}\n");
+        assert_eq!(
+            split_captures(&out, m, 3),
+            Some(vec![
+                "a\nb\n".to_string(),
+                String::new(),
+                format!("x {m}\n")
+            ])
+        );
+        assert_eq!(
+            split_captures(&out, m, 2),
+            None,
+            "text left after the last pane"
+        );
+        assert_eq!(split_captures(&out, m, 4), None, "a pane missing");
     }
 }

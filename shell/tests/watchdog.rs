@@ -168,3 +168,39 @@ fn probed_pane(
         gap_logged,
     }
 }
+
+#[test]
+fn a_batch_capture_reads_each_pane_as_capturing_it_alone() {
+    let tmux = Tmux(format!("hs-capture-many-{}", std::process::id()));
+    // Screens that could confuse a splitter: blank lines, a line like a marker, no text.
+    let a = tmux.new_pane("a", None, "printf 'one\\n\\ntwo\\n'; sleep 60");
+    let b = tmux.new_pane(
+        "b",
+        None,
+        "printf 'headspace-capture-end-0000000000000000\\n'; sleep 60",
+    );
+    let c = tmux.new_pane("c", None, "sleep 60");
+    std::thread::sleep(Duration::from_millis(500));
+    let name = tmux.0.clone();
+    let socket = Some(name.as_str());
+    let rt = runtime();
+    let panes = vec![a.clone(), b.clone(), c.clone()];
+    let alone: Vec<Option<String>> = panes
+        .iter()
+        .map(|p| rt.block_on(headspace::tmux::capture(socket, p, 50)))
+        .collect();
+    assert!(alone.iter().all(Option::is_some), "{alone:?}");
+    assert!(alone[0].as_deref().unwrap().starts_with("one\n\ntwo\n"));
+    let batch = rt.block_on(headspace::tmux::capture_many(socket, &panes, 50));
+    assert_eq!(batch, alone);
+
+    // A pane closed since the listing: the others are still read, that one is not.
+    tmux.run(&["kill-pane", "-t", &b]);
+    let batch = rt.block_on(headspace::tmux::capture_many(socket, &panes, 50));
+    assert_eq!(batch, vec![alone[0].clone(), None, alone[2].clone()]);
+
+    // No tmux server: nothing, and no error.
+    drop(tmux);
+    let batch = rt.block_on(headspace::tmux::capture_many(socket, &panes, 50));
+    assert_eq!(batch, vec![None, None, None]);
+}

@@ -11,7 +11,7 @@ use crate::check::{check_streams, Violation};
 use crate::plan::Plan;
 use crate::rng::Rng;
 use crate::run::{server, settings, Outcome, ServerSpec, SimListener, GONE_WITHIN_MS, TICK_MS};
-use crate::session::run_agent;
+use crate::session::play_agents;
 use crate::sse_client::{run_client, Phase, Streams, HUB_PORT};
 use crate::world::events::{EdgeLink, HubLog, NotifyFaults, SimEvents};
 use crate::world::{AdapterFaults, SimWorld, EPOCH_MS};
@@ -283,7 +283,7 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
     }
     let agents_done = Arc::new(AtomicUsize::new(0));
     for (i, share) in shares.iter().enumerate() {
-        let (w, agents, faults, mut arng) = (
+        let (w, agents, faults, arng) = (
             worlds[i].clone(),
             share.to_vec(),
             plan.faults.clone(),
@@ -291,19 +291,7 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
         );
         let done = agents_done.clone();
         sim.client(AGENT_HOSTS[i], async move {
-            let mut handles = Vec::new();
-            for (k, a) in agents.into_iter().enumerate() {
-                handles.push(tokio::spawn(run_agent(
-                    k,
-                    a,
-                    w.clone(),
-                    faults.clone(),
-                    arng.fork(),
-                )));
-            }
-            for h in handles {
-                let _ = h.await;
-            }
+            play_agents(agents, w, faults, arng).await;
             done.fetch_add(1, Ordering::SeqCst);
             Ok(())
         });

@@ -5,7 +5,7 @@
 use crate::check::Violation;
 use crate::plan::Plan;
 use crate::rng::Rng;
-use crate::session::{pane_segment, post, run_agent};
+use crate::session::{pane_segment, play_agents, post};
 use crate::world::{sim_now, AdapterFaults, SimWorld, EPOCH_MS};
 use headspace::server::record::Recorder;
 use headspace::server::role::Role;
@@ -215,26 +215,14 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
             Ok(())
         });
     }
-    let (w, agents, faults, mut arng) = (
+    let (w, agents, faults, arng) = (
         world.clone(),
         plan.agents.clone(),
         plan.faults.clone(),
         rng.fork(),
     );
     sim.client("claude", async move {
-        let mut handles = Vec::new();
-        for (i, a) in agents.into_iter().enumerate() {
-            handles.push(tokio::spawn(run_agent(
-                i,
-                a,
-                w.clone(),
-                faults.clone(),
-                arng.fork(),
-            )));
-        }
-        for h in handles {
-            let _ = h.await;
-        }
+        play_agents(agents, w, faults, arng).await;
         Ok(())
     });
     sim.client("ops", async move {

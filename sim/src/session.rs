@@ -425,6 +425,24 @@ impl Agent {
     }
 }
 
+/// Plays each agent of `agents` on its own task (the `index`-th with the `index`-th fork of
+/// `rng`) and waits for them all.
+pub async fn play_agents(agents: Vec<AgentPlan>, world: SimWorld, faults: Faults, mut rng: Rng) {
+    let mut handles = Vec::new();
+    for (i, a) in agents.into_iter().enumerate() {
+        handles.push(tokio::spawn(run_agent(
+            i,
+            a,
+            world.clone(),
+            faults.clone(),
+            rng.fork(),
+        )));
+    }
+    for h in handles {
+        let _ = h.await;
+    }
+}
+
 /// Runs one agent's plan in pane `%{index + 1}`.
 pub async fn run_agent(
     index: usize,

@@ -175,7 +175,9 @@ async fn serve(
         (store, machine, id)
     };
     // Full-text indexing of committed turns, off the writer's commit path.
-    crate::server::pgstore::search_index::start_indexer(store.clone());
+    if role.indexes_turns() {
+        crate::server::pgstore::search_index::start_indexer(store.clone());
+    }
     // The store as PostgreSQL, for the fan-out and the pane-command executor.
     let pg = store.clone();
     let world = World {

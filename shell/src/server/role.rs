@@ -23,6 +23,14 @@ impl Role {
         matches!(self, Role::All | Role::Edge)
     }
 
+    /// Whether this process indexes committed turns for full-text search. Hubs serve the
+    /// searches, so they index; ten edges polling one queue made ten times the small
+    /// transactions for the same turns. An edge's loopback search is still whole: turns not
+    /// yet indexed are parsed as they are read (`pgstore/search_index.rs`).
+    pub fn indexes_turns(self) -> bool {
+        self != Role::Edge
+    }
+
     /// Whether this process's events go into the shared `events` table (read by hubs).
     pub fn shares_events(self) -> bool {
         self == Role::Edge

@@ -1,11 +1,12 @@
-//! The pane watchdog: captures each agent's pane on an interval and hands the screen to the
-//! core, which decides whether new output has gone unrepresented; and lists every pane with
+//! The pane watchdog: captures each agent's pane that tmux lists (one tmux client for all)
+//! on an interval and hands the screen to the core, which decides whether new output has gone unrepresented; and lists every pane with
 //! its processes, for the core's pane discovery and reaper. No tmux, or a dead pane,
 //! degrades to transcript-only.
 
 use crate::server::driver::Msg;
 use crate::server::store::Store;
 use crate::server::world::Panes;
+use headspace_core::discovery::panes_to_capture;
 use headspace_core::Input;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,20 +28,24 @@ pub fn start(
             t.tick().await;
             // Every pane and its processes first: the core ties sessions no hook placed to
             // their panes and ends agents whose pane or process is gone.
-            if let Some(all) = panes.list().await {
+            let listing = panes.list().await;
+            let stored = match store.panes().await {
+                Ok(p) => p,
+                Err(e) => {
+                    debug!("[TMUX_WATCHDOG] cannot list panes: {e}");
+                    Vec::new()
+                }
+            };
+            let targets = panes_to_capture(stored, listing.as_deref());
+            if let Some(all) = listing {
                 if core.send(Msg::Input(Input::Panes(all))).is_err() {
                     return;
                 }
             }
-            let listed = match store.panes().await {
-                Ok(p) => p,
-                Err(e) => {
-                    debug!("[TMUX_WATCHDOG] cannot list panes: {e}");
-                    continue;
-                }
-            };
-            for pane in listed {
-                if let Some(text) = panes.capture(&pane, lines).await {
+            // One tmux client for all of them, not one per pane.
+            let texts = panes.capture_many(&targets, lines).await;
+            for (pane, text) in targets.into_iter().zip(texts) {
+                if let Some(text) = text {
                     if core.send(Msg::Input(Input::Pane { pane, text })).is_err() {
                         return;
                     }

@@ -311,6 +311,21 @@ impl Guard {
 pub trait Panes: Send + Sync {
     /// The last `lines` lines of a pane, or `None` when it cannot be captured.
     fn capture<'a>(&'a self, pane: &'a str, lines: u32) -> BoxFuture<'a, Option<String>>;
+    /// The last `lines` lines of each of `panes`, in order (`None` for one that cannot be
+    /// captured). By default one [`capture`](Panes::capture) after another.
+    fn capture_many<'a>(
+        &'a self,
+        panes: &'a [String],
+        lines: u32,
+    ) -> BoxFuture<'a, Vec<Option<String>>> {
+        Box::pin(async move {
+            let mut out = Vec::with_capacity(panes.len());
+            for pane in panes {
+                out.push(self.capture(pane, lines).await);
+            }
+            out
+        })
+    }
     /// Types `text` into a pane and presses Enter, verified.
     fn send<'a>(&'a self, pane: &'a str, text: &'a str) -> BoxFuture<'a, Result<Sent, String>>;
     /// Presses Escape in a pane, to stop the agent's turn. By default there is no way to.
@@ -350,6 +365,18 @@ pub struct TmuxPanes {
 impl Panes for TmuxPanes {
     fn capture<'a>(&'a self, pane: &'a str, lines: u32) -> BoxFuture<'a, Option<String>> {
         Box::pin(crate::tmux::capture(self.socket.as_deref(), pane, lines))
+    }
+
+    fn capture_many<'a>(
+        &'a self,
+        panes: &'a [String],
+        lines: u32,
+    ) -> BoxFuture<'a, Vec<Option<String>>> {
+        Box::pin(crate::tmux::capture_many(
+            self.socket.as_deref(),
+            panes,
+            lines,
+        ))
     }
 
     fn send<'a>(&'a self, pane: &'a str, text: &'a str) -> BoxFuture<'a, Result<Sent, String>> {
