@@ -13,6 +13,7 @@ export BENCH_TABLE
 trap 'rm -f "$BENCH_TABLE"' EXIT
 
 "$target/release/examples/replay_bench"
+"$target/release/examples/capture_bench"
 scripts/with-test-postgres.sh --durable bash -c "
   set -euo pipefail
   '$target/release/examples/server_bench'
