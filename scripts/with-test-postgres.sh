@@ -41,6 +41,8 @@ else
   settings="-c listen_addresses='' -k $dir -c fsync=off -c max_connections=200"
   sync_flag=(--no-sync)
 fi
+# PG_EXTRA_SETTINGS: more server settings, for experiments (e.g. pg_stat_statements).
+settings="$settings ${PG_EXTRA_SETTINGS:-}"
 "${as_owner[@]}" "$pg_bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 "${sync_flag[@]}" >"$dir/initdb.log" 2>&1 \
   || { cat "$dir/initdb.log" >&2; exit 1; }
 "${as_owner[@]}" "$pg_bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \

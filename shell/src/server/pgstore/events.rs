@@ -94,8 +94,13 @@ pub async fn append<C: GenericClient>(
 /// turns on [`SEQUENCER_LOCK`].
 pub async fn sequence(client: &mut tokio_postgres::Client) -> Result<u64, tokio_postgres::Error> {
     let tx = client.transaction().await?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SEQUENCER_LOCK])
-        .await?;
+    // Bitmap scans off: a bitmap scan of `events_unsequenced` visits every row version that
+    // earlier rounds left dead, where an index scan learns to skip them.
+    tx.execute(
+        "SELECT pg_advisory_xact_lock($1), set_config('enable_bitmapscan', 'off', true)",
+        &[&SEQUENCER_LOCK],
+    )
+    .await?;
     // A new statement, so a new snapshot: it sees every earlier sequencer's commit.
     let numbered = tx
         .execute(
