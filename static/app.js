@@ -191,6 +191,11 @@ document.addEventListener('DOMContentLoaded', async () => {
     const item = e.target.closest('.need');
     if (item) { attention.focusAgent = Number(item.dataset.id); renderNeeds(); }
   });
+  // The pending request at a conversation's end answers as its strip item does.
+  $('conv-pending').addEventListener('click', (e) => {
+    const b = e.target.closest('[data-answer]');
+    if (b) answer(b.dataset.agent, b.dataset.answer, b);
+  });
   applyTheme(localStorage.getItem('hs.theme'));
   $('agents').addEventListener('click', (e) => {
     const k = e.target.closest('[data-kebab]');

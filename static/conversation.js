@@ -21,6 +21,7 @@ function convTitle(a) {
   $('conv-title').title = a ? `session ${a.session_id}` : '';
   const spent = usageLine(a, 'conv-usage');
   if (spent) $('conv-title').append(' · ', spent);
+  renderConvPending(a);
 }
 
 function bubble(t) {

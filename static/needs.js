@@ -28,6 +28,9 @@ const attention = {
   held: new Map(),         // agent id -> timer: a waiting notice held for its question
   focusAgent: null,        // the strip item number keys answer
   waitingCount: 0,         // agents in the strip, as last counted
+  convPending: '',         // what the open conversation's pending request shows, as drawn
+  told: new Map(),         // "agent id|state" -> ms: when that news was last notified
+  recent: [],              // ms of the notices of the last minute
 };
 
 /// When the agent started waiting, in ms: its question's time, or when the page saw it.
@@ -147,6 +150,22 @@ function renderNeeds() {
   noteAttention(list.length);
 }
 
+/// The request the open conversation's agent waits on, at the conversation's end: the same
+/// question, tool input and answers as its "Needs you" item (drawn by askedBlock), gone once
+/// it stops waiting. On a phone the conversation covers the strip: this is where it answers.
+function renderConvPending(a) {
+  const box = $('conv-pending');
+  const waiting = a && a.id === hs.open && shownState(a) === 'waiting';
+  // Drawn again only when what is asked changes: a reply being typed there stays.
+  const drawn = waiting ? JSON.stringify([a.id, a.question]) : '';
+  if (attention.convPending === drawn) return;
+  attention.convPending = drawn;
+  if (!waiting) { box.hidden = true; box.replaceChildren(); return; }
+  box.replaceChildren(el('h2', 'needs-title', 'Needs you'), askedBlock(a, true, 'conv'));
+  box.hidden = false;
+  if (hs.atEnd) pinEnd(2); // the turns' box got shorter: its end stays in view
+}
+
 /// Number keys answer the selected card when it waits, else the focused strip item (the top
 /// one unless another was picked).
 function answerByKey(n) {
@@ -193,7 +212,7 @@ function noteTransition(a) {
   if (now !== 'waiting') attention.waitingSince.delete(a.id);
   if (before === undefined || before === now) return;
   const finished = now === 'done' && (before === 'working' || before === 'waiting');
-  if (finished && (document.hidden || !document.hasFocus())) attention.unseenDone.add(a.id);
+  if (finished && notableFinish(a) && (document.hidden || !document.hasFocus())) attention.unseenDone.add(a.id);
   if (now === 'waiting' && !a.question) {
     attention.held.set(a.id, setTimeout(() => { attention.held.delete(a.id); notify(hs.agents.get(a.id) || a, 'waiting'); }, 2000));
     return;
@@ -201,8 +220,39 @@ function noteTransition(a) {
   if (now === 'waiting' || finished) notify(a, now);
 }
 
-/// A browser notification, when they are on and the user is not looking at the page.
+// What is worth telling: the rules of core/src/notice.rs (what --notify-command is told),
+// kept alike here so that the page and the server notify of the same news. Change both.
+const NOTICE_QUIET_MS = 30000;  // notice.rs AGENT_QUIET_MS: the same news of one agent, at most once
+const NOTICES_PER_MINUTE = 6;   // notice.rs MAX_PER_MINUTE: all agents together
+
+/// A sub-agent's session (its transcript under `subagents/`, or named `agent-…`): its
+/// parent's news is what the user follows.
+function isSubAgent(a) {
+  const p = a.transcript_path || '';
+  return p.includes('/subagents/') || (p.split('/').pop() || '').startsWith('agent-');
+}
+
+/// Whether a finished task is news: not a sub-agent's, not a slash command's (`/clear`).
+function notableFinish(a) {
+  return !isSubAgent(a) && !String(a.command || '').trimStart().startsWith('/');
+}
+
+/// Whether agent `a` newly shown in state `now` is told, at `at` ms; if so it counts as told.
+function worthNotice(a, now, at) {
+  if (isSubAgent(a) || (now === 'done' && !notableFinish(a))) return false;
+  const key = `${a.id}|${now}`;
+  if (attention.told.has(key) && at < attention.told.get(key) + NOTICE_QUIET_MS) return false;
+  attention.recent = attention.recent.filter((t) => t > at - 60000);
+  if (attention.recent.length >= NOTICES_PER_MINUTE) return false;
+  attention.recent.push(at);
+  attention.told.set(key, at);
+  return true;
+}
+
+/// A browser notification, when they are on, the news is worth it, and the user is not
+/// looking at the page.
 function notify(a, now) {
+  if (!worthNotice(a, now, Date.now())) return;
   hs.metrics.notices = (hs.metrics.notices || 0) + 1;
   if (!notificationsOn() || (!document.hidden && document.hasFocus())) return;
   const body = now === 'waiting' ? ((a.question && a.question.text) || 'It waits on a permission.') : ((a.last_turn && a.last_turn.text) || '');

@@ -2,7 +2,10 @@
 //! stand-in agents in real tmux panes: a prompt typed in the page reaches the agent's pane
 //! and comes back as its turn; the "Needs you" strip orders waiting agents by waiting time,
 //! shows a permission's command, and answers by number key and by button (also an option
-//! the narrow pane wraps); the page fits a 390 px phone; a conversation follows new turns.
+//! the narrow pane wraps) and from the open conversation, which shows the pending request at
+//! its end; the page fits a 390 px phone, where a waiting agent is answered by tap and
+//! prompted; a conversation follows new turns; browser notifications skip sub-agents and
+//! noisy news as the server's notices do; Escape and Clear in the prompt box reach the pane.
 
 mod common;
 use common::browser::*;
@@ -256,6 +259,23 @@ fn the_needs_you_strip_orders_waiting_agents_and_answers_them() {
     );
     browser.screenshot("dashboard-needs-you");
 
+    // Its open conversation shows the pending request at its end: the tool, its command,
+    // the question and the options (the strip's own drawing).
+    browser.click(&format!(".card[data-id=\"{b}\"]"));
+    let pending = browser.until(
+        "the pending request in the conversation",
+        "const p = document.getElementById('conv-pending'); return !document.getElementById('conversation').hidden && !p.hidden && p.textContent.includes('rm -rf target') && p.textContent",
+    );
+    let pending = pending.as_str().unwrap();
+    assert!(
+        pending.contains("Bash") && pending.contains("Do you want to proceed?"),
+        "{pending}"
+    );
+    assert_eq!(
+        browser.js("const b = [...document.querySelectorAll('#conv-pending button.answer')]; return [b.length, b[0].textContent]"),
+        json!([2, "1. Yes"])
+    );
+
     // The number key answers the focused item: pick the permission, press 1.
     browser.click(&format!("#needs .need[data-id=\"{b}\"] .asked-text"));
     browser.until(
@@ -280,6 +300,12 @@ fn the_needs_you_strip_orders_waiting_agents_and_answers_them() {
         "one left in the strip",
         "return document.querySelectorAll('#needs .need').length === 1",
     );
+    // No longer waiting: the conversation's pending request is gone too.
+    browser.until(
+        "the pending request gone from the conversation",
+        "return document.getElementById('conv-pending').hidden",
+    );
+    browser.click("#conv-close");
 
     // The option the narrow pane wraps is found by its number and whole label.
     browser.js("document.querySelectorAll('.toast').forEach(t => t.remove()); return true");
@@ -542,5 +568,285 @@ fn on_a_phone_nothing_overflows_and_a_conversation_follows_its_turns() {
         "the end again",
         "const t = document.getElementById('turns'); return t.scrollHeight - t.scrollTop - t.clientHeight < 48 && document.getElementById('new-below').hidden",
     );
+    server.stop();
+}
+
+#[test]
+fn on_a_phone_a_waiting_agent_is_answered_by_tap_and_prompted_from_its_conversation() {
+    let Some(world) = PaneWorld::start("dash_phone_work") else {
+        return;
+    };
+    let Some(browser) = Browser::start() else {
+        return;
+    };
+    stand_in(
+        &world,
+        "ph-1",
+        "pocket",
+        60,
+        json!([{"prompt": "tidy the build", "replies": ["Looking.", "Done."], "permission": true},
+               {"prompt": "say hello", "replies": ["Hello from the pane."]}]),
+    );
+    let id = agent_id(&world, "ph-1");
+    let (w, h) = browser.resize(390, 844);
+    assert!(w <= 390 && h <= 844, "{w}x{h}");
+    browser.goto(&format!("http://{}/", world.server.addr));
+    browser.until(
+        "the card",
+        &format!("return !!document.querySelector('.card[data-id=\"{id}\"]')"),
+    );
+    send(&world, "ph-1", "tidy the build");
+    waiting(&world, "ph-1");
+
+    // The strip, with the permission's command, fits the phone.
+    browser.until(
+        "the strip with the command",
+        "const n = document.querySelector('#needs .need'); return !document.getElementById('needs').hidden && n && n.textContent.includes('rm -rf target')",
+    );
+    assert_eq!(
+        browser.js(NO_OVERFLOW),
+        json!("fits"),
+        "the needs-you strip at 390 px"
+    );
+    browser.screenshot("dashboard-mobile-needs-you");
+
+    // The conversation covers the whole phone, the strip too: the request is at its end.
+    browser.click(&format!(".card[data-id=\"{id}\"]"));
+    browser.until(
+        "the pending request in the conversation",
+        "const p = document.getElementById('conv-pending'); return !document.getElementById('conversation').hidden && !p.hidden && p.textContent.includes('rm -rf target') && p.textContent.includes('Do you want to proceed?')",
+    );
+    let reachable = browser.js(
+        "const hit = (e) => { const r = e.getBoundingClientRect(); const h = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+           return r.top >= 0 && r.bottom <= innerHeight && r.right <= innerWidth && (h === e || e.contains(h)); };
+         return [hit(document.querySelector('#needs .need button.answer')), hit(document.querySelector('#conv-pending button.answer[data-answer=\"1\"]')), hit(document.getElementById('prompt'))]",
+    );
+    assert_eq!(
+        reachable,
+        json!([false, true, true]),
+        "the strip is covered; the conversation's request and the prompt box are not"
+    );
+    assert_eq!(
+        browser.js(NO_OVERFLOW),
+        json!("fits"),
+        "the conversation with its pending request at 390 px"
+    );
+    browser.screenshot("dashboard-mobile-pending");
+
+    // A tap on an option answers it in the pane.
+    browser.js("document.querySelectorAll('.toast').forEach(t => t.remove()); return true");
+    browser.click("#conv-pending button.answer[data-answer=\"1\"]");
+    let toast = browser.until(
+        "the answer's toast",
+        "const t = document.querySelector('.toast'); return t && t.textContent",
+    );
+    assert!(
+        toast.as_str().unwrap().starts_with("Answered “Yes”"),
+        "{toast}"
+    );
+    browser.until(
+        "the request gone, the task done",
+        &format!("return document.getElementById('conv-pending').hidden && document.querySelector('.card[data-id=\"{id}\"]').dataset.shown === 'done'"),
+    );
+    assert_eq!(browser.js(NO_OVERFLOW), json!("fits"), "after the answer");
+
+    // A prompt sent from the prompt box reaches the pane, and its reply comes back.
+    browser.js("document.querySelectorAll('.toast').forEach(t => t.remove()); return true");
+    browser.type_into("#prompt", "say hello\u{E007}");
+    let pane = world.server.json("/api/agents/ph-1")["tmux_pane"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let typed = wait_for(Duration::from_secs(15), || {
+        let screen = world.tmux.run(&["capture-pane", "-p", "-t", &pane]);
+        screen.contains("> say hello").then_some(screen)
+    });
+    assert!(typed.is_some(), "the prompt reached the pane");
+    browser.until(
+        "the reply in the conversation",
+        "return [...document.querySelectorAll('.bubble.agent .text')].some(x => x.textContent === 'Hello from the pane.')",
+    );
+    assert_eq!(browser.js(NO_OVERFLOW), json!("fits"), "after the prompt");
+}
+
+/// Posts hook `event` of session `s` in pane `pane`.
+fn post_hook(
+    server: &Server,
+    claude: &std::path::Path,
+    s: &SessionWriter,
+    pane: &str,
+    event: &str,
+    extra: Value,
+) {
+    let (status, text) = server.post(
+        &format!("/hook/{event}"),
+        &hook(s, claude, pane, event, extra),
+    );
+    assert_eq!(status, 200, "{text}");
+}
+
+#[test]
+fn a_sub_agents_finish_is_not_notified_a_main_agents_is_once_in_its_quiet_period() {
+    let Some(db) = fresh_db("dash_notices") else {
+        return;
+    };
+    let Some(browser) = Browser::start() else {
+        return;
+    };
+    let claude = temp_dir("dash_notices");
+    let server = Server::start(&db, &claude, &[]);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    // A main agent and a sub-agent (its transcript named `agent-…`, as Claude Code names a
+    // sub-agent's).
+    let mut sub = SessionWriter::new(22, Timestamp(now));
+    sub.session_id = "agent-a1b2c3d4".into();
+    let agents = [
+        (
+            SessionWriter::new(21, Timestamp(now)),
+            "%21",
+            "tidy the build",
+        ),
+        (sub, "%22", "look around"),
+    ];
+    for (s, pane, _) in &agents {
+        post_hook(
+            &server,
+            &claude,
+            s,
+            pane,
+            "SessionStart",
+            json!({"source": "startup"}),
+        );
+    }
+    browser.goto(&format!("http://{}/", server.addr));
+    browser.until(
+        "two cards",
+        "return document.querySelectorAll('.card').length === 2",
+    );
+    browser.js(
+        "window.__notes = []; window.Notification = function (title, o) { window.__notes.push([title, o.body]); };
+         window.Notification.permission = 'granted'; localStorage.setItem('hs.notify', '1');
+         document.hasFocus = () => false; return true",
+    );
+    // Two tasks each: the second within the quiet period of the first.
+    for round in 0..2 {
+        for (s, pane, prompt) in &agents {
+            post_hook(
+                &server,
+                &claude,
+                s,
+                pane,
+                "UserPromptSubmit",
+                json!({"prompt": prompt}),
+            );
+        }
+        browser.until(
+            "both working",
+            "const c = [...document.querySelectorAll('.card')]; return c.length === 2 && c.every(c => c.dataset.shown === 'working')",
+        );
+        for (s, pane, _) in &agents {
+            post_hook(
+                &server,
+                &claude,
+                s,
+                pane,
+                "Stop",
+                json!({"last_assistant_message": "Done.", "stop_hook_active": false}),
+            );
+        }
+        browser.until(
+            "both done",
+            "const c = [...document.querySelectorAll('.card')]; return c.length === 2 && c.every(c => c.dataset.shown === 'done')",
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        assert_eq!(
+            server.json("/api/agents/agent-a1b2c3d4")["transcript_path"],
+            json!(agents[1].0.path()),
+            "the sub-agent's transcript, as the card says"
+        );
+        let titles = browser.js("return window.__notes.map(n => n[0])");
+        assert_eq!(
+            titles,
+            json!(["project21 is done"]),
+            "round {round}: only the main agent's first finish is told"
+        );
+    }
+    // The tab title counts the main agent's unseen finish only.
+    assert_eq!(browser.js("return document.title"), json!("(1) Headspace"));
+    server.stop();
+}
+
+#[test]
+fn escape_in_the_prompt_box_interrupts_and_clear_types_slash_clear() {
+    let Some(db) = fresh_db("dash_keys") else {
+        return;
+    };
+    let Some(browser) = Browser::start() else {
+        return;
+    };
+    let claude = temp_dir("dash_keys");
+    let tmux = Tmux(format!("hs-dashkeys-{}", std::process::id()));
+    // A pane whose entered lines land in a file; a terminal echoes Escape there as `^[`.
+    let typed = claude.join("typed.txt");
+    let pane = tmux.recording_pane(&typed);
+    let server = Server::start(&db, &claude, &["--tmux-socket", &tmux.0]);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let s = SessionWriter::new(31, Timestamp(now));
+    post_hook(
+        &server,
+        &claude,
+        &s,
+        &pane,
+        "SessionStart",
+        json!({"source": "startup"}),
+    );
+    let id = wait_for(Duration::from_secs(15), || {
+        server.try_json(&format!("/api/agents/{}", s.session_id))?["id"].as_u64()
+    })
+    .expect("the agent is listed");
+    browser.goto(&format!("http://{}/", server.addr));
+    browser.until(
+        "the card",
+        &format!("return !!document.querySelector('.card[data-id=\"{id}\"]')"),
+    );
+    browser.click(&format!(".card[data-id=\"{id}\"]"));
+    browser.until(
+        "the prompt box",
+        "return !document.getElementById('conversation').hidden",
+    );
+
+    // Escape in the prompt box presses Escape in the pane (and keeps the conversation open).
+    browser.type_into("#prompt", "\u{E00C}");
+    let toast = browser.until(
+        "the interrupt's toast",
+        "const t = document.querySelector('.toast'); return t && t.textContent",
+    );
+    assert_eq!(toast, "Interrupted (Escape sent)");
+    let escaped = wait_for(Duration::from_secs(10), || {
+        let screen = tmux.run(&["capture-pane", "-p", "-t", &pane]);
+        screen.contains("^[").then_some(screen)
+    });
+    assert!(escaped.is_some(), "Escape reached the pane");
+    assert_eq!(
+        browser.js("return document.getElementById('conversation').hidden"),
+        json!(false)
+    );
+
+    // Clear asks first; confirmed, it types `/clear` there once.
+    browser.js("document.querySelectorAll('.toast').forEach(t => t.remove()); window.__asked = []; window.confirm = (q) => { window.__asked.push(q); return true; }; return true");
+    browser.click("#clear");
+    let toast = browser.until(
+        "the clear's toast",
+        "const t = document.querySelector('.toast'); return t && t.textContent",
+    );
+    assert_eq!(toast, "Cleared (/clear sent)");
+    assert_eq!(browser.js("return window.__asked.length"), json!(1));
+    typed_once(&typed, "/clear");
     server.stop();
 }
