@@ -1,6 +1,8 @@
 //! What a user away from the page is told: an agent starts waiting on them, or finishes a
 //! task. The shell runs `--notify-command` with what [`Notices::observe`] returns; the
 //! decision (which changes count, which are noise, how often) is made here, without a clock.
+//! The dashboard's browser notifications follow the same rules (`worthNotice` in
+//! `static/needs.js`): change one, change both.
 
 use crate::activity::Activity;
 use crate::model::AgentId;
