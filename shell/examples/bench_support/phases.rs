@@ -40,6 +40,35 @@ fn both_latencies(sent: &HashMap<String, Sent>, seen: &Seen) -> (Vec<f64>, Vec<f
     (p, a, pm + am)
 }
 
+/// When the prompts slower than 50 ms to reach `seen` were sent: seconds into the load and
+/// how many in each, the busiest first (a stall shows as a second with many, a periodic one
+/// as seconds a period apart).
+fn slow_seconds(sent: &HashMap<String, Sent>, seen: &Seen) -> String {
+    let Some(start) = sent.values().map(|s| s.prompt).min() else {
+        return String::new();
+    };
+    let got = seen.lock().unwrap();
+    let mut by_second: std::collections::BTreeMap<u64, usize> = Default::default();
+    for (text, s) in sent {
+        if got
+            .get(text)
+            .is_some_and(|t| t.saturating_duration_since(s.prompt) > Duration::from_millis(50))
+        {
+            *by_second
+                .entry(s.prompt.duration_since(start).as_secs())
+                .or_default() += 1;
+        }
+    }
+    let mut busiest: Vec<(u64, usize)> = by_second.into_iter().collect();
+    busiest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    busiest
+        .iter()
+        .take(8)
+        .map(|(sec, n)| format!("{sec} s: {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// What a steady load on one set-up gave.
 pub struct Steady {
     /// Turns committed per second.
@@ -127,6 +156,13 @@ pub fn steady(
             p.len(),
             result.line_p99,
             result.cores.line()
+        ),
+    );
+    say(
+        begin,
+        &format!(
+            "{tag}: hooks over 50 ms by the second they were sent in (busiest first): {}",
+            slow_seconds(&sent, &streams[0])
         ),
     );
     (result, per_stream)
