@@ -72,11 +72,16 @@ function orchestrationPanel(o) {
   const past = o.pastRuns || [];
   if (past.length) {
     const d = el('details', 'past-runs');
+    d.dataset.key = `past ${o.project}`;
     d.appendChild(el('summary', 'hint', `${past.length} earlier run${past.length > 1 ? 's' : ''}`));
     const ul = el('ul', 'decisions');
     for (const r of past) {
       const why = r.error || (r.lastDecision && r.lastDecision.reason) || '';
-      ul.appendChild(el('li', null, `${clock(r.startedAt)} ${String(r.status).replace(/_/g, ' ')} · $${Number(r.costUsd || 0).toFixed(2)} of $${Number(r.budgetUsd || 0).toFixed(2)}${why ? ` · ${why}` : ''}`));
+      const li = el('li', null, `${clock(r.startedAt)} ${String(r.status).replace(/_/g, ' ')} · $${Number(r.costUsd || 0).toFixed(2)} of $${Number(r.budgetUsd || 0).toFixed(2)}${why ? ` · ${why}` : ''}`);
+      li.dataset.run = r.id;
+      const decisions = r.decisions || [];
+      if (decisions.length) li.appendChild(pastDecisions(r.id, decisions));
+      ul.appendChild(li);
     }
     d.appendChild(ul);
     p.appendChild(d);
@@ -94,6 +99,22 @@ function orchestrationPanel(o) {
   }
   if (actions.childElementCount) p.appendChild(actions);
   return p;
+}
+
+/// A past run's decision log (the last ones the server gives), newest first, collapsed.
+/// Reasons are the agents' and the helper's words: set as text, never as HTML.
+function pastDecisions(id, decisions) {
+  const d = el('details', 'run-log');
+  d.dataset.key = `log ${id}`;
+  d.appendChild(el('summary', 'hint', `${decisions.length} decision${decisions.length > 1 ? 's' : ''}`));
+  const ul = el('ul', 'decisions');
+  for (const x of decisions.slice().reverse()) {
+    const li = el('li');
+    li.append(el('span', 'time', clock(x.timestamp)), el('b', null, ` ${x.decision}`), document.createTextNode(` ${x.reason || ''}`));
+    ul.appendChild(li);
+  }
+  d.appendChild(ul);
+  return d;
 }
 
 /// The agent running `o`'s steps (by id, pane or session, as the run names it) when it waits
@@ -119,7 +140,10 @@ function renderOrchestrations(list) {
   const root = $('orchestrations');
   // A start form being filled in stays across refreshes.
   const form = root.querySelector('.orch-start');
+  // The past runs and logs someone opened stay open across refreshes.
+  const open = new Set([...root.querySelectorAll('details[open][data-key]')].map((d) => d.dataset.key));
   root.replaceChildren(...(form ? [form] : []), ...list.map(orchestrationPanel));
+  for (const d of root.querySelectorAll('details[data-key]')) if (open.has(d.dataset.key)) d.open = true;
   root.hidden = list.length === 0 && !form;
 }
 

@@ -549,11 +549,32 @@ fn a_headless_exit_completes_or_fails_with_its_cost_and_reason() {
     assert_eq!(p.status, WorkflowStatus::Failed);
     assert_eq!(p.error.as_deref(), Some("exit 3: boom"));
     let mut p = progress();
-    headless_running(&mut p, false, 0);
+    headless_running(&mut p, Some(false), 0, 0, 100);
     assert_eq!(
         p.status,
         WorkflowStatus::Failed,
         "gone without an exit code"
+    );
+}
+
+#[test]
+fn a_headless_process_with_no_pid_yet_is_unknown_until_the_start_grace_ends() {
+    use headspace_core::orchestration::HEADLESS_START_GRACE_MS;
+    // Its runner may have died between starting it and recording its pid: not failed (a
+    // failed step is started again, beside the one still running).
+    let mut p = progress();
+    let before = p.clone();
+    headless_running(&mut p, None, 0, 1_000, 1_000 + HEADLESS_START_GRACE_MS - 1);
+    assert_eq!(p, before, "still unknown within the grace");
+    headless_running(&mut p, None, 0, 1_000, 1_000 + HEADLESS_START_GRACE_MS);
+    assert_eq!(p.status, WorkflowStatus::Failed, "never started");
+    assert_eq!(p.error.as_deref(), Some("the process never started"));
+    let mut p = progress();
+    headless_running(&mut p, Some(true), 70, 0, 1_000_000);
+    assert_eq!(
+        (p.status, p.last_activity_ms),
+        (WorkflowStatus::Running, 70),
+        "alive: active as of its output"
     );
 }
 

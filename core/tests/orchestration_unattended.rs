@@ -397,6 +397,29 @@ fn a_dead_runners_spawn_that_never_started_is_spawned_again_and_a_fresh_intent_w
 }
 
 #[test]
+fn a_dead_runners_spawn_with_no_record_is_spawned_again_without_the_grace() {
+    // Its record (written before any start) is missing: it never started, so the minute's
+    // wait for a lookup that could not reach it is not needed.
+    let (s, e) = orphaned(now() - SPAWN_INTENT_TTL_MS);
+    let mut m = Orchestrator::new("/p", "/p/s.json");
+    assert_eq!(
+        locked_read(&mut m, &s, &e),
+        [Effect::LookUp("wf-dead".into())]
+    );
+    m.handle(now(), Input::NeverStarted);
+    let fx = drain(&mut m);
+    let spawned = fx
+        .iter()
+        .filter(|f| matches!(f, Effect::Spawn { workflow_id, .. } if workflow_id != "wf-dead"))
+        .count();
+    assert_eq!(spawned, 1, "{fx:?}");
+    assert!(
+        !fx.contains(&Effect::Wake(Next::Backoff(ORPHAN_BACKOFF_MS))),
+        "{fx:?}"
+    );
+}
+
+#[test]
 fn a_transition_cut_between_its_two_writes_is_mended_not_escalated() {
     use headspace_core::orchestration::{evaluate, mend_torn_transition, ExecutionPhase};
     // The state moved on to analyze (and its spawn marked it in progress); the run did not.

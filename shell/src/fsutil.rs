@@ -14,7 +14,12 @@ static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// (clock ticks after boot) and its process group, from `/proc/{pid}/stat` (Linux only;
 /// `None` elsewhere or when it is gone).
 pub fn process_identity(pid: u32) -> Option<(u64, u32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// The start time and process group in the text of a `/proc/{pid}/stat` (see
+/// [`process_identity`]).
+pub fn parse_stat(stat: &str) -> Option<(u64, u32)> {
     // `pid (comm) state ppid pgrp …`: comm may hold spaces, so fields count from its `)`.
     let rest = stat.get(stat.rfind(')')? + 1..)?;
     let fields: Vec<&str> = rest.split_whitespace().collect();

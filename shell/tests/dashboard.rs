@@ -390,6 +390,19 @@ fn an_orchestration_panel_shows_the_run_and_its_buttons_drive_it() {
         .to_string(),
     )
     .unwrap();
+    // An earlier run, with a decision log whose words must show as text, never as HTML.
+    let before = Timestamp(now - 3_600_000).to_string();
+    std::fs::write(
+        project.join(".specflow/workflows/orchestration-run0.json"),
+        json!({"id": "run0", "status": "completed", "startedAt": before, "completedAt": before,
+            "currentPhase": "complete", "config": {"budget": {"maxTotal": 20}},
+            "totalCostUsd": 3.5,
+            "decisionLog": [
+                {"timestamp": before, "decision": "spawn", "reason": "<img src=x onerror=\"window.pwned=1\"> design"},
+                {"timestamp": before, "decision": "complete", "reason": "merged"}]})
+        .to_string(),
+    )
+    .unwrap();
     let port = free_port().to_string();
     let server = Server::start_on(&db, &claude, &format!("127.0.0.1:{port}"), &[]);
     let mut s = SessionWriter::new(3, Timestamp(now));
@@ -444,6 +457,30 @@ fn an_orchestration_panel_shows_the_run_and_its_buttons_drive_it() {
     ] {
         assert!(text.contains(want), "{want:?} in {text:?}");
     }
+    // The earlier run, its decision log collapsed, newest first; opened, it stays open
+    // across a refresh.
+    let past = browser.until(
+        "the past run's decision log",
+        "const d = document.querySelector('.orch .past-runs [data-run=run0] details.run-log'); return d && !d.open && [d.querySelector('summary').textContent, [...d.querySelectorAll('li')].map(l => l.textContent), d.querySelectorAll('img').length]",
+    );
+    assert_eq!(past[0], "2 decisions");
+    let entries: Vec<&str> = past[1]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(entries.len(), 2);
+    assert!(entries[0].ends_with(" complete merged"), "{entries:?}");
+    assert!(
+        entries[1].ends_with(r#" spawn <img src=x onerror="window.pwned=1"> design"#),
+        "{entries:?}"
+    );
+    assert_eq!(past[2], 0, "the reason is text, not an image");
+    let kept = browser.js(
+        "document.querySelector('.orch .past-runs').open = true; document.querySelector('.orch details.run-log').open = true; renderOrchestrations(lastOrchestrations); return [document.querySelector('.orch .past-runs').open, document.querySelector('.orch details.run-log').open]",
+    );
+    assert_eq!(kept, json!([true, true]));
     browser.screenshot("dashboard-orchestration");
     browser.js("document.querySelector('.orch [data-orch=pause]').click(); return true");
     browser.until(

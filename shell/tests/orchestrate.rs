@@ -1086,6 +1086,87 @@ fn a_headless_step_runs_the_command_and_reports_its_cost() {
     assert_eq!(wait_final(&steps, &id).status, WorkflowStatus::Failed);
 }
 
+#[test]
+fn a_headless_record_without_a_pid_is_followed_by_its_wrappers_pid_file() {
+    use headspace_core::orchestration::HEADLESS_START_GRACE_MS;
+    let dir = TempDir::new("pidfile");
+    let slow = dir.path().join("slow.sh");
+    write(
+        &slow,
+        "#!/bin/sh\nwhile [ ! -e go ]; do sleep 0.05; done\necho '{\"is_error\":false,\"total_cost_usd\":0.5}'\n",
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&slow, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let records = dir.path().join(project_files::WORKFLOWS_DIR);
+    let steps = Steps::new(
+        StepRunner::Headless {
+            command: vec![slow.to_string_lossy().into_owned()],
+            claude_dir: dir.path().join("claude"),
+        },
+        dir.path(),
+        &records,
+        false,
+    );
+    assert!(steps.never_started("wf-x-1-0"), "no record: never started");
+    let id = steps
+        .spawn_with_id(&design_request(), "wf-x-1-0", t0())
+        .unwrap();
+    assert!(!steps.never_started(&id));
+    // The wrapper writes its pid file as it starts (the runner that died would have been
+    // looked after a while, not at once).
+    let pid_file = records.join(format!("workflow-{id}.pid"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !pid_file.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // As a runner that died before recording the pid leaves it.
+    let path = records.join(format!("workflow-{id}.json"));
+    let mut rec: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let pid = rec["pid"].as_u64().unwrap();
+    let obj = rec.as_object_mut().unwrap();
+    obj.remove("pid");
+    obj.remove("pidStarted");
+    std::fs::write(&path, rec.to_string()).unwrap();
+    // Long past the start grace, it is still running: its wrapper's pid file says so.
+    let late = t0() + HEADLESS_START_GRACE_MS * 10;
+    assert_eq!(
+        steps.lookup(&id, late).unwrap().status,
+        WorkflowStatus::Running
+    );
+    let rec: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(rec["pid"].as_u64(), Some(pid), "learned from the pid file");
+    assert!(rec["pidStarted"].is_u64(), "with its start time: {rec}");
+    write(&dir.path().join("go"), "");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while steps.lookup(&id, late).unwrap().is_active() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        steps.lookup(&id, late).unwrap().status,
+        WorkflowStatus::Completed
+    );
+
+    // A record with neither a pid nor a pid file: unknown within the grace, then failed.
+    let mut rec: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let obj = rec.as_object_mut().unwrap();
+    obj.insert("id".into(), json!("wf-x-2-0"));
+    obj.insert("status".into(), json!("running"));
+    obj.remove("pid");
+    obj.remove("pidStarted");
+    std::fs::write(records.join("workflow-wf-x-2-0.json"), rec.to_string()).unwrap();
+    assert_eq!(
+        steps.lookup("wf-x-2-0", t0() + 1_000).unwrap().status,
+        WorkflowStatus::Running
+    );
+    assert_eq!(
+        steps
+            .lookup("wf-x-2-0", t0() + HEADLESS_START_GRACE_MS)
+            .unwrap()
+            .status,
+        WorkflowStatus::Failed
+    );
+}
+
 /// A stand-in Headspace server: answers the agent routes, with the agent running from a
 /// send until `turn` more `wait`s have seen it; every request line is recorded.
 fn fake_server(turn: usize) -> (String, Arc<Mutex<Vec<String>>>) {

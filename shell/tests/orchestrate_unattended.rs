@@ -205,8 +205,15 @@ fn decide_on_a_cancelled_run_stops_instead_of_starting_over() {
     );
     // A new run lists the cancelled one among its past runs, with its outcome.
     let mut cancelled_id = None;
-    if let Ok(Some(e)) = ProjectFiles::new(dir.path()).find_execution(true) {
-        cancelled_id = Some(e.id);
+    if let Ok(Some(mut e)) = ProjectFiles::new(dir.path()).find_execution(true) {
+        cancelled_id = Some(e.id.clone());
+        // A long log before the cancel: the past run shows its last 50 decisions.
+        let cancel = e.decision_log.pop().unwrap();
+        for i in 0..60 {
+            headspace_core::orchestration::log(&mut e, "wait", format!("<b>step {i}</b>"), None, 0);
+        }
+        e.decision_log.push(cancel);
+        ProjectFiles::new(dir.path()).write_execution(&e).unwrap();
     }
     let files = ProjectFiles::new(dir.path());
     let deps = LiveDeps::new(files, &Settings::default(), None, false);
@@ -220,6 +227,13 @@ fn decide_on_a_cancelled_run_stops_instead_of_starting_over() {
     assert_eq!(v["pastRuns"][0]["id"], json!(cancelled_id.unwrap()));
     assert_eq!(v["pastRuns"][0]["status"], "cancelled");
     assert_eq!(v["pastRuns"][0]["lastDecision"]["decision"], "cancel");
+    // With the last 50 decisions of its log, oldest first, ending with the cancel.
+    let log = v["pastRuns"][0]["decisions"]
+        .as_array()
+        .expect("the decision log");
+    assert_eq!(log.len(), 50);
+    assert_eq!(log.last(), Some(&v["pastRuns"][0]["lastDecision"]));
+    assert_eq!(log[0]["reason"], "<b>step 11</b>", "{:?}", log[0]);
 }
 
 #[test]
@@ -275,6 +289,8 @@ fn fake_skills(dir: &Path) -> PathBuf {
         r#"#!/bin/sh
 for a; do last=$a; done
 echo "$last" >> skills.log
+# While `hold` exists, each step waits for `go` before doing its work.
+if [ -e hold ]; then while [ ! -e go ]; do sleep 0.05; done; fi
 step=$(printf '%s' "$last" | sed 's#^/flow\.\([a-z]*\).*#\1#')
 case $step in
   design) i=0;; analyze) i=1;; verify) i=3;; merge) i=4;; *) i=;;
@@ -404,6 +420,98 @@ fn a_runner_killed_after_each_stage_is_resumed_and_does_each_step_once() {
     );
     assert_eq!(v["runnerGone"], false);
     // The last runner ends with the run.
+    wait_for("the last runner to end", Duration::from_secs(20), || {
+        gone(runner)
+    });
+}
+
+#[test]
+fn a_runner_that_dies_between_a_steps_start_and_recording_its_pid_does_the_step_once() {
+    let dir = TempDir::new("pidwindow");
+    let p = dir.path().to_str().unwrap();
+    write(
+        &dir.path().join(project_files::STATE_FILE),
+        &state_json("design", 0, "not_started"),
+    );
+    write(&dir.path().join("specs/0010-core/tasks.md"), TASKS_MD);
+    write(&dir.path().join("hold"), "");
+    let script = fake_skills(dir.path());
+    let claude = dir.path().join("claude");
+    let env = [
+        ("HEADSPACE_HEADLESS_CMD", script.to_str().unwrap()),
+        ("HEADSPACE_CLAUDE_DIR", claude.to_str().unwrap()),
+        ("HEADSPACE_ORCHESTRATE_POLL", "0.05"),
+    ];
+    // The first runner dies right after starting design, before recording its pid.
+    let first = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
+        .args([
+            "orchestrate",
+            "start",
+            "--project",
+            p,
+            "--headless",
+            "--auto-merge",
+        ])
+        .envs(env)
+        .env("HEADSPACE_TEST_DIE_AFTER_START", "1")
+        .env_remove("HEADSPACE_ADDR")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(first.status.code(), Some(137), "died by the test seam");
+    let skills = dir.path().join("skills.log");
+    wait_for("design to start", Duration::from_secs(20), || {
+        lines(&skills) == 1
+    });
+    let records = dir.path().join(project_files::WORKFLOWS_DIR);
+    let record = std::fs::read_dir(&records)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.starts_with("workflow-") && name.ends_with(".json")
+        })
+        .expect("the step's record");
+    let rec: Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    assert_eq!(rec["status"], "running");
+    assert!(
+        rec.get("pid").is_none(),
+        "the pid was never recorded: {rec}"
+    );
+
+    // The next runner waits out the dead one's spawn intent, then finds the process by the
+    // pid file its wrapper wrote, and adopts it instead of starting design again.
+    let o = headspace(&["orchestrate", "resume", "--project", p], &env);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let files = ProjectFiles::new(dir.path());
+    let id = files.find_execution(true).unwrap().unwrap().id;
+    wait_for("the new runner's record", Duration::from_secs(20), || {
+        control::runner_record(&files, &id).is_some_and(|r| r.is_alive())
+    });
+    let runner = control::runner_record(&files, &id).unwrap().pid;
+    wait_for("the adoption", Duration::from_secs(120), || {
+        lines(&skills) > 1
+            || files.read_execution(&id).is_ok_and(|run| {
+                run.decision_log
+                    .iter()
+                    .any(|d| d.reason.contains("adopted"))
+            })
+    });
+    assert_eq!(lines(&skills), 1, "design was not started a second time");
+    write(&dir.path().join("go"), "");
+    wait_for("completion", Duration::from_secs(240), || {
+        json_of(&headspace(
+            &["orchestrate", "status", "--project", p, "--json"],
+            &env,
+        ))["status"]
+            == "completed"
+    });
+    assert_eq!(
+        std::fs::read_to_string(&skills).unwrap(),
+        "/flow.design\n/flow.analyze\n/flow.implement Execute tasks T002 in section \"Phase 1: Setup\"\n/flow.implement Execute tasks T003, T004 in section \"Phase 2: Core\"\n/flow.verify\n/flow.merge\n",
+        "each step was worked on once"
+    );
     wait_for("the last runner to end", Duration::from_secs(20), || {
         gone(runner)
     });

@@ -240,3 +240,33 @@ fn the_seeds_that_once_failed_pass() {
         );
     }
 }
+
+/// The orchestration scenario meets the faults it is there for: across a dozen seeds the
+/// runner crashes (and is restarted), and at least one run is stopped by its budget, each
+/// run keeping O1 (no step worked on twice) and O2 (it completes or stops for a reason).
+#[test]
+fn the_orchestration_scenario_crashes_its_runner_and_stops_a_run_at_its_budget() {
+    let s = find("orchestration").unwrap();
+    let (mut crashes, mut by_budget, mut ended) = (0u32, 0u32, 0u32);
+    for seed in 1..=12 {
+        let o = run(&(s.plan)(&mut Rng::new(seed)), seed, None);
+        assert!(
+            o.passed(),
+            "seed {seed}: {:#?}\nreproduce: headspace-sim run orchestration --seed {seed}",
+            o.violations
+        );
+        crashes += o.runner_crashes;
+        let (status, budget) = o.run_end.expect("an orchestration run says how it ended");
+        ended += u32::from(status != "none");
+        by_budget += u32::from(budget);
+        if budget {
+            assert_eq!(
+                status, "failed",
+                "seed {seed}: a budget stops a run as failed"
+            );
+        }
+    }
+    assert!(crashes > 0, "the runner never crashed");
+    assert!(by_budget > 0, "no run was stopped by its budget");
+    assert!(ended > 0, "no run ended");
+}

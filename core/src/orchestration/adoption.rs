@@ -63,14 +63,16 @@ impl Orchestrator {
     /// The lookup of a dead runner's spawn: a workflow that started (and did not fail to) is
     /// recorded as this run's, as if its spawn had come back. One that cannot be found may be
     /// one the lookup cannot reach now (the server restarting): it is looked for again, with
-    /// a backoff, for [`ORPHAN_GRACE_MS`] after the intent; after that, or when it failed,
-    /// the step is spawned again as usual.
+    /// a backoff, for [`ORPHAN_GRACE_MS`] after the intent; after that, when it failed, or
+    /// when it `never_started` (no record of it, which is written before any start), the step
+    /// is spawned again as usual.
     pub(super) fn adopt(
         &mut self,
         mut work: Work,
         early: Option<(String, Option<WorkflowView>)>,
         orphan: Orphan,
         view: Option<WorkflowView>,
+        never_started: bool,
         now_ms: i64,
     ) {
         let Orphan {
@@ -79,7 +81,7 @@ impl Orchestrator {
             intent_ms,
         } = orphan;
         let Some(view) = view else {
-            if now_ms.saturating_sub(intent_ms) < ORPHAN_GRACE_MS {
+            if !never_started && now_ms.saturating_sub(intent_ms) < ORPHAN_GRACE_MS {
                 self.emit(Effect::Unlock);
                 let mut d = Decision::new(
                     Action::WaitWithBackoff,

@@ -198,6 +198,13 @@ impl Orchestrator {
     /// a bug in the shell's drain: it is logged and ignored.
     pub fn handle(&mut self, now_ms: i64, input: Input) {
         let stage = std::mem::replace(&mut self.stage, Stage::Over);
+        // Only a dead runner's spawn makes more of a workflow never started than of one not
+        // found (see `adopt`).
+        let input = match (&stage, input) {
+            (Stage::Adopting { .. }, input) => input,
+            (_, Input::NeverStarted) => Input::Workflow(None),
+            (_, input) => input,
+        };
         match (stage, input) {
             (
                 _,
@@ -272,7 +279,15 @@ impl Orchestrator {
                     orphan,
                 },
                 Input::Workflow(view),
-            ) => self.adopt(work, early, orphan, view, now_ms),
+            ) => self.adopt(work, early, orphan, view, false, now_ms),
+            (
+                Stage::Adopting {
+                    work,
+                    early,
+                    orphan,
+                },
+                Input::NeverStarted,
+            ) => self.adopt(work, early, orphan, None, true, now_ms),
             (Stage::LookingUp { work, workflow }, Input::Workflow(view)) => {
                 let view = view.map(|v| acknowledged(v, &work.exec, &workflow));
                 self.evaluate(work, view, now_ms);

@@ -87,6 +87,11 @@ pub enum Input {
     },
     /// The workflow a [`Effect::LookUp`] asked for, as it is now; `None` when not found.
     Workflow(Option<WorkflowView>),
+    /// The workflow a [`Effect::LookUp`] asked for has no record, from a shell that records
+    /// each workflow before it starts it: it never started. Taken as `Workflow(None)`, except
+    /// for a dead runner's spawn, which is then started again without waiting for a lookup
+    /// that could not reach it (a shell that cannot tell answers `Workflow(None)`).
+    NeverStarted,
     /// The text of the phase's `tasks.md` ([`Effect::ReadTasks`]), if there is one.
     Tasks(Option<String>),
     /// The project's git branch ([`Effect::ReadBranch`]), if it has one.

@@ -39,6 +39,7 @@
 //! | `Begin` | an iteration starts (a wake-up, the poll interval, or "go on at once") |
 //! | `Files { execution, state }` | the files an `Effect::Read` asked for ([`StateRead`]) |
 //! | `Workflow(view)` | the workflow an `Effect::LookUp` asked for (its agent's activity mapped by [`follow_agent`], or its process's exit) |
+//! | `NeverStarted` | that workflow has no record, so it never started (`Workflow(None)` when the shell cannot tell) |
 //! | `Tasks(text)` / `Branch(name)` | the phase's `tasks.md`, the git branch |
 //! | `Spawned(result)` | the step's workflow id, or why it could not start |
 //! | `HelperAnswer(answer)` | the helper model's answer, `None` when there was none |
@@ -48,7 +49,7 @@
 //! |---|---|---|
 //! | `Lock` / `Unlock` | take / release the project lock | — |
 //! | `Read(Read)` | read the files as each [`Need`] says | `Input::Files` |
-//! | `LookUp(id)` | look the workflow up (may ask the server) | `Input::Workflow` |
+//! | `LookUp(id)` | look the workflow up (may ask the server) | `Input::Workflow` or `Input::NeverStarted` |
 //! | `ReadTasks(phase)` / `ReadBranch` | read `tasks.md` / `git rev-parse` | `Input::Tasks` / `Input::Branch` |
 //! | `WriteState` / `WriteExecution` / `BackupState` | write a file atomically / copy the state to `.bak` | — |
 //! | `Spawn { request, prompt }` | start the step: send `prompt` to the agent's pane, or run it headless | `Input::Spawned` |
@@ -121,7 +122,10 @@ pub use lenient::Nullable;
 pub use machine::{Orchestrator, SETTLE_PAUSE_MS, SETTLE_READS};
 pub use machine_io::{Effect, Input, Need, Read, StateRead};
 pub use observe::{observe_workflow, WORKFLOW_COSTS_KEY};
-pub use progress::{activity_named, follow_agent, headless_exit, headless_running, Progress};
+pub use progress::{
+    activity_named, follow_agent, headless_exit, headless_running, Progress,
+    HEADLESS_START_GRACE_MS,
+};
 pub use rebuild::{heuristic_state, phase_of_branch, started_phase};
 pub use recovery::{
     failed_needs_helper, failed_recovery, recovered_state, stale_recovery, HelperCase, Recovery,

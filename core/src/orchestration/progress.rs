@@ -95,13 +95,38 @@ pub fn headless_exit(
     progress.last_activity_ms = now_ms;
 }
 
-/// A headless process without an exit code: still alive, it is active as of its newest
-/// output (`newest_output_ms`: its transcript or error output); gone, it failed.
-pub fn headless_running(progress: &mut Progress, alive: bool, newest_output_ms: i64) {
-    if alive {
-        progress.last_activity_ms = progress.last_activity_ms.max(newest_output_ms);
-    } else {
-        progress.status = WorkflowStatus::Failed;
-        progress.error = Some("the process ended without an exit code".into());
+/// How long a headless workflow's record may name no process before it is taken as never
+/// started: 30 seconds. The process's wrapper writes its pid file before it starts the work,
+/// within moments of its start, so a runner that died between starting it and recording its
+/// pid leaves that file behind; a record without either, this long after, is of a runner that
+/// died before the start.
+pub const HEADLESS_START_GRACE_MS: i64 = 30_000;
+
+/// A headless process without an exit code, as far as its pid shows (`alive`: `None` when no
+/// pid is known yet, neither recorded nor written by its wrapper). Alive, it is active as of
+/// its newest output (`newest_output_ms`: its transcript or error output); gone, it failed.
+/// With no pid, it is unknown, not failed, for [`HEADLESS_START_GRACE_MS`] after
+/// `started_at_ms`: it may be running, started by a runner that died before writing its pid,
+/// and a failed step would be started again beside it.
+pub fn headless_running(
+    progress: &mut Progress,
+    alive: Option<bool>,
+    newest_output_ms: i64,
+    started_at_ms: i64,
+    now_ms: i64,
+) {
+    match alive {
+        Some(true) => {
+            progress.last_activity_ms = progress.last_activity_ms.max(newest_output_ms);
+        }
+        Some(false) => {
+            progress.status = WorkflowStatus::Failed;
+            progress.error = Some("the process ended without an exit code".into());
+        }
+        None if now_ms.saturating_sub(started_at_ms) < HEADLESS_START_GRACE_MS => {}
+        None => {
+            progress.status = WorkflowStatus::Failed;
+            progress.error = Some("the process never started".into());
+        }
     }
 }

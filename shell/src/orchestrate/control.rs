@@ -254,8 +254,12 @@ pub fn status(deps: &dyn Deps) -> Result<Value, ControlError> {
     Ok(v)
 }
 
+/// How many of a past run's decisions [`past_runs`] gives: its last 50.
+pub const PAST_RUN_DECISIONS: usize = 50;
+
 /// The project's other runs, newest first (at most 10): `{"id", "status", "startedAt",
-/// "completedAt", "costUsd", "budgetUsd", "error", "lastDecision"}`.
+/// "completedAt", "costUsd", "budgetUsd", "error", "lastDecision", "decisions"}`, the
+/// decisions being the last [`PAST_RUN_DECISIONS`] of its log, oldest first.
 pub fn past_runs(files: &ProjectFiles, except: &str) -> Vec<Value> {
     files
         .executions()
@@ -273,6 +277,7 @@ pub fn past_runs(files: &ProjectFiles, except: &str) -> Vec<Value> {
                 "budgetUsd": e.config.budget.max_total,
                 "error": e.error_message,
                 "lastDecision": e.decision_log.last(),
+                "decisions": &e.decision_log[e.decision_log.len().saturating_sub(PAST_RUN_DECISIONS)..],
             })
         })
         .collect()

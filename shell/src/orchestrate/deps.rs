@@ -53,6 +53,12 @@ pub trait Deps: Send + Sync {
     }
     /// The workflow `id` as it is now; `None` when it cannot be found.
     fn lookup_workflow(&self, id: &str) -> Option<WorkflowView>;
+    /// Whether workflow `id`, not found, certainly never started (it has no record, which is
+    /// written before any start), rather than perhaps out of reach; `false` when unsure.
+    fn never_started(&self, id: &str) -> bool {
+        let _ = id;
+        false
+    }
     /// Starts a workflow; its id, or why it could not start.
     fn spawn(&self, req: &SpawnRequest) -> Result<String, String>;
     /// Starts a workflow under the id `id` the machine chose (and recorded in its spawn

@@ -212,6 +212,10 @@ impl Deps for LiveDeps {
         self.steps.as_ref()?.lookup(id, now_ms())
     }
 
+    fn never_started(&self, id: &str) -> bool {
+        self.steps.as_ref().is_some_and(|s| s.never_started(id))
+    }
+
     fn spawn(&self, req: &SpawnRequest) -> Result<String, String> {
         self.steps
             .as_ref()

@@ -297,13 +297,19 @@ impl RunnerRecord {
     /// Whether the process it names still runs: its pid exists and, where the start time
     /// was recorded and can be read, it is the same process.
     pub fn is_alive(&self) -> bool {
-        if !pid_alive(self.pid) || is_zombie(self.pid) {
-            return false;
-        }
-        match (self.pid_started, process_identity(self.pid)) {
-            (Some(recorded), Some((now, _))) => recorded == now,
-            _ => true,
-        }
+        process_runs(self.pid, self.pid_started)
+    }
+}
+
+/// Whether process `pid` still runs (not a zombie) and, where its start time `started` is
+/// known and can be read, is the same process, not a later one given the same pid.
+pub fn process_runs(pid: u32, started: Option<u64>) -> bool {
+    if !pid_alive(pid) || is_zombie(pid) {
+        return false;
+    }
+    match (started, process_identity(pid)) {
+        (Some(recorded), Some((now, _))) => recorded == now,
+        _ => true,
     }
 }
 

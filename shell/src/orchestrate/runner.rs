@@ -118,7 +118,10 @@ pub fn execute(
             None
         }
         Effect::Read(what) => Some(read(deps, id, what)?),
-        Effect::LookUp(wf) => Some(Input::Workflow(deps.lookup_workflow(&wf))),
+        Effect::LookUp(wf) => Some(match deps.lookup_workflow(&wf) {
+            None if deps.never_started(&wf) => Input::NeverStarted,
+            view => Input::Workflow(view),
+        }),
         Effect::ReadTasks(phase) => Some(Input::Tasks(deps.read_tasks(phase.as_deref()))),
         Effect::ReadBranch => Some(Input::Branch(deps.current_branch())),
         Effect::Spawn {

@@ -158,9 +158,27 @@ impl Steps {
         if self.read_only {
             return;
         }
-        if let Err(e) = super::project_files::write_json(&self.record_path(&r.id), r) {
-            tracing::warn!("cannot record workflow {}: {e}", r.id);
+        if let Err(e) = self.write_checked(r) {
+            tracing::warn!("{e}");
         }
+    }
+
+    fn write_checked(&self, r: &WorkflowRecord) -> Result<(), String> {
+        if self.read_only {
+            return Err(format!("workflow {} is not recorded: read-only", r.id));
+        }
+        super::project_files::write_json(&self.record_path(&r.id), r)
+            .map_err(|e| format!("cannot record workflow {}: {e}", r.id))
+    }
+
+    /// Whether workflow `id` has no record at all, so it never started: its record is
+    /// written before it is typed or started, and a step is not started unless it was.
+    /// `false` when that cannot be told (the folder cannot be searched, an id this process
+    /// would have replaced by one of its own).
+    pub fn never_started(&self, id: &str) -> bool {
+        plain_id(id)
+            && std::fs::symlink_metadata(self.record_path(id))
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
     }
 
     /// Starts the workflow for `req`; its id.
@@ -182,12 +200,7 @@ impl Steps {
         id: &str,
         now_ms: i64,
     ) -> Result<String, String> {
-        let plain = !id.is_empty()
-            && id.len() <= 100
-            && id
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if !plain || self.read(id).is_some() {
+        if !plain_id(id) || self.read(id).is_some() {
             return self.spawn(req, now_ms);
         }
         let id = id.to_string();
@@ -208,10 +221,15 @@ impl Steps {
         if let StepRunner::Agent { agent, .. } = &self.runner {
             record.agent = Some(agent.clone());
         }
-        // Recorded before it starts: see above.
-        self.write(&record);
+        // Recorded before it starts, or not started at all: see above, and `never_started`.
+        self.write_checked(&record)?;
         match self.start(&id, &prompt) {
             Ok(pid) => {
+                // Test seam: a runner that dies right after the start, before it records
+                // the pid (the wrapper's pid file must then stand in for it).
+                if std::env::var_os("HEADSPACE_TEST_DIE_AFTER_START").is_some() {
+                    std::process::exit(137);
+                }
                 record.pid = pid;
                 record.pid_started =
                     pid.and_then(|p| super::project_files::process_identity(p).map(|(s, _)| s));
@@ -271,16 +289,26 @@ impl Steps {
     }
 
     /// Runs `command prompt` detached in the project, its output and exit code going to
-    /// files next to the record, so a restarted runner can still read how it ended.
+    /// files next to the record, so a restarted runner can still read how it ended. The
+    /// `sh` wrapper first writes its pid (and its `/proc` stat line, for its start time) to
+    /// a pid file, and starts nothing if it cannot: a runner that dies before recording the
+    /// pid leaves that file, and the next one follows the process instead of taking it for
+    /// one that never started and starting the step again.
     fn spawn_headless(&self, id: &str, command: &[String], prompt: &str) -> Result<u32, String> {
         use std::os::unix::process::CommandExt;
         let (out, err, exit) = self.outputs(id);
+        let pid_file = self.pid_file(id);
         std::fs::create_dir_all(&self.records).map_err(|e| e.to_string())?;
         let mut child = std::process::Command::new("sh")
             .arg("-c")
-            .arg(r#"o=$1; e=$2; x=$3; shift 3; "$@" >"$o" 2>"$e"; echo $? >"$x.tmp" && mv "$x.tmp" "$x""#)
+            .arg(concat!(
+                r#"o=$1; e=$2; x=$3; p=$4; shift 4; s=; "#,
+                r#"[ -r /proc/$$/stat ] && read -r s </proc/$$/stat; "#,
+                r#"printf '%s\n%s\n' "$$" "$s" >"$p.tmp" && mv "$p.tmp" "$p" || exit 1; "#,
+                r#""$@" >"$o" 2>"$e"; echo $? >"$x.tmp" && mv "$x.tmp" "$x""#
+            ))
             .arg("sh")
-            .args([&out, &err, &exit])
+            .args([&out, &err, &exit, &pid_file])
             .args(command)
             .arg(prompt)
             .current_dir(&self.project)
@@ -301,6 +329,32 @@ impl Steps {
     fn outputs(&self, id: &str) -> (PathBuf, PathBuf, PathBuf) {
         let f = |ext: &str| self.records.join(format!("workflow-{id}.{ext}"));
         (f("out"), f("err"), f("exit"))
+    }
+
+    fn pid_file(&self, id: &str) -> PathBuf {
+        self.records.join(format!("workflow-{id}.pid"))
+    }
+
+    /// The pid its wrapper wrote, for a record without one (its runner died before
+    /// recording it), with the start time that wrapper read from `/proc`, or else the one
+    /// its pid has now.
+    fn learn_pid(&self, r: &mut WorkflowRecord) {
+        if r.pid.is_some() {
+            return;
+        }
+        let Ok(text) = std::fs::read_to_string(self.pid_file(&r.id)) else {
+            return;
+        };
+        let mut lines = text.lines();
+        let Some(pid) = lines.next().and_then(|l| l.trim().parse::<u32>().ok()) else {
+            return;
+        };
+        r.pid = Some(pid);
+        r.pid_started = lines
+            .next()
+            .and_then(crate::fsutil::parse_stat)
+            .or_else(|| super::project_files::process_identity(pid))
+            .map(|(started, _)| started);
     }
 
     /// The workflow `id` now; `None` when it has no record or its agent cannot be asked
@@ -350,20 +404,25 @@ impl Steps {
             StepRunner::Headless { claude_dir, .. } => {
                 let (out, err, exit) = self.outputs(id);
                 let mut p = r.progress();
+                self.learn_pid(&mut r);
+                // Asked before the exit file is read: a process seen gone had written its
+                // exit code already, if it was to.
+                let alive = r
+                    .pid
+                    .map(|pid| super::project_files::process_runs(pid, r.pid_started));
                 if let Ok(code) = std::fs::read_to_string(&exit) {
                     let output = std::fs::read_to_string(&out).unwrap_or_default();
                     let stderr = std::fs::read_to_string(&err).unwrap_or_default();
                     headless_exit(&mut p, &code, &output, &stderr, now_ms);
                 } else {
-                    let alive = r.pid.is_some_and(super::project_files::pid_alive);
-                    let newest = if alive {
+                    let newest = if alive == Some(true) {
                         newest_transcript_ms(claude_dir, &self.project)
                             .unwrap_or(0)
                             .max(mtime_ms(&err).unwrap_or(0))
                     } else {
                         0
                     };
-                    headless_running(&mut p, alive, newest);
+                    headless_running(&mut p, alive, newest, r.started_at_ms, now_ms);
                 }
                 r.set_progress(p);
             }
@@ -402,6 +461,7 @@ impl Steps {
                 );
             }
             StepRunner::Headless { .. } => {
+                self.learn_pid(&mut r);
                 // Only the group this runner started: never pid 0 or 1 (everything of the
                 // user's), never a process that merely got the same pid later.
                 let ours = r.pid.filter(|&pid| pid > 1).filter(|&pid| {
@@ -447,6 +507,15 @@ fn call(
             .as_str()
             .map_or_else(|| format!("server answered {status}"), str::to_string))
     }
+}
+
+/// An id usable as a file name as it is (else [`Steps::spawn_with_id`] picks its own).
+fn plain_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 100
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 fn mtime_ms(p: &Path) -> Option<i64> {
