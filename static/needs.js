@@ -22,7 +22,7 @@ function shownState(a) {
 }
 
 const attention = {
-  waitingSince: new Map(), // agent id -> ms: when the page first saw it waiting (permissions)
+  waitingSince: new Map(), // agent id -> ms: when the page first saw it waiting (no server time)
   shown: new Map(),        // agent id -> the shown state last rendered
   unseenDone: new Set(),   // agents that finished while the page was not looked at
   held: new Map(),         // agent id -> timer: a waiting notice held for its question
@@ -33,9 +33,12 @@ const attention = {
   recent: [],              // ms of the notices of the last minute
 };
 
-/// When the agent started waiting, in ms: its question's time, or when the page saw it.
+/// When the agent started waiting, in ms: its question's time, when its permission dialog
+/// began showing (the server's), or when the page saw it.
 function waitingSince(a) {
   if (a.state === 'awaiting_input' && a.state_since) return Date.parse(a.state_since);
+  const dialogSince = a.question && a.question.question && a.question.question.since;
+  if (dialogSince) return Date.parse(dialogSince);
   if (!attention.waitingSince.has(a.id)) attention.waitingSince.set(a.id, Date.now());
   return attention.waitingSince.get(a.id);
 }

@@ -164,3 +164,37 @@ fn a_dialog_that_shows_another_command_than_the_hooks_gets_no_tool() {
     let permission = stored_permission(&mut core).flatten().expect("a dialog");
     assert_eq!(permission.get("tool"), None, "{permission}");
 }
+
+#[test]
+fn the_dialog_carries_when_it_began_showing_until_it_closes() {
+    let (mut core, s) = core_with_agent();
+    let pane = |core: &mut Core, at: i64, text: &str| {
+        core.handle(
+            Timestamp(at),
+            Input::Pane {
+                pane: "%4".into(),
+                text: text.into(),
+            },
+        )
+    };
+    pane(&mut core, 2_000, DIALOG);
+    let first = stored_permission(&mut core).flatten().expect("a dialog");
+    assert_eq!(first["since"], json!(Timestamp(2_000)));
+    // Its tool learnt later, the screen read again: the same wait, the same start.
+    core.handle(Timestamp(2_100), permission_hook(&s, "rm -rf target"));
+    pane(&mut core, 5_000, DIALOG);
+    let later = stored_permission(&mut core).flatten().expect("the dialog");
+    assert_eq!(later["since"], json!(Timestamp(2_000)));
+    // Answered (the dialog gone), then a new one: a new wait.
+    pane(&mut core, 8_000, "⏺ Done.\n\n> \n");
+    assert_eq!(
+        stored_permission(&mut core),
+        Some(None),
+        "the dialog closed"
+    );
+    pane(&mut core, 9_000, DIALOG);
+    let next = stored_permission(&mut core)
+        .flatten()
+        .expect("a new dialog");
+    assert_eq!(next["since"], json!(Timestamp(9_000)));
+}

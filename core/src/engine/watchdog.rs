@@ -62,6 +62,21 @@ impl Core {
             )),
             _ => None,
         };
+        // When the dialog began showing, kept while it shows (a changed tool or option text is
+        // the same wait): the page orders waiting agents by it, and a reload or a second
+        // device sees the same order.
+        let dialog = dialog.map(|mut d| {
+            let since = agent
+                .row
+                .permission
+                .as_ref()
+                .and_then(|p| p.get("since").cloned())
+                .unwrap_or_else(|| json!(now));
+            if let Some(o) = d.as_object_mut() {
+                o.insert("since".into(), since);
+            }
+            d
+        });
         let permission = dialog.is_some();
         if agent.row.permission != dialog {
             agent.row.permission = dialog;
