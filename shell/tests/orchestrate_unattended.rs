@@ -322,6 +322,20 @@ fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// `headspace orchestrate resume` on project `p` (in `dir`), then waits for the new runner's
+/// record: the project's files, the run's id and the new runner's pid.
+fn resume(dir: &Path, p: &str, env: &[(&str, &str)]) -> (ProjectFiles, String, u32) {
+    let o = headspace(&["orchestrate", "resume", "--project", p], env);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let files = ProjectFiles::new(dir);
+    let id = files.find_execution(true).unwrap().unwrap().id;
+    wait_for("the new runner's record", Duration::from_secs(20), || {
+        control::runner_record(&files, &id).is_some_and(|r| r.is_alive())
+    });
+    let runner = control::runner_record(&files, &id).unwrap().pid;
+    (files, id, runner)
+}
+
 fn sigkill(pid: u32) {
     let _ = std::process::Command::new("kill")
         .args(["-KILL", &pid.to_string()])
@@ -381,14 +395,7 @@ fn a_runner_killed_after_each_stage_is_resumed_and_does_each_step_once() {
             "after {stage}"
         );
         // Resume restarts the runner (detached), which continues from the files.
-        let o = headspace(&["orchestrate", "resume", "--project", p], &env);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let files = ProjectFiles::new(dir.path());
-        let id = files.find_execution(true).unwrap().unwrap().id;
-        wait_for("the new runner's record", Duration::from_secs(20), || {
-            control::runner_record(&files, &id).is_some_and(|r| r.is_alive())
-        });
-        runner = control::runner_record(&files, &id).unwrap().pid;
+        runner = resume(dir.path(), p, &env).2;
     }
     // A step killed between its start and its record holds the next spawn for 30 s.
     // Reaped here (a zombie till then, which counts as gone).
@@ -482,14 +489,7 @@ fn a_runner_that_dies_between_a_steps_start_and_recording_its_pid_does_the_step_
 
     // The next runner waits out the dead one's spawn intent, then finds the process by the
     // pid file its wrapper wrote, and adopts it instead of starting design again.
-    let o = headspace(&["orchestrate", "resume", "--project", p], &env);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let files = ProjectFiles::new(dir.path());
-    let id = files.find_execution(true).unwrap().unwrap().id;
-    wait_for("the new runner's record", Duration::from_secs(20), || {
-        control::runner_record(&files, &id).is_some_and(|r| r.is_alive())
-    });
-    let runner = control::runner_record(&files, &id).unwrap().pid;
+    let (files, id, runner) = resume(dir.path(), p, &env);
     wait_for("the adoption", Duration::from_secs(120), || {
         lines(&skills) > 1
             || files.read_execution(&id).is_ok_and(|run| {
