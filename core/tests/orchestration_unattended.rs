@@ -309,12 +309,21 @@ fn locked_read(
     drain(m)
 }
 
+/// A machine that read a run whose dead runner recorded its spawn intent at `intent_ms` and
+/// now looks that workflow up (asserted).
+fn looking_up_dead_spawn(intent_ms: i64) -> Orchestrator {
+    let (s, e) = orphaned(intent_ms);
+    let mut m = Orchestrator::new("/p", "/p/s.json");
+    assert_eq!(
+        locked_read(&mut m, &s, &e),
+        [Effect::LookUp("wf-dead".into())]
+    );
+    m
+}
+
 #[test]
 fn a_workflow_started_by_a_runner_that_died_is_adopted_not_started_again() {
-    let (s, e) = orphaned(now() - SPAWN_INTENT_TTL_MS);
-    let mut m = Orchestrator::new("/p", "/p/s.json");
-    let fx = locked_read(&mut m, &s, &e);
-    assert_eq!(fx, [Effect::LookUp("wf-dead".into())]);
+    let mut m = looking_up_dead_spawn(now() - SPAWN_INTENT_TTL_MS);
     m.handle(
         now(),
         Input::Workflow(Some(WorkflowView {
@@ -343,12 +352,7 @@ fn a_workflow_started_by_a_runner_that_died_is_adopted_not_started_again() {
 #[test]
 fn a_dead_runners_spawn_that_never_started_is_spawned_again_and_a_fresh_intent_waits() {
     // Not found soon after: perhaps the server cannot be asked now; looked for again.
-    let (s, e) = orphaned(now() - SPAWN_INTENT_TTL_MS);
-    let mut m = Orchestrator::new("/p", "/p/s.json");
-    assert_eq!(
-        locked_read(&mut m, &s, &e),
-        [Effect::LookUp("wf-dead".into())]
-    );
+    let mut m = looking_up_dead_spawn(now() - SPAWN_INTENT_TTL_MS);
     m.handle(now(), Input::Workflow(None));
     let fx = drain(&mut m);
     assert!(
@@ -361,12 +365,7 @@ fn a_dead_runners_spawn_that_never_started_is_spawned_again_and_a_fresh_intent_w
     );
 
     // Still not found after the grace: it never started; spawned again, under a new id.
-    let (s, e) = orphaned(now() - ORPHAN_GRACE_MS);
-    let mut m = Orchestrator::new("/p", "/p/s.json");
-    assert_eq!(
-        locked_read(&mut m, &s, &e),
-        [Effect::LookUp("wf-dead".into())]
-    );
+    let mut m = looking_up_dead_spawn(now() - ORPHAN_GRACE_MS);
     m.handle(now(), Input::Workflow(None));
     let fx = drain(&mut m);
     let spawned: Vec<&String> = fx
@@ -400,12 +399,7 @@ fn a_dead_runners_spawn_that_never_started_is_spawned_again_and_a_fresh_intent_w
 fn a_dead_runners_spawn_with_no_record_is_spawned_again_without_the_grace() {
     // Its record (written before any start) is missing: it never started, so the minute's
     // wait for a lookup that could not reach it is not needed.
-    let (s, e) = orphaned(now() - SPAWN_INTENT_TTL_MS);
-    let mut m = Orchestrator::new("/p", "/p/s.json");
-    assert_eq!(
-        locked_read(&mut m, &s, &e),
-        [Effect::LookUp("wf-dead".into())]
-    );
+    let mut m = looking_up_dead_spawn(now() - SPAWN_INTENT_TTL_MS);
     m.handle(now(), Input::NeverStarted);
     let fx = drain(&mut m);
     let spawned = fx

@@ -5,6 +5,9 @@
 //! per sweep, the CPU counted in the process that captures (spawning, reading), in the tmux
 //! clients (its children) and in the tmux server. Alone: `cargo run --release -p headspace --example capture_bench`.
 
+#[path = "bench_support/mod.rs"]
+mod bench_support;
+use bench_support::costs::hz;
 use headspace_testkit::procstat::cpu_ticks;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -64,7 +67,6 @@ struct Sweep {
 }
 
 fn measure(server_pid: u32, mut sweep: impl FnMut()) -> Sweep {
-    let hz = 100.0; // USER_HZ on Linux
     let (o0, c0, s0, t0) = (
         own_cpu(),
         children_cpu(),
@@ -79,7 +81,7 @@ fn measure(server_pid: u32, mut sweep: impl FnMut()) -> Sweep {
         wall_ms: t0.elapsed().as_secs_f64() * 1e3 / n,
         spawner_ms: (own_cpu() - o0) * 1e3 / n,
         clients_ms: (children_cpu() - c0) * 1e3 / n,
-        server_ms: (cpu_ticks(server_pid) - s0) as f64 / hz * 1e3 / n,
+        server_ms: (cpu_ticks(server_pid) - s0) as f64 / hz() * 1e3 / n,
     }
 }
 

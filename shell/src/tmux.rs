@@ -74,12 +74,11 @@ pub async fn capture_many(
     out
 }
 
-/// A marker line for one batch capture: 64 bits from the standard library's per-process
-/// random hash keys (enough that an agent cannot print it by chance or on purpose).
+/// A marker line for one batch capture: 64 bits from the standard library's random hash
+/// keys, new for each call (enough that an agent cannot print it by chance or on purpose).
 fn capture_marker() -> String {
     use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(std::process::id().into());
+    let h = std::collections::hash_map::RandomState::new().build_hasher();
     format!("headspace-capture-end-{:016x}", h.finish())
 }
 

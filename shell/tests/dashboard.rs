@@ -427,11 +427,7 @@ fn an_orchestration_panel_shows_the_run_and_its_buttons_drive_it() {
                        "options": [{"label": "Stripe"}, {"label": "Adyen"}]}]}}),
         ),
     ] {
-        let (status, body) = server.post(
-            &format!("/hook/{event}"),
-            &hook(&s, &claude, "%9", event, extra),
-        );
-        assert_eq!(status, 200, "{body}");
+        server.post_hook(&s, &claude, "%9", event, extra);
     }
     browser.goto(&format!("http://{}/", server.addr));
     let asks = browser.until(

@@ -670,21 +670,6 @@ fn on_a_phone_a_waiting_agent_is_answered_by_tap_and_prompted_from_its_conversat
 }
 
 /// Posts hook `event` of session `s` in pane `pane`.
-fn post_hook(
-    server: &Server,
-    claude: &std::path::Path,
-    s: &SessionWriter,
-    pane: &str,
-    event: &str,
-    extra: Value,
-) {
-    let (status, text) = server.post(
-        &format!("/hook/{event}"),
-        &hook(s, claude, pane, event, extra),
-    );
-    assert_eq!(status, 200, "{text}");
-}
-
 #[test]
 fn a_sub_agents_finish_is_not_notified_a_main_agents_is_once_in_its_quiet_period() {
     let Some(db) = fresh_db("dash_notices") else {
@@ -712,10 +697,9 @@ fn a_sub_agents_finish_is_not_notified_a_main_agents_is_once_in_its_quiet_period
         (sub, "%22", "look around"),
     ];
     for (s, pane, _) in &agents {
-        post_hook(
-            &server,
-            &claude,
+        server.post_hook(
             s,
+            &claude,
             pane,
             "SessionStart",
             json!({"source": "startup"}),
@@ -734,10 +718,9 @@ fn a_sub_agents_finish_is_not_notified_a_main_agents_is_once_in_its_quiet_period
     // Two tasks each: the second within the quiet period of the first.
     for round in 0..2 {
         for (s, pane, prompt) in &agents {
-            post_hook(
-                &server,
-                &claude,
+            server.post_hook(
                 s,
+                &claude,
                 pane,
                 "UserPromptSubmit",
                 json!({"prompt": prompt}),
@@ -748,10 +731,9 @@ fn a_sub_agents_finish_is_not_notified_a_main_agents_is_once_in_its_quiet_period
             "const c = [...document.querySelectorAll('.card')]; return c.length === 2 && c.every(c => c.dataset.shown === 'working')",
         );
         for (s, pane, _) in &agents {
-            post_hook(
-                &server,
-                &claude,
+            server.post_hook(
                 s,
+                &claude,
                 pane,
                 "Stop",
                 json!({"last_assistant_message": "Done.", "stop_hook_active": false}),
@@ -798,10 +780,9 @@ fn escape_in_the_prompt_box_interrupts_and_clear_types_slash_clear() {
         .unwrap()
         .as_millis() as i64;
     let s = SessionWriter::new(31, Timestamp(now));
-    post_hook(
-        &server,
-        &claude,
+    server.post_hook(
         &s,
+        &claude,
         &pane,
         "SessionStart",
         json!({"source": "startup"}),

@@ -31,13 +31,7 @@ fn the_notify_command_receives_a_waiting_agent_and_a_finished_task() {
         .unwrap()
         .as_millis() as i64;
     let s = SessionWriter::new(5, Timestamp(now));
-    let post = |event: &str, extra: Value| {
-        let (status, body) = server.post(
-            &format!("/hook/{event}"),
-            &hook(&s, &claude, "%5", event, extra),
-        );
-        assert_eq!(status, 200, "{body}");
-    };
+    let post = |event: &str, extra: Value| server.post_hook(&s, &claude, "%5", event, extra);
     post("UserPromptSubmit", json!({"prompt": "tidy the build"}));
     post(
         "PreToolUse",

@@ -1032,9 +1032,14 @@ fn fake_claude(dir: &Path, exit: i32, is_error: bool) -> PathBuf {
             "#!/bin/sh\nfor a; do last=$a; done\nprintf '%s' \"$last\" > prompt.txt\necho '{{\"type\":\"result\",\"is_error\":{is_error},\"total_cost_usd\":0.25,\"result\":\"done\"}}'\nexit {exit}\n"
         ),
     );
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    make_executable(&script);
     script
+}
+
+/// Lets `path` (a script the test wrote) run.
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 fn wait_final(steps: &Steps, id: &str) -> WorkflowView {
@@ -1095,8 +1100,7 @@ fn a_headless_record_without_a_pid_is_followed_by_its_wrappers_pid_file() {
         &slow,
         "#!/bin/sh\nwhile [ ! -e go ]; do sleep 0.05; done\necho '{\"is_error\":false,\"total_cost_usd\":0.5}'\n",
     );
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&slow, std::fs::Permissions::from_mode(0o755)).unwrap();
+    make_executable(&slow);
     let records = dir.path().join(project_files::WORKFLOWS_DIR);
     let steps = Steps::new(
         StepRunner::Headless {
@@ -1119,6 +1123,7 @@ fn a_headless_record_without_a_pid_is_followed_by_its_wrappers_pid_file() {
     while !pid_file.exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
+    assert!(pid_file.exists(), "the wrapper wrote no pid file");
     // As a runner that died before recording the pid leaves it.
     let path = records.join(format!("workflow-{id}.json"));
     let mut rec: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
@@ -1499,8 +1504,7 @@ fi
 echo '{"type":"result","is_error":false,"total_cost_usd":0.25,"result":"ok"}'
 "#,
     );
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    make_executable(&script);
     script
 }
 
@@ -1790,11 +1794,7 @@ fn cancelling_a_headless_step_stops_its_process_and_nothing_else() {
     let records = dir.path().join(project_files::WORKFLOWS_DIR);
     let sleeper = dir.path().join("sleeper.sh");
     write(&sleeper, "#!/bin/sh\nexec sleep 30\n");
-    std::fs::set_permissions(
-        &sleeper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    make_executable(&sleeper);
     let steps = Steps::new(
         StepRunner::Headless {
             command: vec![sleeper.to_string_lossy().into_owned()],

@@ -191,6 +191,13 @@ fn a_batch_capture_reads_each_pane_as_capturing_it_alone() {
         .collect();
     assert!(alone.iter().all(Option::is_some), "{alone:?}");
     assert!(alone[0].as_deref().unwrap().starts_with("one\n\ntwo\n"));
+    assert!(
+        alone[1]
+            .as_deref()
+            .unwrap()
+            .starts_with("headspace-capture-end-0000000000000000\n"),
+        "the marker-like line is on the screen: {alone:?}"
+    );
     let batch = rt.block_on(headspace::tmux::capture_many(socket, &panes, 50));
     assert_eq!(batch, alone);
 

@@ -224,6 +224,23 @@ impl Server {
         self.call("POST", path, body)
     }
 
+    /// Posts session `s`'s hook `event` (in `pane`, its transcript under `claude_dir`; see
+    /// [`hook`]) and asserts it was taken.
+    pub fn post_hook(
+        &self,
+        s: &headspace_testkit::synth::SessionWriter,
+        claude_dir: &Path,
+        pane: &str,
+        event: &str,
+        extra: serde_json::Value,
+    ) {
+        let (status, body) = self.post(
+            &format!("/hook/{event}"),
+            &hook(s, claude_dir, pane, event, extra),
+        );
+        assert_eq!(status, 200, "{body}");
+    }
+
     /// One request; a failure names the transport error and shows the server's last log
     /// lines (a panic in a handler shows there, not in the answer).
     fn call(&self, method: &str, path: &str, body: &[u8]) -> (u16, String) {
