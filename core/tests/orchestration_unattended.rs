@@ -269,11 +269,21 @@ fn drain(m: &mut Orchestrator) -> Vec<Effect> {
 /// A run whose runner recorded a spawn intent for design at `intent_ms`, naming `wf-dead`,
 /// and died before recording the spawn.
 fn orphaned(intent_ms: i64) -> (OrchestrationState, OrchestrationExecution) {
-    let s = state("design", 0, "in_progress");
-    let mut e = exec("design", "running");
+    orphaned_at(Step::Design, state("design", 0, "in_progress"), intent_ms)
+}
+
+/// A run in state `s` whose runner recorded a spawn intent for `step` at `intent_ms`, naming
+/// `wf-dead`, and died before recording the spawn.
+fn orphaned_at(
+    step: Step,
+    s: OrchestrationState,
+    intent_ms: i64,
+) -> (OrchestrationState, OrchestrationExecution) {
+    let mut e = exec(&step.to_string(), "running");
+    let skill = step.skill().expect("a step with a skill");
     let request = headspace_core::orchestration::SpawnRequest {
-        step: Step::Design,
-        skill: "flow.design".into(),
+        step,
+        skill,
         batch: None,
         healer: false,
         context: None,
@@ -281,7 +291,7 @@ fn orphaned(intent_ms: i64) -> (OrchestrationState, OrchestrationExecution) {
     e.extra.insert(
         SPAWN_INTENT_KEY.into(),
         serde_json::to_value(SpawnIntent {
-            skill: "flow.design".into(),
+            skill: request.skill.clone(),
             timestamp: intent_ms,
             workflow_id: Some("wf-dead".into()),
             request: Some(request),
@@ -411,6 +421,55 @@ fn a_dead_runners_spawn_with_no_record_is_spawned_again_without_the_grace() {
         !fx.contains(&Effect::Wake(Next::Backoff(ORPHAN_BACKOFF_MS))),
         "{fx:?}"
     );
+}
+
+#[test]
+fn a_run_whose_last_step_a_dead_runner_started_completes_only_after_adopting_it() {
+    // Found by killing the runner right after verify: the next one started merge and died
+    // before recording it; merge's skill marked the step complete.
+    let done = state("merge", 4, "complete");
+    let fresh = now() - 1_000;
+    let (mut s, mut e) = orphaned_at(Step::Merge, done.clone(), fresh);
+    let d = headspace_core::orchestration::evaluate(&mut s, &mut e, None, now());
+    assert_eq!(
+        d.action,
+        Action::Wait,
+        "not completed while a spawn may be under way: {d:?}"
+    );
+    assert!(d.reason.contains("completing after it"), "{}", d.reason);
+
+    // Once the intent is stale the workflow is adopted, its cost counted, and the run ends.
+    let (s, e) = orphaned_at(Step::Merge, done, now() - SPAWN_INTENT_TTL_MS);
+    let mut m = Orchestrator::new("/p", "/p/s.json");
+    assert_eq!(
+        locked_read(&mut m, &s, &e),
+        [Effect::LookUp("wf-dead".into())]
+    );
+    m.handle(
+        now(),
+        Input::Workflow(Some(WorkflowView {
+            id: "wf-dead".into(),
+            status: WorkflowStatus::Completed,
+            last_activity_ms: now(),
+            cost_usd: 0.25,
+        })),
+    );
+    let fx = drain(&mut m);
+    let Some(Effect::WriteExecution(adopted)) = fx.first() else {
+        panic!("{fx:?}")
+    };
+    assert_eq!(adopted.total_cost_usd, 0.25);
+    assert_eq!(adopted.executions.merge.as_deref(), Some("wf-dead"));
+    let (mut s, mut e) = (s, adopted.clone());
+    let view = WorkflowView {
+        id: "wf-dead".into(),
+        status: WorkflowStatus::Completed,
+        last_activity_ms: now(),
+        cost_usd: 0.25,
+    };
+    let d = headspace_core::orchestration::evaluate(&mut s, &mut e, Some(&view), now());
+    assert_eq!(d.action, Action::Complete, "{d:?}");
+    assert_eq!(e.total_cost_usd, 0.25, "counted once");
 }
 
 #[test]

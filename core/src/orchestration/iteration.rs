@@ -124,7 +124,11 @@ pub fn evaluate(
     // judges the current step, which has no workflow yet.
     let workflow = workflow.filter(|wf| linked(state, execution) == Some(wf.id.as_str()));
     let decision = decide_checked(state, execution, workflow, now_ms);
-    if !spawns(&decision) {
+    // A run must not end while a spawn may be under way: a runner that died between starting
+    // the last step and recording it left an intent, and its workflow (with its cost) is
+    // adopted once the intent is stale; a finished run is never looked at again.
+    let completes = decision.action == Action::Complete;
+    if !spawns(&decision) && !completes {
         return decision;
     }
     let intent = execution
@@ -137,10 +141,16 @@ pub fn evaluate(
         SpawnCheck::IntentInFlight => Decision::new(
             Action::Wait,
             format!(
-                "Spawn of {} already in progress",
-                intent.map(|i| i.skill).unwrap_or_default()
+                "Spawn of {} already in progress{}",
+                intent.map(|i| i.skill).unwrap_or_default(),
+                if completes {
+                    ", completing after it"
+                } else {
+                    ""
+                }
             ),
         ),
+        SpawnCheck::WorkflowActive if completes => decision,
         SpawnCheck::WorkflowActive => Decision::new(Action::Wait, "Workflow already active"),
     }
 }
