@@ -149,17 +149,19 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-fn main() {
-    let mb: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(100);
-    let total = mb << 20;
+/// Passes of each kind. On a shared 2-core machine a pass can run at half speed while a
+/// neighbour works, and a ratio of two single passes then swings by 2× either way. Each
+/// 1 MiB chunk is timed on its own, in every pass, and the fastest time of each chunk is
+/// kept: a slow spell of a few milliseconds then costs nothing unless it hits that chunk in
+/// every pass. The generator is deterministic, so chunk i is the same bytes (and a fresh
+/// core the same state) in every pass.
+const PASSES: usize = 5;
 
-    // Baseline: split lines and parse each with serde_json into a Value.
+/// Splits lines and parses each with serde_json into a `Value`: the time of each chunk,
+/// bytes, lines.
+fn baseline_pass(total: usize) -> (Vec<std::time::Duration>, usize, u64) {
     let mut g = Generator::new(total);
-    let start = Instant::now();
-    let (mut bytes, mut parsed) = (0usize, 0u64);
+    let (mut times, mut bytes, mut parsed) = (Vec::new(), 0usize, 0u64);
     while let Some(chunk) = g.next_chunk() {
         let t = Instant::now();
         for line in chunk.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
@@ -167,31 +169,37 @@ fn main() {
             std::hint::black_box(&v);
             parsed += 1;
         }
+        times.push(t.elapsed());
         bytes += chunk.len();
-        let _ = t;
     }
-    let base_total = start.elapsed();
-    // Generation time is measured alone and subtracted from both passes.
-    let mut g = Generator::new(total);
-    let gen_start = Instant::now();
-    while let Some(c) = g.next_chunk() {
-        std::hint::black_box(&c);
-    }
-    let gen = gen_start.elapsed();
-    let base = base_total.saturating_sub(gen);
+    (times, bytes, parsed)
+}
 
-    // The core: the same bytes as transcript appends; commands drained and dropped, as the
-    // shell hands them to the database.
+/// What a core pass measured.
+struct CorePass {
+    /// The time of each chunk.
+    times: Vec<std::time::Duration>,
+    turns: u64,
+    rss_start: u64,
+    rss_quarter: u64,
+    rss_end: u64,
+    index_len: usize,
+}
+
+/// The same bytes through a fresh core as transcript appends; commands drained and
+/// dropped, as the shell hands them to the database.
+fn core_pass(total: usize) -> CorePass {
     let mut core = Core::new(Config::new(CLAUDE_DIR));
     let mut g = Generator::new(total);
     let path = g.s.path();
     let (mut offset, mut turns, mut rss_quarter) = (0u64, 0u64, 0u64);
+    let mut times = Vec::new();
     let rss_start = rss_kib();
-    let start = Instant::now();
     let mut now = Timestamp::parse_rfc3339("2026-11-01T00:00:00Z").unwrap();
     while let Some(chunk) = g.next_chunk() {
         let len = chunk.len() as u64;
         now = now.add_millis(1);
+        let t = Instant::now();
         core.handle(
             now,
             Input::Transcript {
@@ -201,22 +209,83 @@ fn main() {
                 read: None,
             },
         );
-        offset += len;
         while let Some(c) = core.poll_command() {
             if let Command::Store(headspace_core::Write::Turn(_)) = c {
                 turns += 1;
             }
         }
+        times.push(t.elapsed());
+        offset += len;
         if rss_quarter == 0 && offset as usize >= total / 4 {
             rss_quarter = rss_kib();
         }
     }
-    let core_total = start.elapsed().saturating_sub(gen);
-    let rss_end = rss_kib();
+    CorePass {
+        times,
+        turns,
+        rss_start,
+        rss_quarter,
+        rss_end: rss_kib(),
+        index_len: core.index_len(),
+    }
+}
+
+/// The sum over chunks of each chunk's fastest time across `passes`.
+fn fastest_per_chunk(passes: &[Vec<std::time::Duration>]) -> std::time::Duration {
+    (0..passes[0].len())
+        .map(|i| passes.iter().map(|p| p[i]).min().expect("passes"))
+        .sum()
+}
+
+fn main() {
+    let mb: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(100);
+    let total = mb << 20;
+
+    // The kinds of pass take turns, so a slow spell of the machine falls on each alike.
+    let (mut bases, mut cores) = (Vec::new(), Vec::new());
+    let (mut bytes, mut parsed) = (0, 0);
+    for _ in 0..PASSES {
+        let (t, b, p) = baseline_pass(total);
+        (bytes, parsed) = (b, p);
+        bases.push(t);
+        cores.push(core_pass(total));
+    }
+    let base = fastest_per_chunk(&bases);
+    let core_times: Vec<_> = cores.iter().map(|c| c.times.clone()).collect();
+    let core_total = fastest_per_chunk(&core_times);
+    // Memory as the first pass saw it: the process had held nothing else yet.
+    let first = &cores[0];
+    let (turns, rss_start, rss_quarter, rss_end) = (
+        first.turns,
+        first.rss_start,
+        first.rss_quarter,
+        first.rss_end,
+    );
+    let ms = |ds: &[Vec<std::time::Duration>]| {
+        ds.iter()
+            .map(|p| {
+                format!(
+                    "{:.0}",
+                    p.iter().sum::<std::time::Duration>().as_secs_f64() * 1e3
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!(
+        "passes (ms): baseline {}; core {}; compared: each chunk's fastest, summed ({:.0} and {:.0} ms)",
+        ms(&bases),
+        ms(&core_times),
+        base.as_secs_f64() * 1e3,
+        core_total.as_secs_f64() * 1e3
+    );
 
     let secs = |d: std::time::Duration| d.as_secs_f64().max(1e-9);
     let mbs = bytes as f64 / (1 << 20) as f64;
-    println!("replay bench: {mbs:.0} MB transcript, {parsed} lines, {turns} turns (generation time {:.2}s subtracted)", gen.as_secs_f64());
+    println!("replay bench: {mbs:.0} MB transcript, {parsed} lines, {turns} turns, {PASSES} passes of each");
     println!("{:<28} {:>14} {:>10}", "", "entries/s", "MB/s");
     println!(
         "{:<28} {:>14.0} {:>10.1}",
@@ -244,10 +313,7 @@ fn main() {
     );
     println!(
         "memory: RSS {} KiB at start, {} KiB at 25%, {} KiB at 100% ({} index slots held)",
-        rss_start,
-        rss_quarter,
-        rss_end,
-        core.index_len()
+        rss_start, rss_quarter, rss_end, first.index_len
     );
 
     let hashing = hash_cost(total);

@@ -197,6 +197,6 @@ pub struct Event {
     pub name: &'static str,
     /// The agent it concerns.
     pub agent_id: AgentId,
-    /// The payload.
-    pub data: serde_json::Value,
+    /// The payload, as JSON text.
+    pub data: crate::EventData,
 }

@@ -130,6 +130,7 @@ pub mod dialog;
 pub mod discovery;
 pub mod engine;
 pub mod entry;
+pub mod event_data;
 pub mod event_feed;
 pub mod framing;
 pub mod hook;
@@ -166,6 +167,7 @@ pub mod wait;
 
 pub use activity::Activity;
 pub use engine::{Config, Core, Timer, TimerReason};
+pub use event_data::EventData;
 pub use intent::{Actor, Intent};
 pub use io::{Command, Event, Input, Reply, Write};
 pub use state::TaskState;

@@ -25,7 +25,6 @@ use crate::matching::{hash128, Key, Kind, MatchIndex};
 use crate::model::{AgentId, AgentRow, TaskId, TaskRow, TimestampSource, TurnId, TurnRow};
 use crate::state::TaskState;
 use crate::time::Timestamp;
-use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 
 /// What the core needs to know about its surroundings.
@@ -451,21 +450,45 @@ impl AgentState {
     }
 }
 
-/// The JSON of a turn as the API and `turn_created` show it.
+/// A turn as the API and `turn_created` show it: written straight from its row, in this
+/// field order (`turn_id` repeats `id` for the dashboard's older readers).
+#[derive(serde::Serialize)]
+pub struct TurnView<'a> {
+    id: TurnId,
+    turn_id: TurnId,
+    agent_id: AgentId,
+    task_id: TaskId,
+    actor: Actor,
+    intent: Intent,
+    text: &'a str,
+    timestamp: Timestamp,
+    timestamp_source: TimestampSource,
+    entry_uuid: Option<&'a str>,
+    question: Option<&'a serde_json::Value>,
+}
+
+impl<'a> TurnView<'a> {
+    /// The view of `t`.
+    pub fn of(t: &'a TurnRow) -> TurnView<'a> {
+        TurnView {
+            id: t.id,
+            turn_id: t.id,
+            agent_id: t.agent_id,
+            task_id: t.task_id,
+            actor: t.actor,
+            intent: t.intent,
+            text: &t.text,
+            timestamp: t.timestamp,
+            timestamp_source: t.timestamp_source,
+            entry_uuid: t.entry_uuid.as_deref(),
+            question: t.question.as_ref(),
+        }
+    }
+}
+
+/// The JSON of a turn as the API and `turn_created` show it, as a value to add fields to.
 pub fn turn_json(t: &TurnRow) -> serde_json::Value {
-    json!({
-        "id": t.id,
-        "turn_id": t.id,
-        "agent_id": t.agent_id,
-        "task_id": t.task_id,
-        "actor": t.actor,
-        "intent": t.intent,
-        "text": t.text,
-        "timestamp": t.timestamp,
-        "timestamp_source": t.timestamp_source,
-        "entry_uuid": t.entry_uuid,
-        "question": t.question,
-    })
+    serde_json::to_value(TurnView::of(t)).unwrap_or_default()
 }
 
 /// A uuid as 128 bits: parsed when it is a standard uuid, hashed otherwise.

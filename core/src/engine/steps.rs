@@ -13,7 +13,8 @@ use crate::step::{Evidence, StepOutcome, StepRow};
 use crate::step_line::LineFacts;
 use crate::time::Timestamp;
 use crate::usage_sum::UsageRow;
-use serde_json::{json, Value};
+use crate::EventData;
+use serde_json::Value;
 
 impl Core {
     /// What a whole transcript line tells about steps and usage (`facts`, as
@@ -127,15 +128,15 @@ impl Core {
                 step.finished_at = Some(stamp);
             }
         }
-        let data = json!({
-            "agent_id": agent_id,
-            "tool_use_id": step.tool_use_id,
-            "tool": step.tool,
-            "summary": step.summary,
-            "outcome": step.outcome.as_str(),
+        let data = EventData::of(&StepUpdated {
+            agent_id,
+            tool_use_id: &step.tool_use_id,
+            tool: &step.tool,
+            summary: &step.summary,
+            outcome: step.outcome.as_str(),
         });
         self.write_step(step);
-        self.publish(agent_id, "step_updated", data);
+        self.publish_data(agent_id, "step_updated", data);
     }
 
     fn write_step(&mut self, mut step: StepRow) {
@@ -150,4 +151,14 @@ impl Core {
     fn write(&mut self, w: Write) {
         self.out.push_back(Command::Store(w));
     }
+}
+
+/// `step_updated`'s payload, written straight from the step.
+#[derive(serde::Serialize)]
+struct StepUpdated<'a> {
+    agent_id: AgentId,
+    tool_use_id: &'a str,
+    tool: &'a str,
+    summary: &'a str,
+    outcome: &'static str,
 }

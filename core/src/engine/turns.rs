@@ -1,8 +1,9 @@
 //! Persisting turns and publishing events.
 
-use super::{turn_json, Core};
+use super::{Core, TurnView};
 use crate::io::{Command, Event, Write};
 use crate::model::{AgentId, TurnId, TurnRow};
+use crate::EventData;
 use tracing::warn;
 
 impl Core {
@@ -22,14 +23,14 @@ impl Core {
                 row.id
             );
         }
-        let data = turn_json(&row);
+        let data = EventData::of(&TurnView::of(&row));
         let agent_id = row.agent_id;
         let now = self.now;
         let agent = self.agent_mut(agent_id);
         agent.last_turn_at = now;
         agent.note_turn(&row);
         self.out.push_back(Command::Store(Write::Turn(row)));
-        self.publish(agent_id, "turn_created", data);
+        self.publish_data(agent_id, "turn_created", data);
     }
 
     pub(super) fn publish(
@@ -38,6 +39,11 @@ impl Core {
         name: &'static str,
         data: serde_json::Value,
     ) {
+        self.publish_data(agent_id, name, EventData::of(&data));
+    }
+
+    /// Publishes a payload already written as JSON.
+    pub(super) fn publish_data(&mut self, agent_id: AgentId, name: &'static str, data: EventData) {
         self.out.push_back(Command::Publish(Event {
             name,
             agent_id,

@@ -81,7 +81,7 @@ impl Hub {
     }
 
     /// Publishes an event; returns its id.
-    pub fn publish(&self, name: &str, data: &serde_json::Value) -> u64 {
+    pub fn publish(&self, name: &str, data: &dyn std::fmt::Display) -> u64 {
         let ring = self.ring.lock().expect("hub lock");
         let id = ring.next_id;
         self.push(ring, id, name, data);
@@ -90,7 +90,7 @@ impl Hub {
 
     /// Publishes an event under its global position `id` (a fed hub); an id not above the
     /// last one is a repeat and is dropped. Returns whether it was published.
-    pub fn publish_at(&self, id: u64, name: &str, data: &serde_json::Value) -> bool {
+    pub fn publish_at(&self, id: u64, name: &str, data: &dyn std::fmt::Display) -> bool {
         let ring = self.ring.lock().expect("hub lock");
         if id < ring.next_id {
             return false;
@@ -104,7 +104,7 @@ impl Hub {
         mut ring: std::sync::MutexGuard<'_, Ring>,
         id: u64,
         name: &str,
-        data: &serde_json::Value,
+        data: &dyn std::fmt::Display,
     ) {
         ring.next_id = id + 1;
         let ev = Arc::new(SseEvent {

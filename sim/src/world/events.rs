@@ -145,7 +145,7 @@ impl SimEvents {
                 pos: None,
                 machine: machine.to_string(),
                 kind: e.name.to_string(),
-                data: e.data.clone(),
+                data: e.data.to_value(),
             });
         }
         let hubs: Vec<String> = t.listeners.keys().cloned().collect();

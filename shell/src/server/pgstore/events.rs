@@ -50,7 +50,7 @@ pub const APPEND_MANY: &str = "INSERT INTO events (machine, kind, data)
 pub struct AppendParams<'a> {
     machine: &'a str,
     kinds: Vec<&'static str>,
-    data: Vec<&'a serde_json::Value>,
+    data: Vec<tokio_postgres::types::Json<&'a serde_json::value::RawValue>>,
 }
 
 impl AppendParams<'_> {
@@ -68,7 +68,10 @@ pub fn append_params<'a>(
     AppendParams {
         machine,
         kinds: events.iter().map(|e| e.name).collect(),
-        data: events.iter().map(|e| &e.data).collect(),
+        data: events
+            .iter()
+            .map(|e| tokio_postgres::types::Json(e.data.raw()))
+            .collect(),
     }
 }
 
