@@ -331,17 +331,22 @@ fn looking_up_dead_spawn(intent_ms: i64) -> Orchestrator {
     m
 }
 
+/// The dead runner's workflow as a lookup finds it.
+fn dead_spawn(status: WorkflowStatus, cost_usd: f64) -> WorkflowView {
+    WorkflowView {
+        id: "wf-dead".into(),
+        status,
+        last_activity_ms: now(),
+        cost_usd,
+    }
+}
+
 #[test]
 fn a_workflow_started_by_a_runner_that_died_is_adopted_not_started_again() {
     let mut m = looking_up_dead_spawn(now() - SPAWN_INTENT_TTL_MS);
     m.handle(
         now(),
-        Input::Workflow(Some(WorkflowView {
-            id: "wf-dead".into(),
-            status: WorkflowStatus::Running,
-            last_activity_ms: now(),
-            cost_usd: 0.0,
-        })),
+        Input::Workflow(Some(dead_spawn(WorkflowStatus::Running, 0.0))),
     );
     let fx = drain(&mut m);
     let Effect::WriteExecution(written) = &fx[0] else {
@@ -445,15 +450,8 @@ fn a_run_whose_last_step_a_dead_runner_started_completes_only_after_adopting_it(
         locked_read(&mut m, &s, &e),
         [Effect::LookUp("wf-dead".into())]
     );
-    m.handle(
-        now(),
-        Input::Workflow(Some(WorkflowView {
-            id: "wf-dead".into(),
-            status: WorkflowStatus::Completed,
-            last_activity_ms: now(),
-            cost_usd: 0.25,
-        })),
-    );
+    let view = dead_spawn(WorkflowStatus::Completed, 0.25);
+    m.handle(now(), Input::Workflow(Some(view.clone())));
     let fx = drain(&mut m);
     let Some(Effect::WriteExecution(adopted)) = fx.first() else {
         panic!("{fx:?}")
@@ -461,12 +459,6 @@ fn a_run_whose_last_step_a_dead_runner_started_completes_only_after_adopting_it(
     assert_eq!(adopted.total_cost_usd, 0.25);
     assert_eq!(adopted.executions.merge.as_deref(), Some("wf-dead"));
     let (mut s, mut e) = (s, adopted.clone());
-    let view = WorkflowView {
-        id: "wf-dead".into(),
-        status: WorkflowStatus::Completed,
-        last_activity_ms: now(),
-        cost_usd: 0.25,
-    };
     let d = headspace_core::orchestration::evaluate(&mut s, &mut e, Some(&view), now());
     assert_eq!(d.action, Action::Complete, "{d:?}");
     assert_eq!(e.total_cost_usd, 0.25, "counted once");
