@@ -116,6 +116,47 @@ fn hooks_and_transcript_give_the_right_turns_through_api_and_sse() {
     );
     assert_eq!(server.post("/api/agents/nobody/reconcile", b"").0, 404);
     assert_eq!(server.get("/api/agents/999").0, 404);
+
+    // Several cards in one request, as GET /api/agents/{id} shows each: an unknown id is left
+    // out, a repeated one shown once, and a list that is not 1 to 100 ids refused.
+    let id = server.json("/api/agents")[0]["id"].as_u64().unwrap();
+    let one = server.json(&format!("/api/agents/{id}"));
+    let cards = server.json(&format!("/api/agents?ids=999,{id},{id}"));
+    assert_eq!(cards.as_array().map(Vec::len), Some(1), "{cards}");
+    assert_eq!(
+        (
+            &cards[0]["id"],
+            &cards[0]["session_id"],
+            &cards[0]["project"]
+        ),
+        (&one["id"], &one["session_id"], &one["project"])
+    );
+    assert_eq!(server.json("/api/agents?ids=999"), json!([]));
+    let hundred: Vec<String> = (1..=100).map(|n| n.to_string()).collect();
+    assert_eq!(
+        server
+            .get(&format!("/api/agents?ids={}", hundred.join(",")))
+            .0,
+        200
+    );
+    let too_many = format!("{},101", hundred.join(","));
+    for bad in [
+        "",
+        "1,,2",
+        "x",
+        "-1",
+        "%201",
+        "1;2",
+        "18446744073709551616",
+        &too_many,
+    ] {
+        let (status, body) = server.get(&format!("/api/agents?ids={bad}"));
+        assert_eq!(status, 400, "ids={bad}: {body}");
+        assert!(
+            body.contains("comma-separated list of 1 to 100 agent ids"),
+            "{body}"
+        );
+    }
     let metrics = server.get("/metrics").1;
     assert!(
         metrics.contains("headspace_hooks_total{event=\"UserPromptSubmit\"} 1"),
@@ -329,6 +370,7 @@ fn off_loopback_the_server_needs_a_token_for_everything_but_healthz() {
     let server = Server::start(&db, &claude, &["--token", "s3cret"]);
     assert_eq!(server.get("/healthz").0, 200);
     assert_eq!(server.get("/api/agents").0, 401);
+    assert_eq!(server.get("/api/agents?ids=1").0, 401);
     assert_eq!(server.post("/hook/stop", b"{}").0, 401);
     let (status, _) = headspace::client::request(
         &server.addr,

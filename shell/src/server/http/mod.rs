@@ -184,6 +184,10 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
                     + &usage::metrics_text(&app).await,
             ))
             .expect("response"),
+        (&Method::GET, ["api", "agents"]) if query_param(req.uri().query(), "ids").is_some() => {
+            let ids = query_param(req.uri().query(), "ids").unwrap_or_default();
+            cards_of(&app, ids).await
+        }
         (&Method::GET, ["api", "agents"]) => {
             // Read before the list: a page that streams events from this id misses nothing
             // committed after the list was read.
