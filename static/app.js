@@ -13,8 +13,7 @@ const hs = {
   done: new Set(),          // task ids with a completion: their progress collapses
   selected: null,           // selected card's agent id
   lastEventId: 0,           // the last SSE event applied: an event is never applied twice
-  refresh: new Set(),       // agents whose cards are to be fetched again
-  refreshTimer: null,       // the pending fetch of those cards
+  refresh: new Map(),       // agent id -> pending refresh timer
   dismissed: new Set(JSON.parse(localStorage.getItem('hs.dismissed') || '[]')),
   names: JSON.parse(localStorage.getItem('hs.names') || '{}'), // agent id -> the user's name for it
   metrics: { firstRenderMs: null, lastLoadMs: null, eventsApplied: 0, gaps: 0, draws: 0, drawMs: 0 },

@@ -355,18 +355,12 @@ async function loadAgents() {
   if (hs.open !== null) convTitle(hs.agents.get(hs.open));
 }
 
-// The cards events touched are gathered for a tenth of a second and fetched in one request
-// (`GET /api/agents?ids=`): at a hundred events a second, one fetch instead of one per card.
 function refreshAgent(id) {
-  hs.refresh.add(id);
-  if (hs.refreshTimer !== null) return;
-  hs.refreshTimer = setTimeout(async () => {
-    hs.refreshTimer = null;
-    const ids = [...hs.refresh].slice(0, 100); // the server's most per request
-    for (const i of ids) hs.refresh.delete(i);
-    if (hs.refresh.size) refreshAgent([...hs.refresh][0]); // the rest in the next request
+  if (hs.refresh.has(id)) return;
+  hs.refresh.set(id, setTimeout(async () => {
+    hs.refresh.delete(id);
     try {
-      for (const a of await api(`/api/agents?ids=${ids.join(',')}`)) updateCard(a);
-    } catch (e) { /* server down: the next event or gap refetches */ }
-  }, 80);
+      updateCard(await api(`/api/agents/${id}`));
+    } catch (e) { /* gone or server down: the next event or gap refetches */ }
+  }, 80));
 }

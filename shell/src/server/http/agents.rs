@@ -59,8 +59,7 @@ pub fn parse_ids(list: &str) -> Option<Vec<u64>> {
 }
 
 /// `GET /api/agents?ids=3,7`: the cards of those agents, as `GET /api/agents/{id}` shows each
-/// (an unknown id is left out). The dashboard gathers the cards its events touched in a tenth
-/// of a second and fetches them with one request instead of one each.
+/// (an unknown id is left out): many cards in one request instead of one each.
 pub(super) async fn cards_of(app: &App, list: &str) -> Response<Body> {
     let Some(ids) = parse_ids(list) else {
         return error(
