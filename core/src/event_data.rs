@@ -40,12 +40,6 @@ fn null() -> Box<RawValue> {
     RawValue::from_string("null".to_string()).expect("null is JSON")
 }
 
-impl From<serde_json::Value> for EventData {
-    fn from(value: serde_json::Value) -> EventData {
-        EventData::of(&value)
-    }
-}
-
 impl PartialEq for EventData {
     fn eq(&self, other: &EventData) -> bool {
         self.as_str() == other.as_str()

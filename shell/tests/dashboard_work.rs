@@ -15,6 +15,20 @@ use headspace_testkit::synth::SessionWriter;
 use serde_json::{json, Value};
 use std::time::Duration;
 
+/// Tmux panes with a server, and a browser; `None` (the test skips) when either is missing.
+fn world_and_browser(name: &str) -> Option<(PaneWorld, Browser)> {
+    let world = PaneWorld::start(name)?;
+    Some((world, Browser::start()?))
+}
+
+/// Waits until agent `id`'s card is on the page.
+fn until_card(browser: &Browser, id: u64) {
+    browser.until(
+        "the card",
+        &format!("return !!document.querySelector('.card[data-id=\"{id}\"]')"),
+    );
+}
+
 /// Starts a stand-in agent in its own tmux session, in folder `project` (its project name),
 /// `columns` wide, playing `turns`.
 fn stand_in(world: &PaneWorld, session: &str, project: &str, columns: u32, turns: Value) {
@@ -76,10 +90,7 @@ fn waiting(world: &PaneWorld, session: &str) -> Value {
 
 #[test]
 fn a_prompt_typed_in_the_page_reaches_the_pane_and_comes_back_as_its_turn() {
-    let Some(world) = PaneWorld::start("dash_prompt") else {
-        return;
-    };
-    let Some(browser) = Browser::start() else {
+    let Some((world, browser)) = world_and_browser("dash_prompt") else {
         return;
     };
     stand_in(
@@ -91,10 +102,7 @@ fn a_prompt_typed_in_the_page_reaches_the_pane_and_comes_back_as_its_turn() {
     );
     let id = agent_id(&world, "ui-1");
     browser.goto(&format!("http://{}/", world.server.addr));
-    browser.until(
-        "the card",
-        &format!("return !!document.querySelector('.card[data-id=\"{id}\"]')"),
-    );
+    until_card(&browser, id);
     browser.click(&format!(".card[data-id=\"{id}\"]"));
     browser.until(
         "the prompt box",
@@ -168,10 +176,7 @@ fn a_prompt_typed_in_the_page_reaches_the_pane_and_comes_back_as_its_turn() {
 
 #[test]
 fn the_needs_you_strip_orders_waiting_agents_and_answers_them() {
-    let Some(world) = PaneWorld::start("dash_needs") else {
-        return;
-    };
-    let Some(browser) = Browser::start() else {
+    let Some((world, browser)) = world_and_browser("dash_needs") else {
         return;
     };
     let long = "docs/design/, next to the notes that describe the whole request flow";
@@ -369,10 +374,7 @@ const NO_OVERFLOW: &str = "
 
 #[test]
 fn a_wizard_of_questions_is_answered_from_the_needs_you_strip() {
-    let Some(world) = PaneWorld::start("dash_wizard") else {
-        return;
-    };
-    let Some(browser) = Browser::start() else {
+    let Some((world, browser)) = world_and_browser("dash_wizard") else {
         return;
     };
     let option = |l: &str| json!({"label": l, "description": ""});
@@ -573,10 +575,7 @@ fn on_a_phone_nothing_overflows_and_a_conversation_follows_its_turns() {
 
 #[test]
 fn on_a_phone_a_waiting_agent_is_answered_by_tap_and_prompted_from_its_conversation() {
-    let Some(world) = PaneWorld::start("dash_phone_work") else {
-        return;
-    };
-    let Some(browser) = Browser::start() else {
+    let Some((world, browser)) = world_and_browser("dash_phone_work") else {
         return;
     };
     stand_in(
@@ -591,10 +590,7 @@ fn on_a_phone_a_waiting_agent_is_answered_by_tap_and_prompted_from_its_conversat
     let (w, h) = browser.resize(390, 844);
     assert!(w <= 390 && h <= 844, "{w}x{h}");
     browser.goto(&format!("http://{}/", world.server.addr));
-    browser.until(
-        "the card",
-        &format!("return !!document.querySelector('.card[data-id=\"{id}\"]')"),
-    );
+    until_card(&browser, id);
     send(&world, "ph-1", "tidy the build");
     waiting(&world, "ph-1");
 
@@ -792,10 +788,7 @@ fn escape_in_the_prompt_box_interrupts_and_clear_types_slash_clear() {
     })
     .expect("the agent is listed");
     browser.goto(&format!("http://{}/", server.addr));
-    browser.until(
-        "the card",
-        &format!("return !!document.querySelector('.card[data-id=\"{id}\"]')"),
-    );
+    until_card(&browser, id);
     browser.click(&format!(".card[data-id=\"{id}\"]"));
     browser.until(
         "the prompt box",

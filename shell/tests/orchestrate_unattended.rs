@@ -336,6 +336,17 @@ fn resume(dir: &Path, p: &str, env: &[(&str, &str)]) -> (ProjectFiles, String, u
     (files, id, runner)
 }
 
+/// A project whose run starts at design, with [`TASKS_MD`] for implement's batches.
+fn fresh_project(name: &str) -> TempDir {
+    let dir = TempDir::new(name);
+    write(
+        &dir.path().join(project_files::STATE_FILE),
+        &state_json("design", 0, "not_started"),
+    );
+    write(&dir.path().join("specs/0010-core/tasks.md"), TASKS_MD);
+    dir
+}
+
 fn sigkill(pid: u32) {
     let _ = std::process::Command::new("kill")
         .args(["-KILL", &pid.to_string()])
@@ -344,13 +355,8 @@ fn sigkill(pid: u32) {
 
 #[test]
 fn a_runner_killed_after_each_stage_is_resumed_and_does_each_step_once() {
-    let dir = TempDir::new("killed");
+    let dir = fresh_project("killed");
     let p = dir.path().to_str().unwrap();
-    write(
-        &dir.path().join(project_files::STATE_FILE),
-        &state_json("design", 0, "not_started"),
-    );
-    write(&dir.path().join("specs/0010-core/tasks.md"), TASKS_MD);
     let script = fake_skills(dir.path());
     let claude = dir.path().join("claude");
     let env = [
@@ -434,13 +440,8 @@ fn a_runner_killed_after_each_stage_is_resumed_and_does_each_step_once() {
 
 #[test]
 fn a_runner_that_dies_between_a_steps_start_and_recording_its_pid_does_the_step_once() {
-    let dir = TempDir::new("pidwindow");
+    let dir = fresh_project("pidwindow");
     let p = dir.path().to_str().unwrap();
-    write(
-        &dir.path().join(project_files::STATE_FILE),
-        &state_json("design", 0, "not_started"),
-    );
-    write(&dir.path().join("specs/0010-core/tasks.md"), TASKS_MD);
     write(&dir.path().join("hold"), "");
     let script = fake_skills(dir.path());
     let claude = dir.path().join("claude");
