@@ -29,6 +29,19 @@ fn until_card(browser: &Browser, id: u64) {
     );
 }
 
+/// Waits until `prompt` was typed into agent `session`'s pane (its screen shows `> prompt`).
+fn until_typed(world: &PaneWorld, session: &str, prompt: &str) {
+    let pane = world.server.json(&format!("/api/agents/{session}"))["tmux_pane"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let typed = wait_for(Duration::from_secs(15), || {
+        let screen = world.tmux.run(&["capture-pane", "-p", "-t", &pane]);
+        screen.contains(&format!("> {prompt}")).then_some(screen)
+    });
+    assert!(typed.is_some(), "the prompt reached the pane");
+}
+
 /// Starts a stand-in agent in its own tmux session, in folder `project` (its project name),
 /// `columns` wide, playing `turns`.
 fn stand_in(world: &PaneWorld, session: &str, project: &str, columns: u32, turns: Value) {
@@ -129,15 +142,7 @@ fn a_prompt_typed_in_the_page_reaches_the_pane_and_comes_back_as_its_turn() {
         json!("")
     );
     // It reached the agent's pane, typed there.
-    let pane = world.server.json("/api/agents/ui-1")["tmux_pane"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let typed = wait_for(Duration::from_secs(15), || {
-        let screen = world.tmux.run(&["capture-pane", "-p", "-t", &pane]);
-        screen.contains("> tidy the build").then_some(screen)
-    });
-    assert!(typed.is_some(), "the prompt reached the pane");
+    until_typed(&world, "ui-1", "tidy the build");
     // Its real turn replaces the pending one, and the agent's reply follows, rendered.
     browser.until(
         "the real turn, the pending one gone",
@@ -649,15 +654,7 @@ fn on_a_phone_a_waiting_agent_is_answered_by_tap_and_prompted_from_its_conversat
     // A prompt sent from the prompt box reaches the pane, and its reply comes back.
     browser.js("document.querySelectorAll('.toast').forEach(t => t.remove()); return true");
     browser.type_into("#prompt", "say hello\u{E007}");
-    let pane = world.server.json("/api/agents/ph-1")["tmux_pane"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let typed = wait_for(Duration::from_secs(15), || {
-        let screen = world.tmux.run(&["capture-pane", "-p", "-t", &pane]);
-        screen.contains("> say hello").then_some(screen)
-    });
-    assert!(typed.is_some(), "the prompt reached the pane");
+    until_typed(&world, "ph-1", "say hello");
     browser.until(
         "the reply in the conversation",
         "return [...document.querySelectorAll('.bubble.agent .text')].some(x => x.textContent === 'Hello from the pane.')",

@@ -347,6 +347,25 @@ fn fresh_project(name: &str) -> TempDir {
     dir
 }
 
+/// `headspace orchestrate start` of project `p`, headless with auto-merge, as a runner in the
+/// foreground of the returned command (output dropped, no server to talk to).
+fn foreground_start(p: &str, env: &[(&str, &str)]) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"));
+    c.args([
+        "orchestrate",
+        "start",
+        "--project",
+        p,
+        "--headless",
+        "--auto-merge",
+    ])
+    .envs(env.iter().copied())
+    .env_remove("HEADSPACE_ADDR")
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null());
+    c
+}
+
 fn sigkill(pid: u32) {
     let _ = std::process::Command::new("kill")
         .args(["-KILL", &pid.to_string()])
@@ -366,21 +385,7 @@ fn a_runner_killed_after_each_stage_is_resumed_and_does_each_step_once() {
     ];
     let done = dir.path().join("done.log");
     // The first runner, in the foreground of a child process.
-    let mut first = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
-        .args([
-            "orchestrate",
-            "start",
-            "--project",
-            p,
-            "--headless",
-            "--auto-merge",
-        ])
-        .envs(env)
-        .env_remove("HEADSPACE_ADDR")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut first = foreground_start(p, &env).spawn().unwrap();
     let mut runner = first.id();
     // After design (1 step done), analyze (2), the first batch (3) and verify (5).
     for (stage, after) in [("design", 1), ("analyze", 2), ("a batch", 3), ("verify", 5)] {
@@ -451,20 +456,8 @@ fn a_runner_that_dies_between_a_steps_start_and_recording_its_pid_does_the_step_
         ("HEADSPACE_ORCHESTRATE_POLL", "0.05"),
     ];
     // The first runner dies right after starting design, before recording its pid.
-    let first = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
-        .args([
-            "orchestrate",
-            "start",
-            "--project",
-            p,
-            "--headless",
-            "--auto-merge",
-        ])
-        .envs(env)
+    let first = foreground_start(p, &env)
         .env("HEADSPACE_TEST_DIE_AFTER_START", "1")
-        .env_remove("HEADSPACE_ADDR")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
         .output()
         .unwrap();
     assert_eq!(first.status.code(), Some(137), "died by the test seam");
