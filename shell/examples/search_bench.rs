@@ -220,7 +220,7 @@ async fn fill(url: &str, turns: u64) {
     // Indexes are built after the rows, as a restore would: faster than row by row.
     let t = Instant::now();
     c.batch_execute(
-        "DROP INDEX turn_words_search; DROP INDEX turns_text_trgm; DROP INDEX turns_time;",
+        "DROP INDEX turn_words_search; DROP INDEX turn_words_text_trgm; DROP INDEX turns_time;",
     )
     .await
     .unwrap();
@@ -236,12 +236,12 @@ async fn fill(url: &str, turns: u64) {
     let t = Instant::now();
     c.batch_execute(&format!(
         "SET maintenance_work_mem = '512MB';
-         INSERT INTO turn_words (turn_id, words)
-             SELECT id, to_tsvector('english'::regconfig, left(text, 100000)) FROM turns
+         INSERT INTO turn_words (turn_id, words, text)
+             SELECT id, to_tsvector('english'::regconfig, left(text, 100000)), text FROM turns
              WHERE id <= (SELECT max(id) FROM turns) - {PENDING};
          DELETE FROM turn_words_pending WHERE turn_id <= (SELECT max(id) FROM turns) - {PENDING};
          CREATE INDEX turn_words_search ON turn_words USING gin (words);
-         CREATE INDEX turns_text_trgm ON turns USING gin (text gin_trgm_ops);
+         CREATE INDEX turn_words_text_trgm ON turn_words USING gin (text gin_trgm_ops);
          CREATE INDEX turns_time ON turns (\"timestamp\", id);"
     ))
     .await
@@ -260,7 +260,7 @@ async fn fill(url: &str, turns: u64) {
             "SELECT pg_size_pretty(pg_table_size('turns')) || ' table, '
                  || pg_size_pretty(pg_table_size('turn_words')) || ' vectors, '
                  || pg_size_pretty(pg_relation_size('turn_words_search')) || ' full-text index, '
-                 || pg_size_pretty(pg_relation_size('turns_text_trgm')) || ' trigram index'",
+                 || pg_size_pretty(pg_relation_size('turn_words_text_trgm')) || ' trigram index'",
             &[],
         )
         .await

@@ -31,8 +31,8 @@ fn database(name: &str) -> Option<String> {
                                                  WHEN g % 2 = 0 THEN 'kazoo' ELSE 'banjo' END || ' ' || md5(g::text),
                 timestamptz '2026-01-01' + g * interval '1 second', 'jsonl', 'transcript'
          FROM generate_series(1, 12000) g;
-         INSERT INTO turn_words (turn_id, words)
-             SELECT id, to_tsvector('english'::regconfig, left(text, 100000)) FROM turns;
+         INSERT INTO turn_words (turn_id, words, text)
+             SELECT id, to_tsvector('english'::regconfig, left(text, 100000)), text FROM turns;
          DELETE FROM turn_words_pending;
          INSERT INTO steps (agent_id, tool_use_id, tool, summary, outcome, started_at)
          SELECT 1 + (2 * g) % 2, 'toolu_' || g, 'Bash',

@@ -1,12 +1,14 @@
 //! Full-text indexing off the commit path (`migrations/0010_search_off_commit.sql`), on real
 //! PostgreSQL: a committed turn is found by its words before the background indexer has run
 //! and after; a changed text is indexed again; the turns older than the side table are
-//! backfilled; prune takes the vectors with the turns; and two indexers (two servers on one
+//! backfilled; a turn is found exactly however long the queue (the trigram side is off the
+//! commit path too, `migrations/0016_exact_off_commit.sql`); prune takes the vectors with
+//! the turns; and two indexers (two servers on one
 //! database) index every turn exactly once while turns keep arriving.
 
 mod common;
 use common::*;
-use headspace::server::pgstore::search_index::Backfill;
+use headspace::server::pgstore::search_index::{Backfill, INDEX_BATCH};
 use headspace::server::pgstore::PgStore;
 use headspace::server::search::SearchQuery;
 use headspace_core::model::{TurnRow, TurnSource};
@@ -98,6 +100,46 @@ fn a_turn_is_found_by_its_words_from_its_commit_on_indexed_or_not() {
         // Deleting turns (prune) deletes their vectors.
         psql(&db, "DELETE FROM turns WHERE id = 1");
         assert_eq!(psql(&db, "SELECT count(*) FROM turn_words"), "0");
+    });
+}
+
+#[test]
+fn a_turn_is_found_exactly_from_its_commit_on_however_long_the_queue() {
+    let Some(db) = database("index_exact") else {
+        return;
+    };
+    runtime().block_on(async {
+        let pg = PgStore::new(&db, 2).unwrap();
+        // The writer's insert extracts no trigrams (0016): no GIN index is left on `turns`.
+        assert_eq!(
+            psql(
+                &db,
+                "SELECT count(*) FROM pg_indexes WHERE tablename = 'turns' AND indexdef LIKE '%USING gin%'"
+            ),
+            "0"
+        );
+        // The needle is the oldest of 600 queued turns: beyond the 500 the full-text side
+        // parses on the fly, so only the exact side's read of the whole queue finds it.
+        let mut turns = vec![turn(1, "error[E0308]: mismatched types in src/lib.rs")];
+        turns.extend((2..=600).map(|i| turn(i, &format!("routine turn {i}"))));
+        pg.apply(&turns).await.unwrap();
+        let exact = SearchQuery::words("[e0308]: mismatched");
+        let queued = pg.search(&exact).await.unwrap();
+        assert_eq!(queued.len(), 1, "{queued:?}");
+        assert_eq!((queued[0].turn_id, queued[0].exact), (1, true));
+
+        while pg.index_pending(INDEX_BATCH).await.unwrap() > 0 {}
+        assert_eq!(
+            psql(&db, "SELECT count(*) FROM turn_words w JOIN turns t ON t.id = w.turn_id WHERE w.text = t.text"),
+            "600",
+            "every indexed turn's text is beside its vector"
+        );
+        let indexed = pg.search(&exact).await.unwrap();
+        assert_eq!(indexed, queued, "the same hit, indexed or not");
+        // Found exactly through the side copy: with it emptied, by its words only.
+        psql(&db, "UPDATE turn_words SET text = ''");
+        let words_only = pg.search(&exact).await.unwrap();
+        assert!(words_only.iter().all(|h| !h.exact), "{words_only:?}");
     });
 }
 

@@ -62,6 +62,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0015_machine_commands.sql",
         include_str!("../../../migrations/0015_machine_commands.sql"),
     ),
+    (
+        "0016_exact_off_commit.sql",
+        include_str!("../../../migrations/0016_exact_off_commit.sql"),
+    ),
 ];
 
 /// Why migrating failed.

@@ -35,9 +35,33 @@ fn pending_turns() -> String {
     )
 }
 
+/// Turns as documents of the exact side (`migrations/0016_exact_off_commit.sql`), with
+/// `words`, their stored vector when they have one: the indexed turns by the text beside
+/// their vector (the trigram index reads it), every queued turn by its text in `turns`, and
+/// while the 0010 backfill runs (below `backfill_below`) the turns it has not reached. A
+/// committed turn is found exactly from the moment it is committed, indexed or not.
+fn exact_turns(backfill_below: Option<i64>) -> String {
+    let backfill = backfill_below.map_or(String::new(), |below| {
+        format!(
+            "UNION ALL
+             SELECT t.id, t.agent_id, t.actor, t.\"timestamp\", t.text, NULL::tsvector FROM turns t
+             WHERE t.id < {below} AND NOT EXISTS (SELECT 1 FROM turn_words w WHERE w.turn_id = t.id)"
+        )
+    });
+    format!(
+        "(SELECT t.id AS doc_id, t.agent_id, t.actor, t.\"timestamp\" AS ts, w.text AS body, w.words
+            FROM turn_words w JOIN turns t ON t.id = w.turn_id
+          UNION ALL
+          SELECT t.id, t.agent_id, t.actor, t.\"timestamp\", t.text, NULL::tsvector
+            FROM turn_words_pending p JOIN turns t ON t.id = p.turn_id
+          {backfill}) d"
+    )
+}
+
 /// Pending turns parsed per search at most: the indexer keeps the queue far shorter (it takes
-/// [`super::search_index::INDEX_BATCH`] every pass); a longer one means it is stopped, and
-/// then the exact side still finds the rest.
+/// [`super::search_index::INDEX_BATCH`] every pass); a longer one means it is stopped or a
+/// large transcript was just read, and then the exact side still finds the rest
+/// ([`exact_turns`] reads every queued turn).
 const PENDING_SCANNED: i64 = 500;
 
 /// Tool steps as documents of the turn they are shown under (the latest of the agent's turns
@@ -161,13 +185,17 @@ impl PgStore {
 
         if let Some(pattern) = query.exact_pattern() {
             let params = [&[q, &pattern][..], &filter_params, &[&query.limit]].concat();
+            let backfill_below: Option<i64> = tx
+                .query_opt("SELECT below FROM turn_words_backfill", &[])
+                .await?
+                .map(|r| r.get(0));
             // The rank is computed for the chosen rows only, from the stored vector or, for a
             // turn not indexed yet, the text.
             let sql = format!(
-                "SELECT x.doc_id, (1 + ts_rank_cd(COALESCE((SELECT w.words FROM turn_words w WHERE w.turn_id = x.doc_id),
-                                                         {words}), {TSQUERY}, 32))::float8
-                 FROM (SELECT d.doc_id, d.body, d.ts FROM {TURNS} WHERE d.body ILIKE $2 AND {f}
+                "SELECT x.doc_id, (1 + ts_rank_cd(COALESCE(x.words, {words}), {TSQUERY}, 32))::float8
+                 FROM (SELECT d.doc_id, d.body, d.words, d.ts FROM {turns} WHERE d.body ILIKE $2 AND {f}
                        ORDER BY d.ts DESC, d.doc_id DESC LIMIT $9) x",
+                turns = exact_turns(backfill_below),
                 words = TURN_WORDS.replace("t.text", "x.body"),
                 f = filters(3),
             );

@@ -1,6 +1,7 @@
 //! Full-text indexing in the background (`migrations/0010_search_off_commit.sql`): turns are
 //! committed with only their id queued in `turn_words_pending`, and this task writes their
-//! vectors into `turn_words`, off the writer's commit path. Safe with several servers on one
+//! vectors, and the text the trigram index reads (`migrations/0016_exact_off_commit.sql`),
+//! into `turn_words`, off the writer's commit path. Safe with several servers on one
 //! database: each batch takes its queue rows `FOR UPDATE SKIP LOCKED` and deletes them in the
 //! transaction that writes the vectors, so no turn is indexed by two servers and none leaves
 //! the queue unindexed. The turns that predate the migration are indexed the same way, newest
@@ -61,9 +62,9 @@ impl PgStore {
                          FOR UPDATE SKIP LOCKED)
                        RETURNING turn_id),
                      indexed AS (
-                       INSERT INTO turn_words (turn_id, words)
-                       SELECT t.id, {TURN_WORDS} FROM turns t JOIN taken ON taken.turn_id = t.id
-                       ON CONFLICT (turn_id) DO UPDATE SET words = EXCLUDED.words
+                       INSERT INTO turn_words (turn_id, words, text)
+                       SELECT t.id, {TURN_WORDS}, t.text FROM turns t JOIN taken ON taken.turn_id = t.id
+                       ON CONFLICT (turn_id) DO UPDATE SET words = EXCLUDED.words, text = EXCLUDED.text
                        RETURNING 1)
                      SELECT (SELECT count(*) FROM taken), (SELECT count(*) FROM indexed)"
                 ),
@@ -99,9 +100,9 @@ impl PgStore {
         let step = tx
             .query_one(
                 &format!(
-                    "WITH batch AS (SELECT t.id, {TURN_WORDS} AS words FROM turns t
+                    "WITH batch AS (SELECT t.id, {TURN_WORDS} AS words, t.text FROM turns t
                                     WHERE t.id < $1 ORDER BY t.id DESC LIMIT $2),
-                     written AS (INSERT INTO turn_words (turn_id, words) SELECT id, words FROM batch
+                     written AS (INSERT INTO turn_words (turn_id, words, text) SELECT id, words, text FROM batch
                                  ON CONFLICT (turn_id) DO NOTHING RETURNING 1)
                      SELECT min(id), count(*), (SELECT count(*) FROM written) FROM batch"
                 ),
