@@ -356,6 +356,14 @@ impl PgStore {
             )
             .await?;
         }
+        if !claims.is_empty() || !matched.is_empty() {
+            // The updates below find their turns by id. A plan made while `turns` was small
+            // (a new database, before autovacuum's first analyze) would scan the table on
+            // every hook from then on: 3 ms each at 3,600 turns, in the 1,000-agent bench.
+            tx.batch_execute("SET LOCAL enable_seqscan = off")
+                .await
+                .map_err(Failure::of)?;
+        }
         if !claims.is_empty() {
             run(
                 &tx,
