@@ -11,7 +11,7 @@ use common::browser::Browser;
 use common::{cpu_ticks, fresh_db, hook, proc_kb, psql, temp_dir, wait_for};
 use headspace_core::Timestamp;
 use headspace_testkit::synth::SessionWriter;
-use serde_json::json;
+use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -473,6 +473,72 @@ fn spent(before: [f64; 5], after: [f64; 5]) -> String {
     )
 }
 
+/// The renderer main thread's time in `events` (Chromium trace events) from the page's
+/// `console.timeStamp(mark)` on, by event name, self time (an event's duration less its
+/// children's), the largest first.
+fn main_thread_breakdown(events: &[Value], mark: &str) -> String {
+    let from = events
+        .iter()
+        .find(|e| e["name"] == "TimeStamp" && e["args"]["data"]["message"] == mark)
+        .and_then(|e| e["ts"].as_f64())
+        .unwrap_or(0.0) as u64;
+    // The busiest thread named CrRendererMain is the page's.
+    let mains: Vec<(u64, u64)> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["args"]["name"] == "CrRendererMain")
+        .filter_map(|e| Some((e["pid"].as_u64()?, e["tid"].as_u64()?)))
+        .collect();
+    let complete = |pid: u64, tid: u64| {
+        events.iter().filter(move |e| {
+            e["ph"] == "X" && e["pid"].as_u64() == Some(pid) && e["tid"].as_u64() == Some(tid)
+        })
+    };
+    let Some(&(pid, tid)) = mains.iter().max_by_key(|(p, t)| {
+        complete(*p, *t)
+            .filter_map(|e| e["dur"].as_f64())
+            .sum::<f64>() as u64
+    }) else {
+        return format!("no renderer main thread among {} events", events.len());
+    };
+    let mut spans: Vec<(u64, u64, String)> = complete(pid, tid)
+        .filter_map(|e| {
+            Some((
+                e["ts"].as_f64()? as u64,
+                e["dur"].as_f64()? as u64,
+                e["name"].as_str()?.to_string(),
+            ))
+        })
+        .collect();
+    spans.retain(|(ts, _, _)| *ts >= from);
+    spans.sort_by_key(|(ts, dur, _)| (*ts, std::cmp::Reverse(*dur)));
+    // (end, index into `own`) of the open ancestors; each event's self time starts at its
+    // duration and loses its direct children's.
+    let mut own: Vec<(String, i64)> = Vec::new();
+    let mut open: Vec<(u64, usize)> = Vec::new();
+    for (ts, dur, name) in spans {
+        while open.last().is_some_and(|(end, _)| *end <= ts) {
+            open.pop();
+        }
+        if let Some((_, parent)) = open.last() {
+            own[*parent].1 -= dur as i64;
+        }
+        open.push((ts + dur, own.len()));
+        own.push((name, dur as i64));
+    }
+    let mut by_name: HashMap<String, i64> = HashMap::new();
+    for (name, us) in own {
+        *by_name.entry(name).or_default() += us.max(0);
+    }
+    let mut ranked: Vec<(String, i64)> = by_name.into_iter().collect();
+    ranked.sort_by_key(|(_, us)| std::cmp::Reverse(*us));
+    ranked
+        .iter()
+        .take(14)
+        .map(|(name, us)| format!("{name} {:.0} ms", *us as f64 / 1e3))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The dashboard with 1,000 cards and a 100,000-turn conversation, in headless Chromium.
 #[test]
 #[ignore = "a benchmark: make bench runs it"]
@@ -480,7 +546,13 @@ fn the_dashboard_at_scale() {
     let Some(db) = fresh_db("scale_dashboard") else {
         return;
     };
-    let Some(browser) = Browser::start() else {
+    // DASHBOARD_TRACE=1: the event phase's main-thread time by trace event as well.
+    let traced = std::env::var_os("DASHBOARD_TRACE").is_some();
+    let Some(browser) = (if traced {
+        Browser::start_traced()
+    } else {
+        Browser::start()
+    }) else {
         return;
     };
     let claude: PathBuf = temp_dir("scale-dashboard");
@@ -555,6 +627,9 @@ fn the_dashboard_at_scale() {
             .as_f64()
             .unwrap_or(0.0)
     };
+    if traced {
+        browser.js("console.timeStamp('hs-events-start'); return true");
+    }
     let (busy0, events0) = (main_thread_ms(&browser), applied(&browser));
     let start = Instant::now();
     let mut n = 0usize;
@@ -579,6 +654,12 @@ fn the_dashboard_at_scale() {
     std::thread::sleep(Duration::from_secs(1));
     let secs = start.elapsed().as_secs_f64();
     let (busy1, events1) = (main_thread_ms(&browser), applied(&browser));
+    if traced {
+        println!(
+            "dashboard: the event phase's main thread by trace event (self time): {}",
+            main_thread_breakdown(&browser.trace_events(), "hs-events-start")
+        );
+    }
     let drawn = browser.js("return [window.__hs.metrics.draws, window.__hs.metrics.drawMs]");
     let events = (events1 - events0).max(1.0);
     let per_event = (busy1[0] - busy0[0]) / events;

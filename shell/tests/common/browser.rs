@@ -26,6 +26,16 @@ pub fn free_port() -> u16 {
 
 impl Browser {
     pub fn start() -> Option<Browser> {
+        Browser::start_with(false)
+    }
+
+    /// A browser that records the renderer's trace events (devtools.timeline), read with
+    /// [`Browser::trace_events`]: where the page's main-thread time goes, for benchmarks.
+    pub fn start_traced() -> Option<Browser> {
+        Browser::start_with(true)
+    }
+
+    fn start_with(traced: bool) -> Option<Browser> {
         let have =
             Path::new("/usr/bin/chromedriver").exists() && Path::new("/usr/bin/chromium").exists();
         if !have {
@@ -54,6 +64,14 @@ impl Browser {
             "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
                      "--disable-dev-shm-usage", "--disable-component-update", "--disable-sync", "--disable-quic",
                      "--window-size=1400,900", format!("--user-data-dir={}", profile.display())]}}}});
+        let mut caps = caps;
+        if traced {
+            let always = &mut caps["capabilities"]["alwaysMatch"];
+            always["goog:loggingPrefs"] = json!({"performance": "ALL"});
+            always["goog:chromeOptions"]["perfLoggingPrefs"] = json!({
+                "enableNetwork": false, "enablePage": false,
+                "traceCategories": "devtools.timeline,disabled-by-default-devtools.timeline,v8"});
+        }
         let (status, body) =
             request(&addr, "POST", "/session", caps.to_string().as_bytes()).expect("session");
         assert_eq!(status, 200, "{body}");
@@ -83,6 +101,21 @@ impl Browser {
         let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         assert_eq!(status, 200, "{method} {path}: {text}");
         v["value"].clone()
+    }
+
+    /// The trace events recorded so far (a browser from [`Browser::start_traced`]); read
+    /// once: chromedriver hands the trace over when asked and records no more after.
+    pub fn trace_events(&self) -> Vec<Value> {
+        let log = self.call("POST", "/se/log", json!({"type": "performance"}));
+        log.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|entry| {
+                let m: Value = serde_json::from_str(entry["message"].as_str()?).ok()?;
+                (m["message"]["method"] == "Tracing.dataCollected")
+                    .then(|| m["message"]["params"].clone())
+            })
+            .collect()
     }
 
     pub fn goto(&self, url: &str) {
