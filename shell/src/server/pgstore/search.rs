@@ -68,7 +68,7 @@ fn exact_sources(backfill: bool) -> Vec<&'static str> {
 /// Pending turns parsed per search at most: the indexer keeps the queue far shorter (it takes
 /// [`super::search_index::INDEX_BATCH`] every pass); a longer one means it is stopped or a
 /// large transcript was just read, and then the exact side still finds the rest
-/// ([`exact_turns`] reads every queued turn).
+/// ([`exact_sources`] reads every queued turn).
 const PENDING_SCANNED: i64 = 500;
 
 /// Tool steps as documents of the turn they are shown under (the latest of the agent's turns
