@@ -186,6 +186,9 @@ pub async fn run(database_url: &str) -> Result<Vec<String>, MigrateError> {
         if done.is_some() {
             continue;
         }
+        // Said before, not only after: one may take a while on a large database (0016
+        // copies every indexed turn's text), and start-up should say what it waits on.
+        tracing::info!("applying migration {name}");
         tx.batch_execute(sql).await.map_err(apply(name))?;
         tx.execute("INSERT INTO schema_migrations (name) VALUES ($1)", &[name])
             .await
