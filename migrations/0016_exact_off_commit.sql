@@ -3,7 +3,7 @@
 -- The pg_trgm GIN index on `turns.text` made every turn insert extract and queue the text's
 -- trigrams inside the writer's transaction: with it, 16,355 turns of the 100 MB bench took
 -- 462 ms to insert, without it 110 ms (durable cluster, plain INSERT … SELECT; a larger
--- pending list changes nothing: the extraction is the cost). The text a turn is found by
+-- pending list changes nothing: the extraction is the cost; scripts/trigram-cost.sh). The text a turn is found by
 -- exactly now lives beside its vector in `turn_words`, written by the background indexer in
 -- the same statement, under the trigram index. Search reads, for the exact side:
 --

@@ -10,9 +10,9 @@
 //!   written later by the background indexer.
 //!
 //! A third table, `turns` without the queue trigger and the foreign keys, shows what is left
-//! of the writer's cost. Batches alternate
-//! between the tables so all see the same machine. The indexer's own pass over the same turns is timed after, to show the
-//! work moved off the commit path, not away.
+//! of the writer's cost. Batches alternate between the tables so all see the same machine.
+//! The indexer's own pass over the same turns is timed after, to show the work moved off the
+//! commit path, not away.
 //!
 //! Needs DATABASE_URL (scripts/with-test-postgres.sh --durable, as `make bench` does).
 //! `INSERT_BENCH_TURNS` changes how many turns per size (default 20,000).

@@ -59,12 +59,11 @@ impl Browser {
         })
         .expect("chromedriver starts");
         let profile = temp_dir(&format!("chromium-profile-{port}"));
-        let caps = json!({"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {
+        let mut caps = json!({"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {
             "binary": "/usr/bin/chromium",
             "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
                      "--disable-dev-shm-usage", "--disable-component-update", "--disable-sync", "--disable-quic",
                      "--window-size=1400,900", format!("--user-data-dir={}", profile.display())]}}}});
-        let mut caps = caps;
         if traced {
             let always = &mut caps["capabilities"]["alwaysMatch"];
             always["goog:loggingPrefs"] = json!({"performance": "ALL"});

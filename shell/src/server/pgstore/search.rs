@@ -21,17 +21,27 @@ use tokio_postgres::Row;
 pub(super) const TURNS: &str = "(SELECT t.id AS doc_id, t.agent_id, t.actor, t.\"timestamp\" AS ts,
         t.text AS body FROM turns t) d";
 
-/// Turns committed but not indexed yet (the newest [`PENDING_SCANNED`] of them), their vector
-/// parsed on the fly: a turn is found by its words from the moment it is committed. The
-/// `OFFSET 0` fences keep the planner from pushing the words' test down into a scan of
-/// `turns` (parsing every turn) and make it fetch each queued turn by its id.
-fn pending_turns() -> String {
+/// A turn's columns as a document (`doc_id`, `agent_id`, `actor`, `ts`), from `turns t`.
+const DOC_COLUMNS: &str = "t.id AS doc_id, t.agent_id, t.actor, t.\"timestamp\" AS ts";
+
+/// Queued turns (`queue`: `turn_words_pending` or a subquery of it, as `p`) as documents
+/// with `columns` (over `t.doc_id`, `t.agent_id`, `t.actor`, `t.ts`, `t.text`). The
+/// `OFFSET 0` fences keep the planner from pushing a test on the text down into a scan of
+/// `turns` (parsing or matching every turn) and make it fetch each queued turn by its id.
+fn queued_turns(queue: &str, columns: &str) -> String {
     format!(
-        "(SELECT t.doc_id, t.agent_id, t.actor, t.ts, {TURN_WORDS} AS body_search
-          FROM (SELECT turn_id FROM turn_words_pending ORDER BY turn_id DESC LIMIT {PENDING_SCANNED}) p
-          CROSS JOIN LATERAL (SELECT t.id AS doc_id, t.agent_id, t.actor, t.\"timestamp\" AS ts, t.text
-                              FROM turns t WHERE t.id = p.turn_id OFFSET 0) t
+        "(SELECT {columns} FROM {queue} p
+          CROSS JOIN LATERAL (SELECT {DOC_COLUMNS}, t.text FROM turns t WHERE t.id = p.turn_id OFFSET 0) t
           OFFSET 0) d"
+    )
+}
+
+/// Turns committed but not indexed yet (the newest [`PENDING_SCANNED`] of them), their vector
+/// parsed on the fly: a turn is found by its words from the moment it is committed.
+fn pending_turns() -> String {
+    queued_turns(
+        &format!("(SELECT turn_id FROM turn_words_pending ORDER BY turn_id DESC LIMIT {PENDING_SCANNED})"),
+        &format!("t.doc_id, t.agent_id, t.actor, t.ts, {TURN_WORDS} AS body_search"),
     )
 }
 
@@ -43,24 +53,23 @@ fn pending_turns() -> String {
 /// not. Separate statements, not one `UNION ALL`: over a union the planner sorts every match
 /// of a common text instead of walking the time index back (600 ms against 0.4 ms for a path
 /// in one turn of eight, of a million).
-fn exact_sources(backfill: bool) -> Vec<&'static str> {
+fn exact_sources(backfill: bool) -> Vec<String> {
     let mut sources = vec![
-        "(SELECT t.id AS doc_id, t.agent_id, t.actor, t.\"timestamp\" AS ts, w.text AS body, w.words
-            FROM turn_words w JOIN turns t ON t.id = w.turn_id) d",
-        // Fenced (`OFFSET 0`) as in [`pending_turns`]: else the planner may walk every turn
-        // back by time looking for queued ones.
-        "(SELECT t.doc_id, t.agent_id, t.actor, t.ts, t.body, NULL::tsvector AS words
-            FROM turn_words_pending p
-            CROSS JOIN LATERAL (SELECT t.id AS doc_id, t.agent_id, t.actor, t.\"timestamp\" AS ts, t.text AS body
-                                FROM turns t WHERE t.id = p.turn_id OFFSET 0) t
-            OFFSET 0) d",
+        format!(
+            "(SELECT {DOC_COLUMNS}, w.text AS body, w.words FROM turn_words w JOIN turns t ON t.id = w.turn_id) d"
+        ),
+        // Fenced: else the planner may walk every turn back by time looking for queued ones.
+        queued_turns(
+            "turn_words_pending",
+            "t.doc_id, t.agent_id, t.actor, t.ts, t.text AS body, NULL::tsvector AS words",
+        ),
     ];
     if backfill {
-        sources.push(
-            "(SELECT t.id AS doc_id, t.agent_id, t.actor, t.\"timestamp\" AS ts, t.text AS body, NULL::tsvector AS words
+        sources.push(format!(
+            "(SELECT {DOC_COLUMNS}, t.text AS body, NULL::tsvector AS words
                 FROM turns t WHERE t.id < (SELECT below FROM turn_words_backfill)
-                 AND NOT EXISTS (SELECT 1 FROM turn_words w WHERE w.turn_id = t.id)) d",
-        );
+                 AND NOT EXISTS (SELECT 1 FROM turn_words w WHERE w.turn_id = t.id)) d"
+        ));
     }
     sources
 }
@@ -200,7 +209,7 @@ impl PgStore {
             // for the chosen rows only, from the stored vector or, for a turn not indexed
             // yet, the text.
             let mut rows = Vec::new();
-            for turns in exact_sources(backfill) {
+            for turns in &exact_sources(backfill) {
                 let sql = format!(
                     "SELECT x.doc_id, (1 + ts_rank_cd(COALESCE(x.words, {words}), {TSQUERY}, 32))::float8,
                             floor(extract(epoch FROM x.ts) * 1000000)::int8
