@@ -5,8 +5,9 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: run test deps build bench sim fmt lint clean demo demo-stop cluster
 
-## Install what is missing (Debian: postgresql, tmux, openssl and git for tests' fixtures, and
-## chromium + chromium-driver for the dashboard's browser test). Needs root or sudo.
+## Install what is missing (Debian: postgresql, tmux, openssl and git for tests' fixtures,
+## chromium + chromium-driver for the dashboard's browser test, node for the page's scripts'
+## tests, curl and python3 for the attacks the security tests play). Needs root or sudo.
 deps:
 	@missing=""; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
@@ -15,6 +16,9 @@ deps:
 	command -v git >/dev/null 2>&1 || missing="$$missing git"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
+	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
+	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
+	command -v python3 >/dev/null 2>&1 || missing="$$missing python3"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi; \

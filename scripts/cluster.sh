@@ -31,10 +31,24 @@ healthy() {
 }
 
 rm -rf "$home"
+mkdir -p "$home"
+chmod 700 "$home"
+# The hubs first: each has a home of its own, so a key of its own (pane-key.pub), which every
+# edge must trust to run the commands the hub forwards (docs/multi-machine.md).
+for addr in "${hubs[@]}"; do
+  hub_home=$home/hub-${addr##*:}
+  "$bin/headspace" serve --role hub --database-url "$DATABASE_URL" --addr "$addr" \
+    --home "$hub_home" >"$hub_home.log" 2>&1 &
+  pids+=($!)
+  healthy "$addr" "$hub_home.log"
+  echo "hub: dashboard at http://$addr/login?token=$(cat "$hub_home/token")"
+done
 port=5071
 for m in a b; do
   dir=$home/edge-$m
   mkdir -p "$dir/claude/projects" "$dir/work"
+  chmod 700 "$dir"
+  for addr in "${hubs[@]}"; do cat "$home/hub-${addr##*:}/pane-key.pub"; done >"$dir/trusted-pane-keys"
   addr=127.0.0.1:$port
   port=$((port + 1))
   "$bin/headspace" serve --role edge --machine "edge-$m" --database-url "$DATABASE_URL" \
@@ -42,7 +56,8 @@ for m in a b; do
     >"$dir/edge.log" 2>&1 &
   pids+=($!)
   healthy "$addr" "$dir/edge.log"
-  "$bin/headspace" hooks install --settings "$dir/claude/settings.json" --url "http://$addr" >/dev/null
+  "$bin/headspace" hooks install --settings "$dir/claude/settings.json" --url "http://$addr" \
+    --token-file "$dir/token" >/dev/null
   agent="$bin/headspace-agent --claude-dir $dir/claude --stay --auto --think-ms 3000"
   tmux -L "hs-edge-$m" new-session -d -s agents -x 160 -y 40 -c "$dir/work" \
     "$agent --script $root/demo/finishes.json"
@@ -50,12 +65,5 @@ for m in a b; do
     "$agent --script $root/demo/asks.json --wait-on-questions"
   echo "edge-$m: hooks on http://$addr, agents in: tmux -L hs-edge-$m attach -t agents"
 done
-for addr in "${hubs[@]}"; do
-  "$bin/headspace" serve --role hub --database-url "$DATABASE_URL" --addr "$addr" \
-    >"$home/hub-${addr##*:}.log" 2>&1 &
-  pids+=($!)
-  healthy "$addr" "$home/hub-${addr##*:}.log"
-  echo "hub: dashboard at http://$addr/"
-done
-echo "machines: $bin/headspace machines --addr ${hubs[0]}   (logs under $home; Ctrl-C stops it all)"
+echo "machines: HEADSPACE_TOKEN_FILE=$home/hub-${hubs[0]##*:}/token $bin/headspace machines --addr ${hubs[0]}   (logs under $home; Ctrl-C stops it all)"
 wait

@@ -16,6 +16,7 @@ start)
     echo "the demo is already running: tmux attach -t $session (make demo-stop ends it)"; exit 0
   fi
   mkdir -p "$claude/projects" "$home/work"
+  chmod 700 "$home"
   tmux new-session -d -s "$session" -n server -x 200 -y 50 \
     "$bin/headspace serve --home $home --claude-dir $claude --addr $addr; echo 'server stopped'; sleep 5"
   for _ in $(seq 1 100); do
@@ -23,7 +24,8 @@ start)
     sleep 0.3
   done
   curl -sf "http://$addr/healthz" >/dev/null || { echo "the server did not start; see: tmux attach -t $session"; exit 1; }
-  "$bin/headspace" hooks install --settings "$claude/settings.json" --url "http://$addr" >/dev/null
+  "$bin/headspace" hooks install --settings "$claude/settings.json" --url "http://$addr" \
+    --token-file "$home/token" >/dev/null
   cd "$home/work"
   agent="$bin/headspace-agent --claude-dir $claude --stay --auto --think-ms 2500"
   tmux new-window -t "$session" -n agents "$agent --script $OLDPWD/demo/asks.json --wait-on-questions"
@@ -31,9 +33,9 @@ start)
   tmux split-window -t "$session:agents" "$agent --script $OLDPWD/demo/finishes.json"
   tmux select-layout -t "$session:agents" even-vertical
   echo "Headspace demo running."
-  echo "  dashboard:   http://$addr/"
+  echo "  dashboard:   http://$addr/login?token=$(cat "$home/token")"
   echo "  the agents:  tmux attach -t $session   (window 'agents'; answer the question in the top pane)"
-  echo "  agents list: $bin/headspace agents --addr $addr"
+  echo "  agents list: HEADSPACE_HOME=$home $bin/headspace agents --addr $addr"
   echo "  stop it:     make demo-stop"
   ;;
 stop)

@@ -147,9 +147,12 @@ function closeMenu() {
   $('menu').hidden = true;
 }
 
-function select(id) {
+/// Selects agent `id`'s card (its outline); when it waits, number keys answer it, and its
+/// "Needs you" item and card say so (drawKeyTarget). `scroll`: bring the card into view.
+function select(id, scroll = true) {
   hs.selected = id;
   for (const c of document.querySelectorAll('.card')) c.classList.toggle('selected', Number(c.dataset.id) === id);
+  drawKeyTarget();
   const c = document.querySelector(`.card[data-id="${id}"]`);
-  if (c) c.scrollIntoView({ block: 'nearest' });
+  if (c && scroll) c.scrollIntoView({ block: 'nearest' });
 }

@@ -186,10 +186,11 @@ document.addEventListener('DOMContentLoaded', async () => {
   $('needs').addEventListener('click', (e) => {
     const b = e.target.closest('[data-answer]');
     if (b) { e.stopPropagation(); answer(b.dataset.agent, b.dataset.answer, b); return; }
+    // A click on an item selects its agent: number keys answer it from then on, and say so.
     const o = e.target.closest('[data-open]');
-    if (o) { openConversation(Number(o.dataset.open)); return; }
+    if (o) { select(Number(o.dataset.open), false); openConversation(Number(o.dataset.open)); return; }
     const item = e.target.closest('.need');
-    if (item) { attention.focusAgent = Number(item.dataset.id); renderNeeds(); }
+    if (item) select(Number(item.dataset.id), false);
   });
   // The pending request at a conversation's end answers as its strip item does.
   $('conv-pending').addEventListener('click', (e) => {
@@ -241,6 +242,7 @@ document.addEventListener('DOMContentLoaded', async () => {
     else if (e.key === '/') { e.preventDefault(); $('filter').focus(); }
     else if (e.key === 't') $('theme').click();
     else if (e.key === '?') $('keys').showModal();
+    else if (isInterruptKey(e) && hs.open !== null) interrupt();
     else if (/^[1-9]$/.test(e.key) && !e.ctrlKey && !e.metaKey && !e.altKey) { if (!answerByKey(Number(e.key))) return; }
     else return;
     e.preventDefault();

@@ -303,7 +303,7 @@ function drawCards() {
   if (cards.groups.size && cards.empty) { cards.empty.remove(); cards.empty = null; }
   else if (!cards.groups.size && !cards.empty) cards.empty = $('cards').appendChild(emptyNote());
   renderSummary();
-  if (cards.needsDirty) { cards.needsDirty = false; renderNeeds(); }
+  if (cards.needsDirty) { cards.needsDirty = false; renderNeeds(); } else drawKeyTarget(); // its card may be new
   if (cards.orchDirty) { cards.orchDirty = false; rerenderOrchestrations(); }
   hs.metrics.draws += 1;
   hs.metrics.drawMs += performance.now() - started;

@@ -1,7 +1,8 @@
 // Headspace dashboard: the prompt box under a conversation. Enter sends, Shift+Enter makes a
-// new line, ↑ and ↓ walk the prompts sent before; Interrupt (Escape) and Clear use the
-// agent's routes. What was sent shows at once as a pending turn, which the real turn (from
-// the transcript or the prompt hook) replaces.
+// new line, ↑ and ↓ walk the prompts sent before, Escape leaves the box (and never reaches the
+// agent); Interrupt (its button, or Alt+I) and Clear use the agent's routes. What was sent
+// shows at once as a pending turn, which the real turn (from the transcript or the prompt
+// hook) replaces.
 'use strict';
 
 const composer = {
@@ -89,18 +90,31 @@ function walkHistory(step) {
   return true;
 }
 
+/// Alt+I: the interrupt's key, in the prompt box and on the page. Escape is not: it leaves the
+/// box. Known by the character it would type, never by the key's place: on a Mac, Option+I
+/// is the circumflex's dead key (ê), typed in ordinary text, and must not interrupt.
+function isInterruptKey(e) {
+  return e.altKey && !e.ctrlKey && !e.metaKey && (e.key === 'i' || e.key === 'I');
+}
+
+function interrupt() {
+  paneAction('interrupt', 'Interrupted (Escape sent)');
+}
+
 function wireComposer() {
   const box = $('prompt');
   box.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); sendPrompt(); return; }
-    if (e.key === 'Escape') { e.preventDefault(); e.stopPropagation(); paneAction('interrupt', 'Interrupted (Escape sent)'); return; }
+    // Escape leaves the box, what was typed kept; a second one (on the page) closes the panel.
+    if (e.key === 'Escape') { e.preventDefault(); e.stopPropagation(); box.blur(); return; }
+    if (isInterruptKey(e)) { e.preventDefault(); e.stopPropagation(); interrupt(); return; }
     const before = box.value.slice(0, box.selectionStart);
     if (e.key === 'ArrowUp' && !before.includes('\n') && walkHistory(-1)) e.preventDefault();
     else if (e.key === 'ArrowDown' && !box.value.slice(box.selectionEnd).includes('\n') && walkHistory(1)) e.preventDefault();
   });
   box.addEventListener('input', () => { composer.at = null; });
   $('composer').addEventListener('submit', (e) => { e.preventDefault(); sendPrompt(); });
-  $('interrupt').addEventListener('click', () => paneAction('interrupt', 'Interrupted (Escape sent)'));
+  $('interrupt').addEventListener('click', interrupt);
   $('clear').addEventListener('click', () => {
     if (confirm('Send /clear to this agent? Its context is emptied.')) paneAction('clear', 'Cleared (/clear sent)');
   });

@@ -26,7 +26,9 @@ const attention = {
   shown: new Map(),        // agent id -> the shown state last rendered
   unseenDone: new Set(),   // agents that finished while the page was not looked at
   held: new Map(),         // agent id -> timer: a waiting notice held for its question
-  focusAgent: null,        // the strip item number keys answer
+  markers: [],             // the "keys 1–N answer this" notes drawn (drawKeyTarget)
+  markedFor: '',           // what they say, and of which agent ('' when none)
+  markedAt: 0,             // when that last changed (performance.now())
   waitingCount: 0,         // agents in the strip, as last counted
   convPending: '',         // what the open conversation's pending request shows, as drawn
   told: new Map(),         // "agent id|state" -> ms: when that news was last notified
@@ -132,11 +134,9 @@ function renderNeeds() {
   const root = $('needs');
   const list = waitingAgents();
   root.hidden = list.length === 0;
-  if (!list.some((a) => a.id === attention.focusAgent)) attention.focusAgent = list.length ? list[0].id : null;
   const items = list.map((a) => {
     const item = el('article', 'need');
     item.dataset.id = a.id;
-    if (a.id === attention.focusAgent) item.classList.add('focused');
     const head = el('div', 'need-head');
     const name = el('button', 'need-name', agentName(a));
     name.dataset.open = a.id;
@@ -148,9 +148,11 @@ function renderNeeds() {
     return item;
   });
   const title = el('h2', 'needs-title', `Needs you (${list.length})`);
+  title.appendChild(el('span', 'needs-keys'));
   root.replaceChildren(title, ...items);
   attention.waitingCount = list.length;
   noteAttention(list.length);
+  drawKeyTarget();
 }
 
 /// The request the open conversation's agent waits on, at the conversation's end: the same
@@ -169,13 +171,90 @@ function renderConvPending(a) {
   if (hs.atEnd) pinEnd(2); // the turns' box got shorter: its end stays in view
 }
 
-/// Number keys answer the selected card when it waits, else the focused strip item (the top
-/// one unless another was picked).
+// ---------- number keys -----------------------------------------------------------------------
+// A number key answers one request only: the selected card's (hs.selected: its outline),
+// when that agent waits on options in the strip. Nothing else is ever picked for the key (not
+// the top of the strip, not the next one when the selected agent is answered), and the
+// target is named on screen first: its strip item and its card carry "keys 1–N answer this:
+// <name>". keyTarget() is the one rule; drawKeyTarget() draws it and answerByKey() acts only
+// on what is drawn, on screen, and has been for a moment (a key pressed in the same instant
+// as the selection moved is not taken for the new one).
+
+const KEY_SETTLE_MS = 100;
+
+/// The agent number keys answer now, or null.
+function keyTarget() {
+  const a = hs.agents.get(hs.selected);
+  if (!a || shownState(a) !== 'waiting' || hs.dismissed.has(a.id)) return null;
+  return keyButtons(a.id).length ? a : null;
+}
+
+/// The option buttons of agent `id`'s strip item.
+function keyButtons(id) {
+  return [...$('needs').querySelectorAll(`.need[data-id="${id}"] button.answer`)];
+}
+
+/// What the note naming key target `a` says.
+function keyNoteText(a) {
+  const n = keyButtons(a.id).length;
+  return `${n === 1 ? 'key 1 answers' : `keys 1–${n} answer`} this: ${agentName(a)}`;
+}
+
+/// Draws the key target: the strip item's outline and a note on it and on its card, or, with
+/// none, how to pick one. Called whenever the selection, the strip or a card is drawn; draws
+/// again only what changed.
+function drawKeyTarget() {
+  const strip = $('needs');
+  const a = keyTarget();
+  for (const item of strip.querySelectorAll('.need')) item.classList.toggle('focused', !!a && Number(item.dataset.id) === a.id);
+  const hint = strip.querySelector('.needs-keys');
+  const hintText = a ? '' : ' · number keys: select one first (click it, or j / k)';
+  if (hint && hint.textContent !== hintText) hint.textContent = hintText;
+  const card = a && cards.els.get(a.id);
+  const places = a ? [strip.querySelector(`.need[data-id="${a.id}"]`), card && card.querySelector('.question')].filter(Boolean) : [];
+  const text = a ? keyNoteText(a) : '';
+  const marked = a ? `${a.id}|${text}` : '';
+  if (attention.markedFor !== marked) { attention.markedFor = marked; attention.markedAt = performance.now(); }
+  const drawn = attention.markers;
+  if (drawn.length === places.length && drawn.every((m, i) => m.isConnected && m.parentNode === places[i] && m.textContent === text)) return;
+  for (const m of drawn) m.remove();
+  attention.markers = places.map((place) => {
+    const note = el('div', 'key-target', text);
+    note.dataset.agent = String(a.id);
+    const head = place.querySelector(':scope > .need-head');
+    return place.insertBefore(note, head ? head.nextSibling : place.firstChild);
+  });
+}
+
+/// Whether element `e` can be seen: inside the window and not covered (by the conversation
+/// on a narrow screen, say).
+function onScreen(e) {
+  if (!e.isConnected) return false;
+  const r = e.getBoundingClientRect();
+  const x = r.left + r.width / 2;
+  const y = r.top + r.height / 2;
+  if (!r.width || !r.height || x < 0 || y < 0 || x >= window.innerWidth || y >= window.innerHeight) return false;
+  const hit = document.elementFromPoint(x, y);
+  return !!hit && (hit === e || e.contains(hit));
+}
+
+/// Number key `n`: answers the key target with option `n` when its note is drawn and seen.
 function answerByKey(n) {
-  const chosen = hs.agents.get(hs.selected);
-  const a = chosen && shownState(chosen) === 'waiting' ? chosen : hs.agents.get(attention.focusAgent);
-  if (!a) return false;
-  const b = document.querySelector(`#needs .need[data-id="${a.id}"] button.answer[data-answer="${n}"]`);
+  const a = keyTarget();
+  if (!a) {
+    const chosen = hs.agents.get(hs.selected);
+    if (chosen && shownState(chosen) === 'waiting') toast(`${agentName(chosen)}’s request has no options for number keys: answer it under “Needs you”`, '');
+    else if (attention.waitingCount) toast('Number keys answer the selected “Needs you” request: select one first (click it, or j / k)', '');
+    return false;
+  }
+  const named = attention.markers.filter((m) => m.isConnected && Number(m.dataset.agent) === a.id);
+  // Not drawn yet (the next frame names it), or named only just now: not yet seen.
+  if (!named.length || performance.now() - attention.markedAt < KEY_SETTLE_MS) return false;
+  if (!named.some(onScreen)) {
+    toast(`Number keys answer ${agentName(a)}: scroll its request into view first`, '');
+    return false;
+  }
+  const b = keyButtons(a.id).find((x) => x.dataset.answer === String(n));
   if (!b || b.disabled) return false;
   answer(b.dataset.agent, b.dataset.answer, b);
   return true;

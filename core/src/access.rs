@@ -5,6 +5,12 @@
 //! and nothing else: not other local accounts, not the web pages the user visits (which can
 //! reach loopback, and can rebind a name of theirs to 127.0.0.1), not other machines.
 //!
+//! Trust comes from a credential, never from where a connection seems to come from: every
+//! server has a token (created on first start when none is given), and every route but the
+//! health check, the dashboard's own files and the login needs it. An earlier version took
+//! the owner of a loopback socket from the kernel's tables instead; a client that closed its
+//! socket before the server looked showed up as root's.
+//!
 //! The rules, in the order they are applied (the first refusal wins):
 //!
 //! 1. **Host.** The `Host` header names this server: a loopback name, the address it listens
@@ -13,11 +19,10 @@
 //! 2. **Same origin.** A browser request from another site carries `Origin` or
 //!    `Sec-Fetch-Site: cross-site` / `same-site` (another port of localhost is the same site):
 //!    refused. Tools (curl, the hook forwarder, the CLI) send neither.
-//! 3. **Who.** With a token configured, every route but `/healthz`, the dashboard's static
-//!    files and the login needs it: as `Authorization: Bearer …` or as the login cookie the
-//!    dashboard gets from `POST /api/login`. Without one (loopback only), the connection must
-//!    come from the account that runs the server (or root); the shell tells which account
-//!    holds the other end of a loopback connection.
+//! 3. **Credential.** Every route but `/healthz`, the dashboard's static files and the login
+//!    needs the token: as `Authorization: Bearer …` or as the login cookie the dashboard gets
+//!    from the login link or `POST /api/login`. A wrong credential is marked
+//!    ([`Refusal::wrong_credential`]): the shell makes each one cost the guesser time.
 //! 4. **Methods.** A state change is a `POST` with `Content-Type: application/json`: a page
 //!    cannot send that across origins without a preflight, which this server never grants.
 //!    `GET` and `HEAD` read; every other method is refused.
@@ -29,19 +34,6 @@ use std::collections::BTreeSet;
 
 /// The name of the cookie `POST /api/login` sets.
 pub const LOGIN_COOKIE: &str = "headspace_login";
-
-/// Who holds the other end of the connection, as the shell found out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Peer {
-    /// A loopback connection from the account that runs the server, or from root.
-    SameUser,
-    /// A loopback connection from another local account (its uid).
-    OtherUser(u32),
-    /// A loopback connection whose account could not be told.
-    Unknown,
-    /// A connection from another machine.
-    Remote,
-}
 
 /// The facts of one request that the checks look at (header values as sent).
 #[derive(Clone, Copy, Debug, Default)]
@@ -73,6 +65,9 @@ pub struct Refusal {
     pub status: u16,
     /// What was wrong, for the JSON `{"error": …}`.
     pub message: String,
+    /// A credential was given and is wrong: a guess, which the shell makes cost time (at most
+    /// a few a second in all), never a request that simply carried none.
+    pub wrong_credential: bool,
 }
 
 impl Refusal {
@@ -80,33 +75,34 @@ impl Refusal {
         Refusal {
             status,
             message: message.into(),
+            wrong_credential: false,
         }
     }
 }
 
-/// The request policy of one server: the names it answers to and its token, if any.
+/// The request policy of one server: the names it answers to and its token.
 #[derive(Clone)]
 pub struct AccessPolicy {
     hosts: BTreeSet<String>,
     /// SHA-256 of the token: compared digest to digest, in constant time.
-    token: Option<[u8; 32]>,
+    token: [u8; 32],
     /// The login cookie's value: derived from the token, so the cookie is not the token.
-    cookie: Option<String>,
+    cookie: String,
 }
 
 impl std::fmt::Debug for AccessPolicy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AccessPolicy")
             .field("hosts", &self.hosts)
-            .field("token", &self.token.map(|_| "<set>"))
+            .field("token", &"<set>")
             .finish()
     }
 }
 
 impl AccessPolicy {
     /// A policy answering to the loopback names plus `hosts` (host names or addresses,
-    /// without port; the listen address belongs here), with `token` required when set.
-    pub fn new<'a>(hosts: impl IntoIterator<Item = &'a str>, token: Option<&str>) -> AccessPolicy {
+    /// without port; the listen address belongs here), requiring `token`.
+    pub fn new<'a>(hosts: impl IntoIterator<Item = &'a str>, token: &str) -> AccessPolicy {
         let mut names: BTreeSet<String> = ["localhost", "127.0.0.1", "::1"]
             .into_iter()
             .map(str::to_string)
@@ -119,31 +115,25 @@ impl AccessPolicy {
         }
         AccessPolicy {
             hosts: names,
-            token: token.map(sha256),
-            cookie: token.map(login_cookie_value),
+            token: sha256(token),
+            cookie: login_cookie_value(token),
         }
-    }
-
-    /// Whether a token is required.
-    pub fn token_required(&self) -> bool {
-        self.token.is_some()
     }
 
     /// Whether `token` is the server's token (constant time).
     pub fn token_matches(&self, token: &str) -> bool {
-        self.token
-            .is_some_and(|want| constant_time_eq(&want, &sha256(token)))
+        constant_time_eq(&self.token, &sha256(token))
     }
 
-    /// The `Set-Cookie` value that logs a browser in; `None` without a token.
-    pub fn login_cookie(&self) -> Option<String> {
-        self.cookie.as_ref().map(|v| {
-            format!("{LOGIN_COOKIE}={v}; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000")
-        })
+    /// The `Set-Cookie` value that logs a browser in (`secure`: only over HTTPS).
+    pub fn login_cookie(&self, secure: bool) -> String {
+        let v = &self.cookie;
+        let secure = if secure { "; Secure" } else { "" };
+        format!("{LOGIN_COOKIE}={v}; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000{secure}")
     }
 
     /// Checks a request; `Err` says why it is refused.
-    pub fn check(&self, r: &RequestFacts<'_>, peer: Peer) -> Result<(), Refusal> {
+    pub fn check(&self, r: &RequestFacts<'_>) -> Result<(), Refusal> {
         let host = match r.host.map(str::trim).filter(|h| !h.is_empty()) {
             Some(h) => h,
             None => return Err(Refusal::new(400, "the request has no Host header")),
@@ -179,34 +169,23 @@ impl AccessPolicy {
             }
         }
         if !self.open_route(r) {
-            if self.token.is_some() {
-                if !self.authenticated(r) {
+            match self.credential(r) {
+                Credential::Right => {}
+                Credential::None => {
                     return Err(Refusal::new(
                         401,
-                        "this server needs its token: `Authorization: Bearer TOKEN`, or log in on the dashboard",
-                    ));
+                        "this server needs its token: `Authorization: Bearer TOKEN` (the CLI reads \
+                         $HEADSPACE_HOME/token itself), or open the login link `headspace serve` printed",
+                    ))
                 }
-            } else {
-                match peer {
-                    Peer::SameUser => {}
-                    Peer::OtherUser(uid) => {
-                        return Err(Refusal::new(
-                            403,
-                            format!("connections from another local account (uid {uid}) are refused; give the server a token to share it"),
-                        ))
-                    }
-                    Peer::Unknown => {
-                        return Err(Refusal::new(
-                            403,
-                            "cannot tell which local account is connecting; refused (give the server a token to allow it)",
-                        ))
-                    }
-                    Peer::Remote => {
-                        return Err(Refusal::new(
-                            403,
-                            "connections from other machines need the server's token",
-                        ))
-                    }
+                Credential::Wrong => {
+                    return Err(Refusal {
+                        wrong_credential: true,
+                        ..Refusal::new(
+                            401,
+                            "wrong token (or a login from before the token changed): log in again",
+                        )
+                    })
                 }
             }
         }
@@ -235,30 +214,51 @@ impl AccessPolicy {
     }
 
     /// Routes anyone who passed the host and origin checks may call, by an explicit list: the
-    /// health check, the dashboard's own files (code, no data) and, when there is a token to
-    /// log in with, the login.
+    /// health check, the dashboard's own files (code, no data) and the login, which checks
+    /// the token it is given itself.
     fn open_route(&self, r: &RequestFacts<'_>) -> bool {
         match r.method {
-            "GET" | "HEAD" => r.path == "/healthz" || is_dashboard_file(r.path),
-            "POST" => r.path == "/api/login" && self.token.is_some(),
+            "GET" | "HEAD" => {
+                r.path == "/healthz" || r.path == "/login" || is_dashboard_file(r.path)
+            }
+            "POST" => r.path == "/api/login",
             _ => false,
         }
     }
 
-    fn authenticated(&self, r: &RequestFacts<'_>) -> bool {
+    /// What the request carries: the right credential (either one), a wrong one, or none.
+    fn credential(&self, r: &RequestFacts<'_>) -> Credential {
         let bearer = r
             .authorization
-            .and_then(|v| v.trim().strip_prefix("Bearer "))
-            .is_some_and(|t| self.token_matches(t.trim()));
-        let cookie = match (&self.cookie, r.cookie) {
-            (Some(want), Some(header)) => header
+            .map(|v| match v.trim().strip_prefix("Bearer ") {
+                Some(t) => self.token_matches(t.trim()),
+                None => false,
+            });
+        let cookie = r.cookie.and_then(|header| {
+            let mut values = header
                 .split(';')
                 .filter_map(|kv| kv.trim().split_once('='))
-                .any(|(k, v)| k == LOGIN_COOKIE && constant_time_eq(&sha256(v), &sha256(want))),
-            _ => false,
-        };
-        bearer || cookie
+                .filter(|(k, _)| *k == LOGIN_COOKIE)
+                .peekable();
+            values.peek()?;
+            Some(values.any(|(_, v)| constant_time_eq(&sha256(v), &sha256(&self.cookie))))
+        });
+        match (bearer, cookie) {
+            (Some(true), _) | (_, Some(true)) => Credential::Right,
+            (None, None) => Credential::None,
+            _ => Credential::Wrong,
+        }
     }
+}
+
+/// What credential a request carries.
+enum Credential {
+    /// The token, or the login cookie of the token.
+    Right,
+    /// An `Authorization` header or a login cookie that is not the token's.
+    Wrong,
+    /// Neither.
+    None,
 }
 
 /// The dashboard's own files: `/`, or one plain file name with a static extension.
@@ -350,19 +350,35 @@ pub fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
 mod tests {
     use super::*;
 
+    const TOKEN: &str = "s3cret";
+
+    /// A request with the right bearer token.
     fn facts<'a>(method: &'a str, path: &'a str, host: &'a str) -> RequestFacts<'a> {
         RequestFacts {
             method,
             path,
             host: Some(host),
             content_type: (method == "POST").then_some("application/json"),
+            authorization: Some("Bearer s3cret"),
             ..RequestFacts::default()
         }
     }
 
+    /// The same request with no credential.
+    fn anonymous<'a>(method: &'a str, path: &'a str, host: &'a str) -> RequestFacts<'a> {
+        RequestFacts {
+            authorization: None,
+            ..facts(method, path, host)
+        }
+    }
+
+    fn policy() -> AccessPolicy {
+        AccessPolicy::new([], TOKEN)
+    }
+
     #[test]
     fn an_encoded_or_doubled_path_is_judged_as_the_route_it_reaches() {
-        let p = AccessPolicy::new([], None);
+        let p = policy();
         for sneaky in [
             "/%61pi/agents",
             "//api/agents",
@@ -374,26 +390,28 @@ mod tests {
             "/x/../api/agents",
         ] {
             let path = route_path(sneaky);
-            let f = facts("GET", &path, "127.0.0.1");
+            let f = anonymous("GET", &path, "127.0.0.1");
             assert_eq!(
-                p.check(&f, Peer::OtherUser(65534)).map_err(|r| r.status),
-                Err(403),
+                p.check(&f).map_err(|r| r.status),
+                Err(401),
                 "{sneaky} → {path}"
             );
         }
         assert_eq!(route_path("/%61pi/agents/%253/send"), "/api/agents/%3/send");
         assert_eq!(route_path("/"), "/");
-        for open in ["/", "/app.js", "/app.css", "/index.html", "/healthz"] {
-            let f = facts("GET", open, "127.0.0.1");
-            assert_eq!(p.check(&f, Peer::OtherUser(65534)), Ok(()), "{open}");
+        for open in [
+            "/",
+            "/app.js",
+            "/app.css",
+            "/index.html",
+            "/healthz",
+            "/login",
+        ] {
+            let f = anonymous("GET", open, "127.0.0.1");
+            assert_eq!(p.check(&f), Ok(()), "{open}");
         }
-        // Without a token there is nothing to log in with: not open either.
-        let login = facts("POST", "/api/login", "127.0.0.1");
-        assert_eq!(
-            p.check(&login, Peer::OtherUser(65534))
-                .map_err(|r| r.status),
-            Err(403)
-        );
+        let login = anonymous("POST", "/api/login", "127.0.0.1");
+        assert_eq!(p.check(&login), Ok(()));
     }
 
     #[test]
@@ -407,23 +425,17 @@ mod tests {
 
     #[test]
     fn a_rebinding_name_is_refused_and_loopback_names_pass() {
-        let p = AccessPolicy::new(["127.0.0.1"], None);
+        let p = AccessPolicy::new(["127.0.0.1"], TOKEN);
         for ok in [
             "127.0.0.1:5055",
             "localhost:5055",
             "[::1]:5055",
             "LOCALHOST",
         ] {
-            assert_eq!(
-                p.check(&facts("GET", "/api/agents", ok), Peer::SameUser),
-                Ok(())
-            );
+            assert_eq!(p.check(&facts("GET", "/api/agents", ok)), Ok(()));
         }
         let r = p
-            .check(
-                &facts("POST", "/api/agents/1/send", "evil.example:5055"),
-                Peer::SameUser,
-            )
+            .check(&facts("POST", "/api/agents/1/send", "evil.example:5055"))
             .unwrap_err();
         assert_eq!(r.status, 403);
         assert!(r.message.contains("evil.example"), "{}", r.message);
@@ -431,117 +443,104 @@ mod tests {
             host: None,
             ..facts("GET", "/", "x")
         };
-        assert_eq!(p.check(&none, Peer::SameUser).unwrap_err().status, 400);
-        let allowed = AccessPolicy::new(["box.lan"], None);
-        assert!(allowed
-            .check(&facts("GET", "/", "box.lan:5055"), Peer::SameUser)
-            .is_ok());
+        assert_eq!(p.check(&none).unwrap_err().status, 400);
+        let allowed = AccessPolicy::new(["box.lan"], TOKEN);
+        assert!(allowed.check(&facts("GET", "/", "box.lan:5055")).is_ok());
     }
 
     #[test]
     fn cross_site_requests_are_refused() {
-        let p = AccessPolicy::new([], None);
+        let p = policy();
         let mut f = facts("POST", "/api/agents/1/send", "127.0.0.1:5055");
         f.origin = Some("http://evil.example");
-        assert_eq!(p.check(&f, Peer::SameUser).unwrap_err().status, 403);
+        assert_eq!(p.check(&f).unwrap_err().status, 403);
         f.origin = Some("http://127.0.0.1:5055");
-        assert_eq!(p.check(&f, Peer::SameUser), Ok(()));
+        assert_eq!(p.check(&f), Ok(()));
         f.origin = Some("http://127.0.0.1:8080"); // another port is another origin
-        assert_eq!(p.check(&f, Peer::SameUser).unwrap_err().status, 403);
+        assert_eq!(p.check(&f).unwrap_err().status, 403);
         f.origin = Some("null");
-        assert_eq!(p.check(&f, Peer::SameUser).unwrap_err().status, 403);
+        assert_eq!(p.check(&f).unwrap_err().status, 403);
         let mut g = facts("GET", "/api/orchestrate/status", "localhost:5055");
         g.sec_fetch_site = Some("cross-site");
-        assert_eq!(p.check(&g, Peer::SameUser).unwrap_err().status, 403);
+        assert_eq!(p.check(&g).unwrap_err().status, 403);
         g.sec_fetch_site = Some("same-site");
-        assert_eq!(p.check(&g, Peer::SameUser).unwrap_err().status, 403);
+        assert_eq!(p.check(&g).unwrap_err().status, 403);
         g.sec_fetch_site = Some("same-origin");
-        assert_eq!(p.check(&g, Peer::SameUser), Ok(()));
+        assert_eq!(p.check(&g), Ok(()));
         g.sec_fetch_site = Some("none");
-        assert_eq!(p.check(&g, Peer::SameUser), Ok(()));
+        assert_eq!(p.check(&g), Ok(()));
     }
 
     #[test]
     fn actions_are_json_posts_and_other_methods_are_refused() {
-        let p = AccessPolicy::new([], None);
+        let p = policy();
         let mut f = facts("POST", "/hook/Stop", "127.0.0.1");
         f.content_type = Some("text/plain");
-        assert_eq!(p.check(&f, Peer::SameUser).unwrap_err().status, 415);
+        assert_eq!(p.check(&f).unwrap_err().status, 415);
         f.content_type = Some("application/json; charset=utf-8");
-        assert_eq!(p.check(&f, Peer::SameUser), Ok(()));
+        assert_eq!(p.check(&f), Ok(()));
         f.content_type = None;
-        assert_eq!(p.check(&f, Peer::SameUser).unwrap_err().status, 415);
+        assert_eq!(p.check(&f).unwrap_err().status, 415);
         let d = facts("DELETE", "/api/agents/1", "127.0.0.1");
-        assert_eq!(p.check(&d, Peer::SameUser).unwrap_err().status, 405);
+        assert_eq!(p.check(&d).unwrap_err().status, 405);
     }
 
     #[test]
-    fn without_a_token_only_the_servers_own_account_gets_in() {
-        let p = AccessPolicy::new([], None);
-        let f = facts("POST", "/api/agents/1/send", "127.0.0.1");
-        assert_eq!(p.check(&f, Peer::SameUser), Ok(()));
-        assert_eq!(p.check(&f, Peer::OtherUser(65534)).unwrap_err().status, 403);
-        assert_eq!(p.check(&f, Peer::Unknown).unwrap_err().status, 403);
-        assert_eq!(p.check(&f, Peer::Remote).unwrap_err().status, 403);
-        // The health check and the dashboard's own files are open to every account.
-        for open in ["/healthz", "/", "/app.js"] {
-            assert_eq!(
-                p.check(&facts("GET", open, "127.0.0.1"), Peer::OtherUser(65534)),
-                Ok(()),
-                "{open}"
-            );
+    fn every_route_but_the_open_ones_needs_the_token_whoever_connects() {
+        let p = policy();
+        for closed in [
+            "/metrics",
+            "/api/agents",
+            "/hook/stop",
+            "/api/audit",
+            "/api/agents/1/audit",
+            "/api/events",
+        ] {
+            let r = p.check(&anonymous("GET", closed, "127.0.0.1")).unwrap_err();
+            assert_eq!(r.status, 401, "{closed}");
+            assert!(!r.wrong_credential, "no credential is no guess: {closed}");
+            assert_eq!(p.check(&facts("GET", closed, "127.0.0.1")), Ok(()));
         }
-        for closed in ["/metrics", "/api/agents", "/hook/stop"] {
-            assert!(p
-                .check(&facts("GET", closed, "127.0.0.1"), Peer::OtherUser(65534))
-                .is_err());
-        }
-    }
-
-    #[test]
-    fn the_audit_routes_are_not_open() {
-        let own = AccessPolicy::new([], None);
-        let token = AccessPolicy::new(["0.0.0.0"], Some("s3cret"));
-        for path in ["/api/audit", "/api/agents/1/audit"] {
-            let f = facts("GET", path, "127.0.0.1");
-            assert_eq!(own.check(&f, Peer::SameUser), Ok(()), "{path}");
-            assert_eq!(
-                own.check(&f, Peer::OtherUser(65534)).unwrap_err().status,
-                403
-            );
-            assert_eq!(token.check(&f, Peer::Remote).unwrap_err().status, 401);
-        }
+        let send = anonymous("POST", "/api/agents/1/send", "127.0.0.1");
+        assert_eq!(p.check(&send).unwrap_err().status, 401);
     }
 
     #[test]
     fn a_token_opens_the_server_by_header_or_login_cookie_only() {
-        let p = AccessPolicy::new(["0.0.0.0"], Some("s3cret"));
-        assert!(p.token_required());
-        let f = facts("GET", "/api/agents", "127.0.0.1");
-        assert_eq!(p.check(&f, Peer::Remote).unwrap_err().status, 401);
-        assert_eq!(p.check(&f, Peer::SameUser).unwrap_err().status, 401);
+        let p = AccessPolicy::new(["0.0.0.0"], TOKEN);
+        let f = anonymous("GET", "/api/agents", "127.0.0.1");
+        assert_eq!(p.check(&f).unwrap_err().status, 401);
         let mut with = f;
         with.authorization = Some("Bearer s3cret");
-        assert_eq!(p.check(&with, Peer::Remote), Ok(()));
+        assert_eq!(p.check(&with), Ok(()));
         with.authorization = Some("Bearer s3cre");
-        assert_eq!(p.check(&with, Peer::Remote).unwrap_err().status, 401);
-        let set = p.login_cookie().unwrap();
+        let wrong = p.check(&with).unwrap_err();
+        assert_eq!(wrong.status, 401);
+        assert!(wrong.wrong_credential, "a wrong bearer is a guess");
+        with.authorization = Some("Basic czNjcmV0");
+        assert!(p.check(&with).unwrap_err().wrong_credential);
+        let set = p.login_cookie(false);
         assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict"));
+        assert!(!set.contains("Secure"));
+        assert!(p.login_cookie(true).ends_with("; Secure"));
         assert!(!set.contains("s3cret"), "the cookie is not the token");
         let value = set.split(';').next().unwrap();
         let mut c = f;
         c.cookie = Some(value);
-        assert_eq!(p.check(&c, Peer::Remote), Ok(()));
-        c.cookie = Some("headspace_login=00");
-        assert_eq!(p.check(&c, Peer::Remote).unwrap_err().status, 401);
-        let login = facts("POST", "/api/login", "127.0.0.1");
-        assert_eq!(p.check(&login, Peer::Remote), Ok(()));
+        assert_eq!(p.check(&c), Ok(()));
+        c.cookie = Some("other=1; headspace_login=00");
+        let stale = p.check(&c).unwrap_err();
+        assert_eq!(stale.status, 401);
+        assert!(stale.wrong_credential);
+        c.cookie = Some("other=1");
+        assert!(
+            !p.check(&c).unwrap_err().wrong_credential,
+            "no login cookie at all"
+        );
         assert!(p.token_matches("s3cret") && !p.token_matches("s3cret "));
         // 0.0.0.0 is no name a client can send.
         assert_eq!(
-            p.check(&facts("GET", "/", "0.0.0.0"), Peer::SameUser)
-                .unwrap_err()
-                .status,
+            p.check(&facts("GET", "/", "0.0.0.0")).unwrap_err().status,
             403
         );
     }

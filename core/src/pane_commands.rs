@@ -204,3 +204,111 @@ pub fn no_result_error(machine: &str) -> String {
         (CLAIM_WITHIN_MS + RUN_WITHIN_MS) / 1000
     )
 }
+
+/// What the server that took the user's request signs when it forwards a command (its exact
+/// JSON text is signed, after [`SIGNED_PREFIX`]), so that a row a database client wrote
+/// itself is never run: the database is shared by every machine, and a row alone is no proof
+/// that a user asked for anything (docs/multi-machine.md, "Signed commands").
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Envelope {
+    /// The machine that must run it.
+    pub machine: String,
+    /// The agent whose pane it is for.
+    pub agent_id: u64,
+    /// What to do ([`PaneCommandKind::as_str`]).
+    pub kind: String,
+    /// The request's arguments: what the executor runs, never the row's own copy.
+    pub body: serde_json::Value,
+    /// When it was signed, on the signer's clock (milliseconds since the epoch).
+    pub issued_at_ms: i64,
+    /// Random, once per command: a copied row is a replay, refused.
+    pub nonce: String,
+}
+
+/// What goes before an envelope's text in the signed message: a signature made for anything
+/// else never verifies as a pane command.
+pub const SIGNED_PREFIX: &[u8] = b"headspace pane command v1\n";
+
+/// How far two machines' clocks may disagree.
+pub const CLOCK_SKEW_MS: i64 = 60_000;
+
+/// How long an executor remembers a nonce: past this an envelope is too old to run anyway.
+pub const NONCE_MEMORY_MS: i64 = CLAIM_WITHIN_MS + 2 * CLOCK_SKEW_MS;
+
+/// Whether an executor on `this_machine` may run a row whose signature verified and whose
+/// envelope is `envelope`, at `now_ms` on its clock; `nonce_seen` says whether it ran (or
+/// refused) an envelope with that nonce already. `Err` says why not.
+pub fn admit(
+    envelope: &Envelope,
+    row_agent: u64,
+    row_kind: PaneCommandKind,
+    this_machine: &str,
+    now_ms: i64,
+    nonce_seen: bool,
+) -> Result<(), String> {
+    if envelope.machine != this_machine {
+        return Err(format!(
+            "signed for machine {:?}, not this one ({this_machine:?})",
+            envelope.machine
+        ));
+    }
+    if envelope.agent_id != row_agent || envelope.kind != row_kind.as_str() {
+        return Err("the row's agent or kind is not the signed one".into());
+    }
+    let age = now_ms - envelope.issued_at_ms;
+    if !(-CLOCK_SKEW_MS..=CLAIM_WITHIN_MS + CLOCK_SKEW_MS).contains(&age) {
+        return Err(format!(
+            "signed {} s from now: too old or from the future",
+            -age / 1000
+        ));
+    }
+    if envelope.nonce.len() < 16 {
+        return Err("its nonce is too short".into());
+    }
+    if nonce_seen {
+        return Err("a copy of a command already taken (its nonce was seen)".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod envelope_tests {
+    use super::*;
+
+    fn envelope() -> Envelope {
+        Envelope {
+            machine: "B".into(),
+            agent_id: 7,
+            kind: "send".into(),
+            body: serde_json::json!({"text": "ls"}),
+            issued_at_ms: 1_000_000,
+            nonce: "0123456789abcdef0123".into(),
+        }
+    }
+
+    #[test]
+    fn only_a_fresh_unseen_envelope_for_this_machine_row_agent_and_kind_runs() {
+        let e = envelope();
+        let send = PaneCommandKind::Send;
+        assert_eq!(admit(&e, 7, send, "B", 1_000_500, false), Ok(()));
+        assert!(
+            admit(&e, 7, send, "C", 1_000_500, false).is_err(),
+            "another machine's"
+        );
+        assert!(
+            admit(&e, 8, send, "B", 1_000_500, false).is_err(),
+            "another agent's row"
+        );
+        assert!(admit(&e, 7, PaneCommandKind::Interrupt, "B", 1_000_500, false).is_err());
+        assert!(
+            admit(&e, 7, send, "B", 1_000_500, true).is_err(),
+            "a replay"
+        );
+        let late = 1_000_000 + CLAIM_WITHIN_MS + CLOCK_SKEW_MS + 1;
+        assert!(admit(&e, 7, send, "B", late, false).is_err(), "too old");
+        assert!(admit(&e, 7, send, "B", 1_000_000 - CLOCK_SKEW_MS - 1, false).is_err());
+        let mut short = e.clone();
+        short.nonce = "1".into();
+        assert!(admit(&short, 7, send, "B", 1_000_500, false).is_err());
+    }
+}

@@ -2,6 +2,7 @@
 //! and Headspace keep their files, and how a token is read. One place, so the server, the
 //! CLI, the hook installer and the orchestration runner never disagree.
 
+pub use crate::private_files::user_home;
 use std::path::{Path, PathBuf};
 use tracing::warn;
 
@@ -11,22 +12,42 @@ pub const DEFAULT_ADDR: &str = "127.0.0.1:5055";
 /// The URL installed hooks post to unless told otherwise.
 pub const DEFAULT_URL: &str = "http://127.0.0.1:5055";
 
-/// The user's home folder (`$HOME`; `/tmp` when unset, so defaults still resolve).
-pub fn user_home() -> PathBuf {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/tmp"))
+/// Claude Code's folder when none is given: `~/.claude` (see [`user_home`]: never a shared
+/// place). The server, the hook installer and the orchestration runner must agree on it.
+pub fn default_claude_dir() -> Result<PathBuf, String> {
+    Ok(user_home()?.join(".claude"))
 }
 
-/// Claude Code's folder when none is given: `$HOME/.claude`. The server, the hook installer
-/// and the orchestration runner must agree on it, even without `HOME`.
-pub fn default_claude_dir() -> PathBuf {
-    user_home().join(".claude")
+/// Headspace's own folder when none is given: `$HEADSPACE_HOME`, else
+/// `~/.local/share/headspace`.
+pub fn default_home() -> Result<PathBuf, String> {
+    match std::env::var_os("HEADSPACE_HOME").filter(|h| !h.is_empty()) {
+        Some(h) => Ok(PathBuf::from(h)),
+        None => Ok(user_home()?.join(".local/share/headspace")),
+    }
 }
 
-/// Headspace's own folder when none is given: `$HOME/.local/share/headspace`.
-pub fn default_home() -> PathBuf {
-    user_home().join(".local/share/headspace")
+/// The token file in Headspace's folder `home`, which the server creates on its first start
+/// when it is given no token.
+pub fn token_path(home: &Path) -> PathBuf {
+    home.join("token")
+}
+
+/// The token a client sends: from `--token-file` or `HEADSPACE_TOKEN` when given, else from
+/// the server's own token file in the default home (`None` when there is none to read, for
+/// instance when the server runs as another account).
+pub fn client_token(file: Option<&Path>, given: Option<&str>) -> Result<Option<String>, String> {
+    if let Some(t) = read_token(file, given)? {
+        return Ok(Some(t));
+    }
+    let Ok(home) = default_home() else {
+        return Ok(None);
+    };
+    let path = token_path(&home);
+    if !path.exists() {
+        return Ok(None);
+    }
+    crate::private_files::read_secret(&path).map(Some)
 }
 
 /// The token from `--token-file` (first line, trimmed) or the environment; a token given as

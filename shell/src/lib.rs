@@ -15,6 +15,7 @@ pub mod config;
 pub mod fsutil;
 pub mod hooks;
 pub mod orchestrate;
+pub mod private_files;
 pub mod procs;
 pub mod server;
 pub mod tmux;

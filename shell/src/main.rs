@@ -50,6 +50,9 @@ enum Cmd {
         /// The server.
         #[arg(long, default_value = headspace::config::DEFAULT_URL)]
         url: String,
+        /// The server's token file.
+        #[arg(long)]
+        token_file: Option<PathBuf>,
         /// Internal: do the POST (the detached half).
         #[arg(long)]
         post: Option<String>,
@@ -185,13 +188,24 @@ fn main() -> ExitCode {
         Cmd::Reconcile { agent, server } => reconcile(&agent, &server),
         Cmd::Audit { agent, server } => cli::audit::audit(agent.as_deref(), &server),
         Cmd::HookForward {
-            post: Some(target), ..
+            post: Some(target),
+            token_file,
+            ..
         } => {
-            headspace::hooks::forward::post(&target);
+            headspace::hooks::forward::post(&target, token_file.as_deref());
             ExitCode::SUCCESS
         }
-        Cmd::HookForward { event, url, .. } => {
-            headspace::hooks::forward::forward(event.as_deref().unwrap_or("claude"), &url);
+        Cmd::HookForward {
+            event,
+            url,
+            token_file,
+            ..
+        } => {
+            headspace::hooks::forward::forward(
+                event.as_deref().unwrap_or("claude"),
+                &url,
+                token_file.as_deref(),
+            );
             ExitCode::SUCCESS
         }
         Cmd::Hooks { action } => hooks(action),
@@ -247,6 +261,8 @@ fn init_logging(default: &str) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colour codes only for a terminal: a log file gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
 }
 

@@ -8,10 +8,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 fn headspace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_headspace"))
-        .args(args)
-        .output()
-        .unwrap()
+    common::headspace().args(args).output().unwrap()
 }
 
 #[test]

@@ -18,7 +18,7 @@ fn turn_count(server: &Server, agent: &str) -> usize {
 }
 
 fn audit(server: &Server, agent: Option<&str>) -> (i32, String) {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"));
+    let mut cmd = common::headspace();
     cmd.arg("audit");
     if let Some(a) = agent {
         cmd.arg(a);

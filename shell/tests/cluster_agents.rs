@@ -251,14 +251,21 @@ fn stand_in_agents_on_two_edges_answer_through_one_hub() {
     let host = format!("Host: {edge}");
     let evil = format!("Host: evil.example:{port}");
     let attack = r#"{"text": "pwned-through-the-edge"}"#;
+    // Even with the credential attached (as a browser attaches a cookie).
+    let auth = bearer();
     for headers in [
         vec![
             host.as_str(),
             "Content-Type: application/json",
             "Origin: http://evil.example",
+            auth.as_str(),
         ],
-        vec![evil.as_str(), "Content-Type: application/json"],
-        vec![host.as_str(), "Content-Type: text/plain"],
+        vec![
+            evil.as_str(),
+            "Content-Type: application/json",
+            auth.as_str(),
+        ],
+        vec![host.as_str(), "Content-Type: text/plain", auth.as_str()],
     ] {
         let (status, answer) = raw(edge, "POST", "/api/agents/ca-a1/send", &headers, attack);
         assert!(status == 403 || status == 415, "{headers:?}: {answer}");

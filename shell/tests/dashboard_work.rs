@@ -5,7 +5,7 @@
 //! the narrow pane wraps) and from the open conversation, which shows the pending request at
 //! its end; the page fits a 390 px phone, where a waiting agent is answered by tap and
 //! prompted; a conversation follows new turns; browser notifications skip sub-agents and
-//! noisy news as the server's notices do; Escape and Clear in the prompt box reach the pane.
+//! noisy news as the server's notices do; Interrupt (Alt+I) and Clear in the prompt box reach the pane.
 
 mod common;
 use common::browser::*;
@@ -755,7 +755,7 @@ fn a_sub_agents_finish_is_not_notified_a_main_agents_is_once_in_its_quiet_period
 }
 
 #[test]
-fn escape_in_the_prompt_box_interrupts_and_clear_types_slash_clear() {
+fn alt_i_in_the_prompt_box_interrupts_and_clear_types_slash_clear() {
     let Some(db) = fresh_db("dash_keys") else {
         return;
     };
@@ -792,8 +792,9 @@ fn escape_in_the_prompt_box_interrupts_and_clear_types_slash_clear() {
         "return !document.getElementById('conversation').hidden",
     );
 
-    // Escape in the prompt box presses Escape in the pane (and keeps the conversation open).
-    browser.type_into("#prompt", "\u{E00C}");
+    // Alt+I in the prompt box presses Escape in the pane (and keeps the conversation open);
+    // Escape itself only leaves the box (tests/dashboard_keys.rs).
+    browser.type_into("#prompt", "\u{E00A}i\u{E000}");
     let toast = browser.until(
         "the interrupt's toast",
         "const t = document.querySelector('.toast'); return t && t.textContent",

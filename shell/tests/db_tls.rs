@@ -188,7 +188,7 @@ fn free_port() -> u16 {
 
 /// A hub on `url` that must fail to start: its whole output, which says why.
 fn refused(url: &str) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_headspace"))
+    let mut child = common::headspace()
         .args([
             "serve",
             "--role",

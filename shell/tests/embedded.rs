@@ -77,6 +77,9 @@ fn start_as(
         .arg("--claude-dir")
         .arg(claude)
         .env_remove("DATABASE_URL")
+        .env_remove("HEADSPACE_TOKEN_FILE")
+        // The token itself: an account other than root cannot read root's token file.
+        .env("HEADSPACE_TOKEN", common::TEST_TOKEN)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -173,6 +176,8 @@ fn pg_bin() -> PathBuf {
     // The same folder the server uses.
     headspace::server::embedded_pg::find_bin().expect("PostgreSQL binaries")
 }
+
+use headspace::server::embedded_pg::DB_ACCOUNT;
 
 fn is_root() -> bool {
     std::fs::metadata("/proc/self").map(|m| m.uid()).ok() == Some(0)
@@ -397,10 +402,91 @@ fn another_local_account_cannot_use_the_embedded_database() {
         200
     );
     a_turn_arrives(&addr, &claude);
-    let postgres = account("postgres").expect("the postgres account").0;
-    assert_closed_to_others(&home, "nobody", postgres, 0);
+    let owner = account(DB_ACCOUNT).expect("the database's own account").0;
+    assert_closed_to_others(&home, "nobody", owner, 0);
+    assert_closed_to_others(&home, "postgres", owner, 0);
     let out = common::psql(&embedded_url(&home), "SELECT count(*) FROM turns");
     assert_eq!(out, "1", "the turn is in the embedded database");
+    stop(server);
+}
+
+/// The attack on the shared `postgres` account: as root, the cluster once ran as `postgres`,
+/// which owned `pg_hba.conf`; anyone who could run code as `postgres` (through the system's
+/// own PostgreSQL) added a `trust` line, reloaded, and was in, one `pane_commands` row away
+/// from typing into root's panes. Now the cluster runs as an account no other service
+/// shares, and who may connect is decided by a file root owns.
+#[test]
+fn the_postgres_account_cannot_let_itself_into_roots_embedded_database() {
+    if common::cluster_url().is_none() || !is_root() {
+        return; // only root's cluster runs under a system account
+    }
+    let home = TestHome::new("embedded-postgres");
+    let claude = common::temp_dir("embedded-postgres-claude");
+    let (server, log, addr) = start(&home, &claude);
+    let addr = addr.unwrap_or_else(|| panic!("start failed:\n{}", log.lock().unwrap()));
+    a_turn_arrives(&addr, &claude);
+    let real = real_pg(&home);
+    let data = real.join("data");
+    let owner = account(DB_ACCOUNT).expect("the database's own account");
+    // Its processes run as that account.
+    let pid = std::fs::read_to_string(data.join("postmaster.pid")).unwrap();
+    let pid = pid.lines().next().unwrap().trim();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let uid_line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+    assert_eq!(
+        uid_line.split_whitespace().nth(1).unwrap(),
+        owner.0.to_string(),
+        "the postmaster's account"
+    );
+    // The attack, as postgres: a trust line in every pg_hba.conf it can find, a reload.
+    let root_hba = real.with_file_name(format!(
+        "{}.pg_hba.conf",
+        real.file_name().unwrap().to_string_lossy()
+    ));
+    let script = format!(
+        "echo 'local all all trust' >> {data}/pg_hba.conf; \
+         echo 'local all all trust' >> {hba}; \
+         {bin}/pg_ctl -D {data} reload",
+        data = data.display(),
+        hba = root_hba.display(),
+        bin = pg_bin().display()
+    );
+    let out = Command::new("runuser")
+        .args(["-u", "postgres", "--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the attack's steps all worked");
+    std::thread::sleep(Duration::from_secs(1));
+    let sock = real.join("sock");
+    let out = psql_as("postgres", &sock, None);
+    assert!(!out.status.success(), "postgres got in");
+    // Root's file decides, and it is root's, unchanged.
+    let meta = std::fs::metadata(&root_hba).unwrap();
+    assert_eq!((meta.uid(), meta.permissions().mode() & 0o777), (0, 0o644));
+    let hba = std::fs::read_to_string(&root_hba).unwrap();
+    assert_eq!(trusting(&hba), Vec::<String>::new());
+    // Even a trust line in the cluster's own pg_hba.conf (as if its own account were taken)
+    // lets no one in: the server reads root's.
+    std::fs::write(data.join("pg_hba.conf"), "local all all trust\n").unwrap();
+    let out = Command::new("runuser")
+        .args(["-u", DB_ACCOUNT, "--"])
+        .arg(pg_bin().join("pg_ctl"))
+        .arg("-D")
+        .arg(&data)
+        .arg("reload")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(!psql_as("nobody", &sock, None).status.success());
+    assert!(
+        !psql_as("root", &sock, None).status.success(),
+        "in without a password"
+    );
     stop(server);
 }
 
@@ -562,8 +648,9 @@ fn older_cluster_is_secured(name: &str, running: bool) {
         "data written before the migration"
     );
     if is_root() {
-        let postgres = account("postgres").expect("the postgres account").0;
-        assert_closed_to_others(&home, "nobody", postgres, 0);
+        let owner = account(DB_ACCOUNT).expect("the database's own account").0;
+        assert_closed_to_others(&home, "nobody", owner, 0);
+        assert_closed_to_others(&home, "postgres", owner, 0);
     }
     stop(server);
 }

@@ -415,7 +415,7 @@ fn the_installed_command_runs_through_sh_and_reaches_the_server() {
         .unwrap()
         .to_string();
     assert!(
-        cmd.ends_with(&format!(" hook-forward Stop --url '{url}'")),
+        cmd.contains(&format!(" hook-forward Stop --url '{url}' --token-file /")),
         "{cmd}"
     );
     // `hooks print` shows the same quoted command.
@@ -484,8 +484,8 @@ fn hooks_from_the_older_unquoted_version_are_upgraded_and_removed() {
             .collect();
         assert_eq!(commands.len(), 1, "{event}: {commands:?}");
         assert!(
-            commands[0].ends_with(&format!(
-                " hook-forward {event} --url 'http://127.0.0.1:5055'"
+            commands[0].contains(&format!(
+                " hook-forward {event} --url 'http://127.0.0.1:5055' --token-file /"
             )),
             "{event}: not upgraded: {}",
             commands[0]

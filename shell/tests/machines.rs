@@ -8,7 +8,6 @@ use common::*;
 use headspace::server::pgstore::PgStore;
 use headspace_testkit::synth::SessionWriter;
 use serde_json::json;
-use std::process::Command;
 use std::time::Duration;
 
 #[test]
@@ -52,7 +51,7 @@ fn agents_carry_their_machine_and_the_machines_list_says_who_is_online() {
 
     // A second server on the same database would make ids in the same space: refused,
     // with the reason, before it listens.
-    let other = Command::new(env!("CARGO_BIN_EXE_headspace"))
+    let other = common::headspace()
         .args([
             "serve",
             "--addr",
@@ -98,7 +97,7 @@ fn a_machine_name_that_cannot_travel_unquoted_is_refused() {
     };
     let claude = temp_dir("machine-name");
     for bad in ["two words", "x -c search_path=evil", "a'b"] {
-        let out = Command::new(env!("CARGO_BIN_EXE_headspace"))
+        let out = common::headspace()
             .args([
                 "serve",
                 "--addr",
@@ -171,7 +170,7 @@ fn an_agent_of_an_offline_machine_shows_unknown_and_its_real_activity_once_it_re
 
     // The command line says the same.
     let cli = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_headspace"))
+        let out = common::headspace()
             .args(args)
             .args(["--addr", &server.addr])
             .output()

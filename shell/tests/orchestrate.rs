@@ -1303,7 +1303,7 @@ fn an_agent_step_is_typed_into_the_pane_and_ends_when_the_agent_is_idle() {
 // ------------------------------------------------------------------ the CLI
 
 fn headspace(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
+    common::headspace()
         .args(args)
         .env_remove("HEADSPACE_ADDR")
         .output()
@@ -1481,6 +1481,51 @@ fn pause_resume_and_status_through_the_cli() {
         .status
         .success());
     assert_eq!(decide(dir.path())["action"], "spawn");
+}
+
+/// A repository's `.specflow` text reaches the terminal through `orchestrate status`; its
+/// escape sequences must not: OSC 52 writes the clipboard, others set the window title or
+/// overwrite a line. Each control character prints as a space.
+#[test]
+fn status_prints_no_escape_sequence_from_a_repositorys_files() {
+    let (dir, _id) = project(
+        "cli-escapes",
+        "analyze",
+        "in_progress",
+        StartOptions::default(),
+    );
+    let hostile = "core\u{1b}]52;c;cm0gLXJmIH4=\u{7}\u{1b}]0;owned\u{7}\r\u{1b}[2K\u{9b}31m";
+    let mut state = state_json("analyze", "in_progress");
+    state["orchestration"]["phase"]["number"] = json!(hostile);
+    state["orchestration"]["step"]["status"] = json!(hostile);
+    write(
+        &dir.path().join(project_files::STATE_FILE),
+        &state.to_string(),
+    );
+    let p = dir.path().to_str().unwrap();
+    let o = headspace(&["orchestrate", "status", "--project", p]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let bad: Vec<u8> = o
+        .stdout
+        .iter()
+        .copied()
+        .filter(|b| (*b < 0x20 && *b != b'\n' && *b != b'\t') || *b == 0x7f)
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "control bytes {bad:?} in {:?}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(!text.contains('\u{9b}'), "{text:?}");
+    assert!(text.contains("core ]52;c;cm0gLXJmIH4= "), "{text:?}");
+    // `--json` escapes them as JSON does.
+    let o = headspace(&["orchestrate", "status", "--project", p, "--json"]);
+    assert!(
+        !o.stdout.contains(&0x1b),
+        "{:?}",
+        String::from_utf8_lossy(&o.stdout)
+    );
 }
 
 /// A stand-in headless `claude` playing the `/flow.*` skills: a step's skill marks its step
@@ -1679,8 +1724,9 @@ fn the_server_finds_a_projects_orchestration_and_drives_it_like_the_cli() {
     .unwrap();
     assert_eq!(status, 200, "the CLI's client sends JSON: {text}");
     let raw = format!(
-        "POST /api/orchestrate/cancel HTTP/1.1\r\nHost: {}\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}",
-        server.addr
+        "POST /api/orchestrate/cancel HTTP/1.1\r\nHost: {}\r\n{}\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}",
+        server.addr,
+        common::bearer()
     );
     let mut conn = std::net::TcpStream::connect(&server.addr).unwrap();
     std::io::Write::write_all(&mut conn, raw.as_bytes()).unwrap();
@@ -1719,7 +1765,7 @@ fn a_projects_files_never_choose_where_the_token_is_sent() {
     assert_eq!(s.claude_dir, None);
     // Every command that may talk to the server, with a token in the environment.
     for command in ["status", "decide", "cancel"] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
+        let out = common::headspace()
             .args(["orchestrate", command, "--project"])
             .arg(dir.path())
             .env("HEADSPACE_TOKEN", "stolen-token-123")

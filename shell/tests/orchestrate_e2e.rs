@@ -319,7 +319,7 @@ fn tags(dir: &Path) -> Vec<(&'static str, Tagged)> {
 /// `headspace` with tmux pointed away from any real tmux server: the runner's own tmux calls
 /// must not reach a developer's session.
 fn headspace_cmd(claude: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_headspace"));
+    let mut c = common::headspace();
     c.args(args)
         .env_remove("HEADSPACE_ADDR")
         .env_remove("TMUX")

@@ -8,6 +8,7 @@
 mod common;
 use common::*;
 use headspace::server::driver::CoreHome;
+use headspace::server::pane_keys::{default_trusted_file, PaneKeys};
 use headspace::server::pgstore::pane_commands::Awaited;
 use headspace::server::pgstore::PgStore;
 use headspace::server::world::{DiskFiles, SystemClock, TmuxPanes, World};
@@ -33,11 +34,12 @@ fn two_claimers_run_each_command_once_and_never_a_refused_or_late_one() {
         let mut pending = BTreeSet::new();
         for i in 0..40u64 {
             let body = json!({"text": format!("t{i}")});
-            pending.insert(store.submit_pane_command("b", i, send, &body).await.unwrap());
+            pending.insert(store.submit_pane_command("b", i, send, &body, None)
+.await.unwrap());
         }
         // Another machine's row, a row refused at once, and one past its deadline.
         let other = store
-            .submit_pane_command("c", 1, send, &json!({}))
+            .submit_pane_command("c", 1, send, &json!({}), None)
             .await
             .unwrap();
         let refused = store
@@ -45,7 +47,7 @@ fn two_claimers_run_each_command_once_and_never_a_refused_or_late_one() {
             .await
             .unwrap();
         let late = store
-            .submit_pane_command("b", 1, send, &json!({}))
+            .submit_pane_command("b", 1, send, &json!({}), None)
             .await
             .unwrap();
         psql(
@@ -104,7 +106,7 @@ fn two_claimers_run_each_command_once_and_never_a_refused_or_late_one() {
         // A waiting server withdraws a row not taken by its deadline (it is then refused and
         // never taken), and stops waiting on a taken one that gives no result in time.
         let unheard = store
-            .submit_pane_command("z", 1, send, &json!({}))
+            .submit_pane_command("z", 1, send, &json!({}), None)
             .await
             .unwrap();
         psql(
@@ -118,7 +120,7 @@ fn two_claimers_run_each_command_once_and_never_a_refused_or_late_one() {
         );
         assert!(store.claim_pane_commands("z", 10).await.unwrap().is_empty());
         let silent = store
-            .submit_pane_command("y", 1, send, &json!({}))
+            .submit_pane_command("y", 1, send, &json!({}), None)
             .await
             .unwrap();
         assert_eq!(store.claim_pane_commands("y", 10).await.unwrap().len(), 1);
@@ -135,6 +137,7 @@ fn two_claimers_run_each_command_once_and_never_a_refused_or_late_one() {
 
 /// The settings of the in-process server that plays machine B.
 fn machine_b_settings(claude: &Path) -> Settings {
+    let home = headspace::config::default_home().unwrap();
     Settings {
         core: headspace_core::Config::new(claude.display().to_string()),
         sweep_every: Duration::from_secs(1),
@@ -142,8 +145,12 @@ fn machine_b_settings(claude: &Path) -> Settings {
         pane_lines: 20,
         audit_every: None,
         max_body: 1 << 20,
-        access: AccessPolicy::new(["127.0.0.1"], None),
-        token: None,
+        access: AccessPolicy::new(["127.0.0.1"], "paneToken"),
+        token: "paneToken".into(),
+        // Machine A runs with the default home: B trusts A's key by sharing it.
+        pane_keys: Arc::new(
+            PaneKeys::load(&home, &default_trusted_file(&home)).expect("the pane key"),
+        ),
         self_addr: "127.0.0.1:1".into(),
         max_connections: 16,
         header_timeout: Duration::from_secs(10),
@@ -176,46 +183,8 @@ fn a_send_for_a_pane_on_another_machine_is_typed_there_once_or_refused_at_once_w
     let typed = claude_b.join("typed.txt");
     let pane = tmux.recording_pane(&typed);
     let server = Server::start(&db, &claude, &["--machine", "A", "--tmux-socket", &tmux.0]);
-    // An agent whose row machine B holds, its pane on B's tmux.
-    let s = SessionWriter::new(7, headspace_core::Timestamp(1_793_523_600_000));
-    let (code, _) = server.post(
-        "/hook/SessionStart",
-        &hook(&s, &claude, &pane, "SessionStart", json!({})),
-    );
-    assert_eq!(code, 200);
-    let card = wait_for(Duration::from_secs(10), || {
-        server
-            .try_json("/api/agents")
-            .and_then(|a| a.as_array().and_then(|a| a.first().cloned()))
-    })
-    .expect("the agent is listed");
-    let agent = card["id"].as_u64().unwrap();
-    psql(
-        &db,
-        &format!("UPDATE agents SET machine = 'B' WHERE id = {agent}"),
-    );
-    psql(
-        &db,
-        "INSERT INTO machines (name, id, heartbeat_at) VALUES ('B', 1, now())",
-    );
-
-    // Machine B: a server's insides on its own pool (named B) and B's tmux, with its executor.
-    let rt = runtime();
-    rt.block_on(async {
-        let store = PgStore::for_machine(&db, 4, Some("B")).unwrap();
-        let world = World {
-            clock: Arc::new(SystemClock),
-            store: Arc::new(store.clone()),
-            files: Arc::new(DiskFiles::new(claude_b.clone())),
-            panes: Arc::new(TmuxPanes {
-                socket: Some(tmux.0.clone()),
-            }),
-        };
-        let app = start(&world, machine_b_settings(&claude_b), None)
-            .await
-            .unwrap();
-        headspace::server::http::start_pane_executor(app, store, db.clone());
-    });
+    let agent = agent_held_by_b(&server, &db, &claude, &pane);
+    let rt = start_machine_b(&db, &claude_b, &tmux);
 
     // Asked of A, typed by B, answered with B's result.
     let asked = Instant::now();
@@ -294,5 +263,141 @@ fn a_send_for_a_pane_on_another_machine_is_typed_there_once_or_refused_at_once_w
     let text = std::fs::read_to_string(&typed).unwrap();
     assert!(!text.contains("never-typed"), "{text:?}");
     assert_eq!(commands(&db, "send"), ["done", "refused"]);
+    drop(rt);
+}
+
+/// An agent whose row machine B holds, its pane `pane` on B's tmux (its hook posted to A).
+fn agent_held_by_b(server: &Server, db: &str, claude: &Path, pane: &str) -> u64 {
+    let s = SessionWriter::new(7, headspace_core::Timestamp(1_793_523_600_000));
+    let (code, _) = server.post(
+        "/hook/SessionStart",
+        &hook(&s, claude, pane, "SessionStart", json!({})),
+    );
+    assert_eq!(code, 200);
+    let card = wait_for(Duration::from_secs(10), || {
+        server
+            .try_json("/api/agents")
+            .and_then(|a| a.as_array().and_then(|a| a.first().cloned()))
+    })
+    .expect("the agent is listed");
+    let agent = card["id"].as_u64().unwrap();
+    psql(
+        db,
+        &format!("UPDATE agents SET machine = 'B' WHERE id = {agent}"),
+    );
+    psql(
+        db,
+        "INSERT INTO machines (name, id, heartbeat_at) VALUES ('B', 1, now())",
+    );
+    agent
+}
+
+/// Machine B: a server's insides on its own pool (named B) and B's tmux, with its executor,
+/// on the returned runtime.
+fn start_machine_b(db: &str, claude_b: &Path, tmux: &Tmux) -> tokio::runtime::Runtime {
+    let rt = runtime();
+    rt.block_on(async {
+        let store = PgStore::for_machine(db, 4, Some("B")).unwrap();
+        let world = World {
+            clock: Arc::new(SystemClock),
+            store: Arc::new(store.clone()),
+            files: Arc::new(DiskFiles::new(claude_b.to_path_buf())),
+            panes: Arc::new(TmuxPanes {
+                socket: Some(tmux.0.clone()),
+            }),
+        };
+        let app = start(&world, machine_b_settings(claude_b), None)
+            .await
+            .unwrap();
+        headspace::server::http::start_pane_executor(app, store, db.to_string());
+    });
+    rt
+}
+
+/// The state and result status of pane command `id`, once it is no longer pending.
+fn settled(db: &str, id: &str) -> (String, String) {
+    wait_for(Duration::from_secs(10), || {
+        let row = psql(
+            db,
+            &format!(
+                "SELECT state, coalesce(result->>'status', '') FROM pane_commands WHERE id = {id}"
+            ),
+        );
+        let (state, status) = row.split_once('|')?;
+        (state != "pending" && state != "running").then(|| (state.to_string(), status.to_string()))
+    })
+    .unwrap_or_else(|| panic!("command {id} was never taken"))
+}
+
+#[test]
+fn a_row_written_into_the_database_alone_never_makes_a_machine_type() {
+    let Some(db) = fresh_db("pane_cmd_forged") else {
+        return;
+    };
+    let claude = temp_dir("pane-forged-a");
+    let claude_b = temp_dir("pane-forged-b");
+    let tmux = Tmux(format!("hs-paneforged-{}", std::process::id()));
+    let typed = claude_b.join("typed.txt");
+    let pane = tmux.recording_pane(&typed);
+    let server = Server::start(&db, &claude, &["--machine", "A", "--tmux-socket", &tmux.0]);
+    let agent = agent_held_by_b(&server, &db, &claude, &pane);
+    let rt = start_machine_b(&db, &claude_b, &tmux);
+    // A user's request through A: signed by A, typed by B.
+    let (status, body) = server.post(
+        &format!("/api/agents/{agent}/send"),
+        json!({"text": "asked-by-the-user"}).to_string().as_bytes(),
+    );
+    assert_eq!(status, 200, "{body}");
+    typed_once(&typed, "asked-by-the-user");
+
+    // A database client writes rows itself: with no signature; with a key of its own; as a
+    // copy of the signed row (a replay); and the signed row with its body changed.
+    let insert = |values: &str| {
+        let id = psql(
+            &db,
+            &format!(
+                "INSERT INTO pane_commands (machine, agent_id, kind, body, deadline, envelope, signature, signer)
+                 {values} RETURNING id"
+            ),
+        );
+        psql(&db, "NOTIFY pane_commands, 'B'");
+        id.lines().next().unwrap().to_string()
+    };
+    let unsigned = insert(&format!(
+        "VALUES ('B', {agent}, 'send', '{{\"text\": \"forged-unsigned\"}}', now() + interval '30 seconds', NULL, NULL, NULL)"
+    ));
+    let stranger = PaneKeys::ephemeral().sign(
+        "B",
+        agent,
+        PaneCommandKind::Send,
+        &json!({"text": "forged-stranger"}),
+        headspace::server::world::Clock::now(&SystemClock).millis(),
+    );
+    let own_key = insert(&format!(
+        "VALUES ('B', {agent}, 'send', '{{}}', now() + interval '30 seconds', '{}', '{}', '{}')",
+        stranger.envelope.replace('\'', "''"),
+        stranger.signature,
+        stranger.signer
+    ));
+    let copy = "SELECT machine, agent_id, kind, body, now() + interval '30 seconds', envelope, signature, signer
+                FROM pane_commands WHERE kind = 'send' AND state = 'done' AND signature IS NOT NULL ORDER BY id LIMIT 1";
+    let replay = insert(copy);
+    let tampered = insert(&copy.replace(
+        "envelope, signature",
+        "replace(envelope, 'asked-by-the-user', 'forged-tampered'), signature",
+    ));
+    for (what, id) in [
+        ("unsigned", &unsigned),
+        ("signed by an unknown key", &own_key),
+        ("a replay", &replay),
+        ("tampered", &tampered),
+    ] {
+        let (state, status) = settled(&db, id);
+        assert_eq!((state.as_str(), status.as_str()), ("done", "403"), "{what}");
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let text = std::fs::read_to_string(&typed).unwrap();
+    assert!(!text.contains("forged"), "a forged row was typed: {text:?}");
+    assert_eq!(text.matches("asked-by-the-user").count(), 1, "{text:?}");
     drop(rt);
 }

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -30,7 +30,7 @@ struct Server {
 
 impl Server {
     fn start(db: &str, claude: &Path) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_headspace"))
+        let mut child = common::headspace()
             .args(["serve", "--addr", "127.0.0.1:0", "--database-url", db])
             .arg("--claude-dir")
             .arg(claude)

@@ -59,7 +59,11 @@ fn highlighted(hit: &Value) -> Vec<String> {
 fn raw_get(addr: &str, path: &str, headers: &[&str]) -> u16 {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let mut head = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    // With the credential: the checks under test are the origin's.
+    let mut head = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{}\r\nConnection: close\r\n",
+        bearer()
+    );
     for h in headers {
         head.push_str(h);
         head.push_str("\r\n");
@@ -76,7 +80,7 @@ fn raw_get(addr: &str, path: &str, headers: &[&str]) -> u16 {
 }
 
 fn cli(server: &Server, args: &[&str]) -> (i32, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
+    let out = common::headspace()
         .args(args)
         .args(["--addr", &server.addr])
         .output()
@@ -562,7 +566,7 @@ fn a_database_account_that_cannot_create_pg_trgm_is_told_what_to_run() {
         &format!("CREATE ROLE {role} LOGIN; GRANT ALL ON SCHEMA public TO {role}"),
     );
     let url = db.replace("user=postgres", &format!("user={role}"));
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
+    let out = common::headspace()
         .args(["migrate", "--database-url", &url])
         .output()
         .unwrap();
@@ -573,7 +577,7 @@ fn a_database_account_that_cannot_create_pg_trgm_is_told_what_to_run() {
     assert!(stderr.contains("as its owner or a superuser"), "{stderr}");
     // Once the owner has created it, the same account migrates.
     psql(&db, "CREATE EXTENSION pg_trgm");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
+    let out = common::headspace()
         .args(["migrate", "--database-url", &url])
         .output()
         .unwrap();

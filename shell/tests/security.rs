@@ -49,7 +49,8 @@ impl Victim {
             "UserPromptSubmit",
             json!({"prompt": "my key is sk-SECRET-42"}),
         );
-        let auth = token.map(|t| format!("Authorization: Bearer {t}"));
+        let token = token.unwrap_or(TEST_TOKEN);
+        let auth = Some(format!("Authorization: Bearer {token}"));
         let mut headers = vec![
             format!("Host: {}", self.server.addr),
             "Content-Type: application/json".to_string(),
@@ -64,14 +65,13 @@ impl Victim {
             std::str::from_utf8(&body).unwrap(),
         );
         assert_eq!(status, 200, "{answer}");
-        let bearer: Vec<String> = token.map(|t| format!("Bearer {t}")).into_iter().collect();
         wait_for(Duration::from_secs(10), || {
             let (s, b) = headspace::client::request(
                 &self.server.addr,
                 "GET",
                 "/api/agents",
                 b"",
-                bearer.first().map(|b| &b[7..]),
+                Some(token),
                 Duration::from_secs(5),
             )
             .ok()?;
@@ -94,23 +94,25 @@ fn a_page_rebinding_its_name_to_loopback_can_neither_type_nor_read() {
     let seg = v.pane.replace('%', "%25");
     let port = v.server.addr.rsplit(':').next().unwrap().to_string();
     let evil = format!("Host: evil.example:{port}");
+    // Even with the credential attached, as a browser attaches its login cookie.
+    let auth = bearer();
     // What a rebinding page's fetch() sends: its own name, and no Origin on a same-origin call.
     let (status, answer) = raw(
         &v.server.addr,
         "POST",
         &format!("/api/agents/{seg}/send"),
-        &[&evil, "Content-Type: application/json"],
+        &[&evil, "Content-Type: application/json", &auth],
         r#"{"text": "touch /tmp/pwned-by-rebinding"}"#,
     );
     assert_eq!(status, 403, "{answer}");
     assert!(answer.contains("evil.example"), "says why: {answer}");
-    let (status, answer) = raw(&v.server.addr, "GET", "/api/agents", &[&evil], "");
+    let (status, answer) = raw(&v.server.addr, "GET", "/api/agents", &[&evil, &auth], "");
     assert_eq!(status, 403);
     assert!(
         !answer.contains("sk-SECRET-42"),
         "no prompt leaks: {answer}"
     );
-    let (status, _) = raw(&v.server.addr, "GET", "/api/events", &[&evil], "");
+    let (status, _) = raw(&v.server.addr, "GET", "/api/events", &[&evil, &auth], "");
     assert_eq!(status, 403);
     std::thread::sleep(Duration::from_millis(500));
     assert!(
@@ -125,12 +127,15 @@ fn a_page_rebinding_its_name_to_loopback_can_neither_type_nor_read() {
         "Host: localhost".to_string(),
     ] {
         assert_eq!(
-            raw(&v.server.addr, "GET", "/api/agents", &[&host], "").0,
+            raw(&v.server.addr, "GET", "/api/agents", &[&host, &auth], "").0,
             200
         );
     }
     // Without a Host header at all: refused.
-    assert_eq!(raw(&v.server.addr, "GET", "/api/agents", &[], "").0, 400);
+    assert_eq!(
+        raw(&v.server.addr, "GET", "/api/agents", &[&auth], "").0,
+        400
+    );
     // --allow-host adds a name.
     drop(v);
     let Some(v) = Victim::start("sec_allow", &["--allow-host", "devbox.lan"]) else {
@@ -141,7 +146,7 @@ fn a_page_rebinding_its_name_to_loopback_can_neither_type_nor_read() {
             &v.server.addr,
             "GET",
             "/api/agents",
-            &["Host: devbox.lan"],
+            &["Host: devbox.lan", &bearer()],
             ""
         )
         .0,
@@ -157,13 +162,15 @@ fn a_cross_site_page_cannot_act_or_read() {
     v.agent(None);
     let host = format!("Host: {}", v.server.addr);
     let seg = v.pane.replace('%', "%25");
+    // Every attack below carries the credential, as a browser attaches the login cookie.
+    let auth = bearer();
     // A form post as text/plain (no preflight needed) creating a hook turn: refused.
     let fake_hook = r#"{"session_id": "forged", "prompt": "forged prompt", "tmux_pane": "%99"}"#;
     let (status, answer) = raw(
         &v.server.addr,
         "POST",
         "/hook/UserPromptSubmit",
-        &[&host, "Content-Type: text/plain"],
+        &[&host, "Content-Type: text/plain", &auth],
         fake_hook,
     );
     assert_eq!(status, 415, "{answer}");
@@ -176,6 +183,7 @@ fn a_cross_site_page_cannot_act_or_read() {
             &host,
             "Content-Type: application/json",
             "Origin: http://evil.example",
+            &auth,
         ],
         r#"{"text": "echo pwned-by-origin"}"#,
     );
@@ -194,13 +202,20 @@ fn a_cross_site_page_cannot_act_or_read() {
                 host.as_str(),
                 "Content-Type: application/json",
                 "Origin: http://evil.example",
+                auth.as_str(),
             ],
             [
                 host.as_str(),
                 "Content-Type: application/json",
                 "Sec-Fetch-Site: cross-site",
+                auth.as_str(),
             ],
-            [host.as_str(), "Content-Type: text/plain", "X-Any: 1"],
+            [
+                host.as_str(),
+                "Content-Type: text/plain",
+                "X-Any: 1",
+                auth.as_str(),
+            ],
         ] {
             let (status, answer) = raw(&v.server.addr, "POST", &path, &headers, body);
             assert!(
@@ -213,7 +228,7 @@ fn a_cross_site_page_cannot_act_or_read() {
         &v.server.addr,
         "GET",
         "/api/agents",
-        &[&host, "Origin: http://evil.example"],
+        &[&host, "Origin: http://evil.example", &auth],
         "",
     );
     assert_eq!(status, 403);
@@ -222,7 +237,7 @@ fn a_cross_site_page_cannot_act_or_read() {
         &v.server.addr,
         "GET",
         "/api/agents",
-        &[&host, "Sec-Fetch-Site: same-site"],
+        &[&host, "Sec-Fetch-Site: same-site", &auth],
         "",
     );
     assert_eq!(status, 403);
@@ -238,7 +253,7 @@ fn a_cross_site_page_cannot_act_or_read() {
         &format!("/api/agents/{seg}/interrupt"),
         "/hook/Stop",
     ] {
-        let (status, answer) = raw(&v.server.addr, "GET", path, &[&host], "");
+        let (status, answer) = raw(&v.server.addr, "GET", path, &[&host, &auth], "");
         assert_eq!(status, 405, "GET {path}: {answer}");
         assert!(
             answer.to_ascii_lowercase().contains("allow: post"),
@@ -250,7 +265,7 @@ fn a_cross_site_page_cannot_act_or_read() {
         &v.server.addr,
         "POST",
         "/hook/Stop",
-        &[&host, "Content-Type: application/json"],
+        &[&host, "Content-Type: application/json", &auth],
         "{}",
     );
     assert_eq!(status, 400);
@@ -268,7 +283,7 @@ fn a_cross_site_page_cannot_act_or_read() {
     let lower = answer.to_ascii_lowercase();
     assert!(lower.contains("x-frame-options: deny"), "{answer}");
     assert!(lower.contains("frame-ancestors 'none'"), "{answer}");
-    let (_, answer) = raw(&v.server.addr, "GET", "/api/agents", &[&host], "");
+    let (_, answer) = raw(&v.server.addr, "GET", "/api/agents", &[&host, &auth], "");
     assert!(answer
         .to_ascii_lowercase()
         .contains("x-frame-options: deny"));
@@ -277,7 +292,7 @@ fn a_cross_site_page_cannot_act_or_read() {
         &v.server.addr,
         "POST",
         &format!("/api/agents/{seg}/send"),
-        &[&host, "Content-Type: application/json"],
+        &[&host, "Content-Type: application/json", &auth],
         r#"{"text": "hello from the owner"}"#,
     );
     assert_eq!(status, 200, "{answer}");
@@ -321,6 +336,15 @@ fn as_nobody_possible() -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Runs a Python program as `nobody` (another local account with no files of the user's).
+fn python_as_nobody(program: &str, args: &[&str]) -> std::process::Output {
+    Command::new("runuser")
+        .args(["-u", "nobody", "--", "python3", "-c", program])
+        .args(args)
+        .output()
+        .expect("python3 runs as nobody")
+}
+
 #[test]
 fn another_local_account_cannot_use_the_loopback_server() {
     let Some(v) = Victim::start("sec_account", &[]) else {
@@ -345,27 +369,20 @@ fn another_local_account_cannot_use_the_loopback_server() {
             .args(args)
             .args(["--addr", &v.server.addr])
             .env_remove("HEADSPACE_TOKEN")
+            .env_remove("HEADSPACE_TOKEN_FILE")
             .output()
             .unwrap()
     };
     let out = run_as_nobody(&["send", seg, "touch /tmp/pwned-by-nobody"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("another local account"), "{err}");
+    assert!(err.contains("needs its token"), "{err}");
     let out = run_as_nobody(&["agents"]);
     assert!(!out.status.success());
     assert!(!String::from_utf8_lossy(&out.stdout).contains("sk-SECRET-42"));
-    // curl as nobody, straight at the API.
-    let out = Command::new("runuser")
-        .args(["-u", "nobody", "--", "curl", "-s"])
-        .arg(format!("http://{}/api/agents", v.server.addr))
-        .output()
-        .unwrap();
-    let body = String::from_utf8_lossy(&out.stdout);
-    assert!(!body.contains("sk-SECRET-42"), "{body}");
-    assert!(body.contains("another local account"), "{body}");
-    // Nor by an encoded or doubled path that the router decodes to the same route.
-    for sneaky in [
+    // curl as nobody, straight at the API, and by encoded or doubled paths.
+    for path in [
+        "/api/agents",
         "/%61pi/agents",
         "//api/agents",
         "/%61pi/events",
@@ -382,12 +399,12 @@ fn another_local_account_cannot_use_the_loopback_server() {
                 "-m",
                 "5",
             ])
-            .arg(format!("http://{}{sneaky}", v.server.addr))
+            .arg(format!("http://{}{path}", v.server.addr))
             .output()
             .unwrap();
         let body = String::from_utf8_lossy(&out.stdout);
-        assert!(!body.contains("sk-SECRET-42"), "{sneaky}: {body}");
-        assert!(body.contains("another local account"), "{sneaky}: {body}");
+        assert!(!body.contains("sk-SECRET-42"), "{path}: {body}");
+        assert!(body.contains("needs its token"), "{path}: {body}");
     }
     // Health is public; the owner still gets in.
     let out = Command::new("runuser")
@@ -398,6 +415,246 @@ fn another_local_account_cannot_use_the_loopback_server() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"ok\""));
     assert!(!v.screen().contains("pwned"));
     assert_eq!(v.server.get("/api/agents").0, 200);
+}
+
+/// The attack that beat the socket-owner check: `nobody` sends its request and closes before
+/// the server accepts, so the kernel reports the orphaned socket's owner as uid 0 (root), and
+/// a few connections reset first stall the accept loop long enough. It typed `id > FILE` into
+/// root's pane in 1 to 4 tries; here it gets 60, and a credential check has nothing to race.
+#[test]
+fn a_request_whose_socket_closed_before_accept_is_nobodys_not_roots() {
+    let Some(v) = Victim::start("sec_orphan", &[]) else {
+        return;
+    };
+    v.agent(None);
+    if !as_nobody_possible() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "runuser -u nobody must work on CI"
+        );
+        eprintln!("skipped: cannot run as nobody here");
+        return;
+    }
+    let (host, port) = v.server.addr.rsplit_once(':').unwrap();
+    let path = format!("/api/agents/{}/send", v.pane.replace('%', "%25"));
+    let program = r#"
+import socket, struct, sys, time
+host, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+body = b'{"text": "echo pwned-by-an-orphan-socket"}'
+req = (f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+       f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body
+linger = struct.pack('ii', 1, 0)
+for attempt in range(60):
+    for _ in range(40):  # reset connections: each once cost the accept loop a /proc read
+        r = socket.socket(); r.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+        r.connect((host, port)); r.close()
+    s = socket.socket(); s.connect((host, port)); s.sendall(req); s.close()
+    time.sleep(0.02)
+"#;
+    let out = python_as_nobody(program, &[host, port, &path]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        !v.screen().contains("pwned-by-an-orphan-socket"),
+        "an orphaned socket's request was typed: {}",
+        v.screen()
+    );
+}
+
+/// Another account floods the server with connections it resets at once; the user's own
+/// `/healthz` stays fast (each reset once cost the single accept loop a synchronous read of
+/// the kernel's whole TCP table: 2 ms became 5.2 s).
+#[test]
+fn a_flood_of_reset_connections_never_slows_the_users_requests() {
+    let Some(v) = Victim::start("sec_resets", &[]) else {
+        return;
+    };
+    if !as_nobody_possible() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "runuser -u nobody must work on CI"
+        );
+        eprintln!("skipped: cannot run as nobody here");
+        return;
+    }
+    let (host, port) = v.server.addr.rsplit_once(':').unwrap();
+    let program = r#"
+import socket, struct, sys, time
+host, port = sys.argv[1], int(sys.argv[2])
+linger = struct.pack('ii', 1, 0)
+end = time.time() + 4
+while time.time() < end:
+    r = socket.socket(); r.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+    try:
+        r.connect((host, port))
+    except OSError:
+        pass
+    r.close()
+"#;
+    let flood = {
+        let (host, port) = (host.to_string(), port.to_string());
+        std::thread::spawn(move || python_as_nobody(program, &[&host, &port]))
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let mut worst = Duration::ZERO;
+    let end = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < end {
+        let t = Instant::now();
+        assert_eq!(v.server.get("/healthz").0, 200);
+        worst = worst.max(t.elapsed());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = flood.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        worst < Duration::from_millis(250),
+        "the user's /healthz took {worst:?} during the flood"
+    );
+}
+
+/// Wrong credentials cost the guesser on every route, not only the login: at most ten are
+/// answered a second in all, however many connections guess at once, while the right token
+/// is answered at once throughout (7,900 guesses a second got through a Bearer header).
+#[test]
+fn guessing_the_token_gets_ten_answers_a_second_and_never_slows_the_right_one() {
+    let Some(v) = Victim::start("sec_guess", &[]) else {
+        return;
+    };
+    let addr = v.server.addr.clone();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let answered = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let started = Instant::now();
+    let guessers: Vec<_> = (0..24)
+        .map(|i| {
+            let (addr, stop, answered) = (addr.clone(), stop.clone(), answered.clone());
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let guess = format!("guess{i}x{n}");
+                    n += 1;
+                    let path =
+                        ["/api/agents", "/metrics", "/api/events", "/hook/Stop"][n as usize % 4];
+                    if let Ok((401, _)) = headspace::client::request(
+                        &addr,
+                        "GET",
+                        path,
+                        b"",
+                        Some(&guess),
+                        Duration::from_secs(60),
+                    ) {
+                        answered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut slowest = Duration::ZERO;
+    for _ in 0..15 {
+        std::thread::sleep(Duration::from_millis(200));
+        let t = Instant::now();
+        assert_eq!(v.server.get("/api/agents").0, 200);
+        slowest = slowest.max(t.elapsed());
+    }
+    let counted = answered.load(std::sync::atomic::Ordering::Relaxed);
+    let elapsed = started.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let allowed = (elapsed.as_secs_f64() * 10.0).ceil() as u64 + 2;
+    assert!(
+        counted <= allowed,
+        "{counted} wrong tokens answered in {elapsed:?} (at most {allowed})"
+    );
+    assert!(counted >= 10, "the guesses were answered at all: {counted}");
+    assert!(
+        slowest < Duration::from_millis(500),
+        "the right token waited {slowest:?} among the guesses"
+    );
+    drop(v); // the waiting guesses end with the server
+    for g in guessers {
+        let _ = g.join();
+    }
+}
+
+/// Without `HOME`, defaults never fall into `/tmp`: another account's planted links there
+/// (where the server's home and Claude's folder would have been) are never followed, and a
+/// planted transcript is never shown as an agent.
+#[test]
+fn without_home_nothing_is_taken_from_or_written_to_tmp() {
+    let Some(db) = fresh_db("sec_nohome") else {
+        return;
+    };
+    let planted = std::path::Path::new("/tmp/.local/share/headspace");
+    let claude = std::path::Path::new("/tmp/.claude/projects/-planted");
+    if planted.exists() || std::path::Path::new("/tmp/.claude").exists() {
+        eprintln!("skipped: /tmp/.local or /tmp/.claude exists already");
+        return;
+    }
+    let victim = temp_dir("sec-nohome-victim").join("precious");
+    std::fs::write(&victim, "precious\n").unwrap();
+    std::fs::create_dir_all(planted).unwrap();
+    std::os::unix::fs::symlink(&victim, planted.join("token")).unwrap();
+    std::os::unix::fs::symlink(&victim, planted.join("serve.pid")).unwrap();
+    std::os::unix::fs::symlink(&victim, planted.join("pane-key")).unwrap();
+    std::fs::create_dir_all(claude).unwrap();
+    let mut s = SessionWriter::new(
+        77,
+        Timestamp::parse_rfc3339("2026-11-22T05:00:00Z").unwrap(),
+    );
+    let transcript = claude.join(format!("{}.jsonl", s.session_id));
+    std::fs::write(&transcript, s.prompt("a planted prompt", None).json + "\n").unwrap();
+    struct Cleanup;
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all("/tmp/.local");
+            let _ = std::fs::remove_dir_all("/tmp/.claude");
+        }
+    }
+    let _cleanup = Cleanup;
+    let mut child = common::headspace()
+        .args(["serve", "--addr", "127.0.0.1:0", "--database-url", &db])
+        .env_remove("HOME")
+        .env_remove("HEADSPACE_HOME")
+        .env_remove("HEADSPACE_CLAUDE_DIR")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut addr = String::new();
+    let mut log = String::new();
+    let mut line = String::new();
+    while std::io::BufRead::read_line(&mut err, &mut line).unwrap_or(0) > 0 {
+        log.push_str(&line);
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            addr = rest.split('/').next().unwrap().to_string();
+            break;
+        }
+        line.clear();
+    }
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    assert!(!addr.is_empty(), "the server started: {log}");
+    assert!(!log.contains("/tmp/.claude"), "{log}");
+    std::thread::sleep(Duration::from_secs(3));
+    let (status, agents) = request(&addr, "GET", "/api/agents", b"").unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(status, 200, "{agents}");
+    assert!(
+        !agents.contains(&s.session_id),
+        "a planted transcript shown: {agents}"
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    for link in ["token", "serve.pid", "pane-key"] {
+        let meta = std::fs::symlink_metadata(planted.join(link)).unwrap();
+        assert!(meta.file_type().is_symlink(), "{link} was replaced");
+    }
 }
 
 #[test]
@@ -566,7 +823,7 @@ fn the_token_comes_from_a_file_never_from_argv_and_logs_in_the_dashboard() {
     );
     assert_eq!(status, 200);
     // The CLI reads the same file.
-    let out = Command::new(env!("CARGO_BIN_EXE_headspace"))
+    let out = common::headspace()
         .args(["agents", "--addr", &server.addr, "--token-file"])
         .arg(&token_file)
         .env_remove("HEADSPACE_TOKEN")
@@ -581,7 +838,7 @@ fn the_token_comes_from_a_file_never_from_argv_and_logs_in_the_dashboard() {
     // An empty or missing token file is a clear error at start.
     let empty = claude.join("empty-token");
     std::fs::write(&empty, "\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_headspace"))
+    let out = common::headspace()
         .args(["serve", "--addr", "127.0.0.1:0", "--database-url", &db])
         .arg("--token-file")
         .arg(&empty)
@@ -650,7 +907,7 @@ fn the_page_and_the_stream_agree_on_where_the_stream_starts() {
         &server.addr,
         "GET",
         "/api/agents",
-        &[&format!("Host: {}", server.addr)],
+        &[&format!("Host: {}", server.addr), &bearer()],
         "",
     );
     let id: u64 = answer

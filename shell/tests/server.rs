@@ -310,8 +310,7 @@ fn agents_and_reconcile_commands_talk_to_the_server() {
             .then_some(()))
         .is_some()
     );
-    let bin = env!("CARGO_BIN_EXE_headspace");
-    let out = std::process::Command::new(bin)
+    let out = common::headspace()
         .args(["agents", "--addr", &server.addr])
         .output()
         .unwrap();
@@ -323,7 +322,7 @@ fn agents_and_reconcile_commands_talk_to_the_server() {
             .is_some_and(|l| l.contains("commanded") && l.contains("%5") && l.contains("project3")),
         "{text}"
     );
-    let out = std::process::Command::new(bin)
+    let out = common::headspace()
         .args(["reconcile", "%5", "--addr", &server.addr])
         .output()
         .unwrap();
@@ -336,13 +335,13 @@ fn agents_and_reconcile_commands_talk_to_the_server() {
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap(),
         json!({"status": "ok", "created": 0})
     );
-    let out = std::process::Command::new(bin)
+    let out = common::headspace()
         .args(["reconcile", "ghost", "--addr", &server.addr])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no agent ghost"));
-    let out = std::process::Command::new(bin)
+    let out = common::headspace()
         .args(["agents", "--addr", "127.0.0.1:1"])
         .output()
         .unwrap();
@@ -368,10 +367,11 @@ fn off_loopback_the_server_needs_a_token_for_everything_but_healthz() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("needs a token"));
 
     let server = Server::start(&db, &claude, &["--token", "s3cret"]);
-    assert_eq!(server.get("/healthz").0, 200);
-    assert_eq!(server.get("/api/agents").0, 401);
-    assert_eq!(server.get("/api/agents?ids=1").0, 401);
-    assert_eq!(server.post("/hook/stop", b"{}").0, 401);
+    let a = &server.addr;
+    assert_eq!(common::anonymous(a, "GET", "/healthz", b"").0, 200);
+    assert_eq!(common::anonymous(a, "GET", "/api/agents", b"").0, 401);
+    assert_eq!(common::anonymous(a, "GET", "/api/agents?ids=1", b"").0, 401);
+    assert_eq!(common::anonymous(a, "POST", "/hook/stop", b"{}").0, 401);
     let (status, _) = headspace::client::request(
         &server.addr,
         "GET",
@@ -393,6 +393,12 @@ fn what_serve_records_replay_reproduces() {
     let claude = temp_dir("server-record");
     let trace = claude.join("trace.jsonl");
     let server = Server::start(&db, &claude, &["--record", &trace.display().to_string()]);
+    // The trace copies every prompt and transcript: the user's alone, as the transcripts are.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&trace).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "the trace is mode {mode:o}");
+    }
     let mut s = SessionWriter::new(9, Timestamp::parse_rfc3339("2026-11-22T05:00:00Z").unwrap());
     let file = claude.join(s.path());
     let body = hook(
@@ -427,7 +433,7 @@ fn what_serve_records_replay_reproduces() {
     let agents = server.json("/api/agents");
     server.stop();
 
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
+    let out = common::headspace()
         .arg("replay")
         .arg(&trace)
         .output()
@@ -462,4 +468,177 @@ fn what_serve_records_replay_reproduces() {
     );
     assert_eq!(replayed["agents"][0]["state"], agents[0]["state"]);
     assert_eq!(replayed["agents"][0]["tmux_pane"], "%6");
+}
+
+/// A server started as `make run` starts it (no token given, a home of its own), its address
+/// and the login link it printed.
+fn serve_first_time(
+    db: &str,
+    home: &std::path::Path,
+    claude: &std::path::Path,
+) -> (std::process::Child, String, String) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--database-url", db])
+        .arg("--claude-dir")
+        .arg(claude)
+        .env("HEADSPACE_HOME", home)
+        .env_remove("HEADSPACE_TOKEN")
+        .env_remove("HEADSPACE_TOKEN_FILE")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let (mut addr, mut link, mut log) = (String::new(), String::new(), String::new());
+    let mut line = String::new();
+    while err.read_line(&mut line).unwrap_or(0) > 0 {
+        log.push_str(&line);
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            addr = rest.split('/').next().unwrap().to_string();
+        }
+        if let Some(rest) = line.split("log in: open ").nth(1) {
+            link = rest.trim().to_string();
+            break;
+        }
+        line.clear();
+    }
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    assert!(!addr.is_empty() && !link.is_empty(), "{log}");
+    (child, addr, link)
+}
+
+/// The first hour with the token: a fresh home gets a token (0600) on the first start, the
+/// printed link logs a browser in, `hooks install` records where the token is, the hooks and
+/// `headspace agents` find it with no flag, and the next start keeps it.
+#[test]
+fn the_first_hour_needs_no_flag_the_token_is_made_and_found() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(db) = fresh_db("server_first_hour") else {
+        return;
+    };
+    let home = temp_dir("first-hour-home");
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let claude = temp_dir("first-hour-claude");
+    let (mut child, addr, link) = serve_first_time(&db, &home, &claude);
+    let token = std::fs::read_to_string(home.join("token"))
+        .unwrap()
+        .trim()
+        .to_string();
+    assert_eq!(token.len(), 64);
+    let mode = std::fs::metadata(home.join("token"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600);
+    assert_eq!(link, format!("http://{addr}/login?token={token}"));
+    // The link: a cookie and the page, the token gone from the address.
+    let host = format!("Host: {addr}");
+    let (status, answer) = raw(&addr, "GET", &format!("/login?token={token}"), &[&host], "");
+    assert_eq!(status, 303, "{answer}");
+    let lower = answer.to_ascii_lowercase();
+    assert!(lower.contains("location: /\r\n"), "{answer}");
+    let cookie = answer
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: "))
+        .expect("a login cookie");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let pair = cookie.split(';').next().unwrap();
+    let cookie_header = format!("Cookie: {pair}");
+    let (status, _) = raw(&addr, "GET", "/api/agents", &[&host, &cookie_header], "");
+    assert_eq!(status, 200);
+    let (status, _) = raw(&addr, "GET", "/login?token=wrong", &[&host], "");
+    assert_eq!(status, 401);
+    // The hooks: installed with no flag but the URL, they find the token.
+    let settings = claude.join("settings.json");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
+        .args(["hooks", "install", "--url", &format!("http://{addr}")])
+        .arg("--settings")
+        .arg(&settings)
+        .env("HEADSPACE_HOME", &home)
+        .env_remove("HEADSPACE_TOKEN_FILE")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let installed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    let command = installed["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        command.contains(&format!("--token-file {}", home.join("token").display())),
+        "{command}"
+    );
+    assert!(
+        !command.contains(&token),
+        "the token itself is never in settings.json"
+    );
+    let s = SessionWriter::new(
+        41,
+        Timestamp::parse_rfc3339("2026-11-22T05:00:00Z").unwrap(),
+    );
+    let payload = hook(
+        &s,
+        &claude,
+        "%41",
+        "UserPromptSubmit",
+        json!({"prompt": "first hour"}),
+    );
+    let mut hook_run = std::process::Command::new("sh")
+        .args(["-c", &command])
+        .env_remove("HEADSPACE_HOME")
+        .env_remove("HEADSPACE_TOKEN_FILE")
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    hook_run.stdin.take().unwrap().write_all(&payload).unwrap();
+    assert!(hook_run.wait().unwrap().success());
+    let agents = |home: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
+            .args(["agents", "--addr", &addr])
+            .env("HEADSPACE_HOME", home)
+            .env_remove("HEADSPACE_TOKEN_FILE")
+            .env_remove("HEADSPACE_TOKEN")
+            .output()
+            .unwrap()
+    };
+    let listed = wait_for(Duration::from_secs(10), || {
+        let out = agents(&home);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        (out.status.success() && text.contains("%41")).then_some(text)
+    });
+    assert!(
+        listed.is_some(),
+        "the hook's agent, listed by `headspace agents` with no flag"
+    );
+    // Without the token (another home): refused, saying what to do.
+    let elsewhere = temp_dir("first-hour-elsewhere");
+    let out = agents(&elsewhere);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs its token"));
+    let _ = child.kill();
+    let _ = child.wait();
+    // The next start keeps the token: the browser's cookie and the hooks go on working.
+    let (mut again, addr2, link2) = serve_first_time(&db, &home, &claude);
+    assert!(link2.ends_with(&format!("token={token}")), "{link2}");
+    let (status, _) = raw(
+        &addr2,
+        "GET",
+        "/api/agents",
+        &[&format!("Host: {addr2}"), &cookie_header],
+        "",
+    );
+    assert_eq!(status, 200);
+    let _ = again.kill();
+    let _ = again.wait();
 }

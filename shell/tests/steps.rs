@@ -563,7 +563,7 @@ fn a_price_file_that_does_not_parse_stops_the_server() {
     let claude = temp_dir("steps-bad-prices");
     let prices = claude.join("prices.json");
     std::fs::write(&prices, "{not json").unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_headspace"))
+    let out = common::headspace()
         .args([
             "serve",
             "--addr",

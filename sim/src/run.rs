@@ -10,7 +10,7 @@ use crate::world::{sim_now, AdapterFaults, SimWorld, EPOCH_MS};
 use headspace::server::record::Recorder;
 use headspace::server::role::Role;
 use headspace::server::{accept_loop, start, Listen, Settings};
-use headspace_core::access::{AccessPolicy, Peer};
+use headspace_core::access::AccessPolicy;
 use headspace_core::planted::Bug;
 use headspace_testkit::synth::CLAUDE_DIR;
 use std::time::{Duration, Instant};
@@ -64,9 +64,8 @@ pub(crate) struct SimListener(pub(crate) turmoil::net::TcpListener);
 impl Listen for SimListener {
     type Conn = turmoil::net::TcpStream;
 
-    async fn accept(&mut self) -> std::io::Result<(turmoil::net::TcpStream, Peer)> {
-        // Every simulated client is the user's own Claude Code or tool.
-        Ok((self.0.accept().await?.0, Peer::SameUser))
+    async fn accept(&mut self) -> std::io::Result<turmoil::net::TcpStream> {
+        Ok(self.0.accept().await?.0)
     }
 }
 
@@ -105,8 +104,10 @@ pub(crate) fn settings(
         pane_lines: 20,
         audit_every: None,
         max_body: 1 << 20,
-        access: AccessPolicy::new([host], None),
-        token: None,
+        access: AccessPolicy::new([host], crate::session::TOKEN),
+        token: crate::session::TOKEN.into(),
+        // The simulated store forwards no pane commands: a key is needed, never used.
+        pane_keys: std::sync::Arc::new(headspace::server::pane_keys::PaneKeys::ephemeral()),
         self_addr: format!("{host}:5055"),
         max_connections: 512,
         header_timeout: Duration::from_secs(10),

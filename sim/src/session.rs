@@ -21,6 +21,10 @@ use tokio::sync::mpsc;
 /// The server's address on turmoil's network.
 pub const SERVER: (&str, u16) = ("server", 5055);
 
+/// The token every simulated server requires and every simulated client sends (as Claude
+/// Code's hooks and the dashboard do, from the token file).
+pub const TOKEN: &str = "simtoken";
+
 /// Posts `body` to `path` on the server; the status, or `None` when it could not be reached
 /// within 5 s (like the hook script's curl timeout).
 pub async fn post(path: &str, body: &[u8]) -> Option<u16> {
@@ -34,7 +38,7 @@ pub async fn post_to(host: &str, path: &str, body: &[u8]) -> Option<u16> {
             .await
             .ok()?;
         let head = format!(
-            "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            "POST {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
             body.len()
         );
         s.write_all(head.as_bytes()).await.ok()?;

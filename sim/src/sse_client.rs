@@ -105,7 +105,8 @@ async fn read_stream(
         .map(|id| format!("Last-Event-ID: {id}\r\n"))
         .unwrap_or_default();
     let head = format!(
-        "GET /api/events HTTP/1.1\r\nHost: {hub}\r\nAccept: text/event-stream\r\n{resume}\r\n"
+        "GET /api/events HTTP/1.1\r\nHost: {hub}\r\nAuthorization: Bearer {}\r\nAccept: text/event-stream\r\n{resume}\r\n",
+        crate::session::TOKEN
     );
     if s.write_all(head.as_bytes()).await.is_err() {
         return;

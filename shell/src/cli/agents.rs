@@ -1,6 +1,7 @@
 //! The commands that talk to a running server about agents: `agents`, `wait`, `send`,
 //! `clear`, `reconcile`.
 
+use super::output::outln;
 use super::ServerArg;
 use std::process::ExitCode;
 
@@ -32,13 +33,17 @@ pub(crate) fn call(
 pub(crate) fn agents(server: &ServerArg) -> ExitCode {
     match call(server, "GET", "/api/agents") {
         Ok((200, serde_json::Value::Array(rows))) => {
-            println!(
+            outln!(
                 "{:<5} {:<24} {:<15} {:<8} {:<6} SESSION",
-                "ID", "PROJECT", "STATE", "ACTIVITY", "PANE"
+                "ID",
+                "PROJECT",
+                "STATE",
+                "ACTIVITY",
+                "PANE"
             );
             for a in rows {
                 let s = |k: &str| a[k].as_str().unwrap_or("-").to_string();
-                println!(
+                outln!(
                     "{:<5} {:<24} {:<15} {:<8} {:<6} {}",
                     a["id"].as_u64().unwrap_or(0),
                     s("project"),
@@ -85,7 +90,7 @@ pub(crate) fn wait(agent: &str, timeout: f64, server: &ServerArg) -> ExitCode {
         )
     }) {
         Ok((200, v)) if v["status"] == "idle" => {
-            println!(
+            outln!(
                 "{agent} is {} (waited {:.1}s)",
                 v["activity"].as_str().unwrap_or("idle"),
                 v["waited_ms"].as_f64().unwrap_or(0.0) / 1000.0
@@ -93,7 +98,7 @@ pub(crate) fn wait(agent: &str, timeout: f64, server: &ServerArg) -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok((200, v)) => {
-            println!(
+            outln!(
                 "{agent} is still {} after {timeout}s",
                 v["activity"].as_str().unwrap_or("running")
             );
@@ -139,9 +144,9 @@ pub(crate) fn send(agent: &str, text: Option<&str>, server: &ServerArg) -> ExitC
         Ok((200, b)) => {
             let v: serde_json::Value = serde_json::from_str(&b).unwrap_or_default();
             if v["verified"] == true {
-                println!("sent to {}", v["pane"].as_str().unwrap_or(agent));
+                outln!("sent to {}", v["pane"].as_str().unwrap_or(agent));
             } else {
-                println!(
+                outln!(
                     "typed into {}, but the pane did not change after Enter",
                     v["pane"].as_str().unwrap_or(agent)
                 );
@@ -167,7 +172,7 @@ pub(crate) fn reconcile(agent: &str, server: &ServerArg) -> ExitCode {
     );
     match call(server, "POST", &path) {
         Ok((200, v)) => {
-            println!("{v}");
+            outln!("{v}");
             ExitCode::SUCCESS
         }
         Ok((status, v)) => {

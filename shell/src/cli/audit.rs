@@ -2,6 +2,7 @@
 //! One line per problem, with its uuid, then a summary; exits 0 only when none.
 
 use super::agents::call;
+use super::output::outln;
 use super::ServerArg;
 use serde_json::Value;
 use std::process::ExitCode;
@@ -38,11 +39,11 @@ pub(crate) fn audit(agent: Option<&str>, server: &ServerArg) -> ExitCode {
         checked += r["checked"].as_u64().unwrap_or(0);
         for uuid in list(r, "missing") {
             problems += 1;
-            println!("missing      {} agent {agent}: no stored turn", text(uuid));
+            outln!("missing      {} agent {agent}: no stored turn", text(uuid));
         }
         for d in list(r, "doubled") {
             problems += 1;
-            println!(
+            outln!(
                 "doubled      {} agent {agent}: turns {}",
                 text(&d["uuid"]),
                 ids(&d["turn_ids"])
@@ -50,7 +51,7 @@ pub(crate) fn audit(agent: Option<&str>, server: &ServerArg) -> ExitCode {
         }
         for m in list(r, "misassigned") {
             problems += 1;
-            println!(
+            outln!(
                 "misassigned  {} agent {agent}: stored under agent {}",
                 text(&m["uuid"]),
                 ids(&m["agent_ids"])
@@ -58,13 +59,13 @@ pub(crate) fn audit(agent: Option<&str>, server: &ServerArg) -> ExitCode {
         }
     }
     if problems == 0 {
-        println!(
+        outln!(
             "all {checked} turn(s) accounted for ({} agent(s))",
             reports.len()
         );
         ExitCode::SUCCESS
     } else {
-        println!(
+        outln!(
             "{problems} problem(s) in {checked} conversational line(s) ({} agent(s)); `headspace reconcile AGENT` recreates missing turns",
             reports.len()
         );

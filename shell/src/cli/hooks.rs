@@ -1,5 +1,6 @@
 //! `headspace hooks install|uninstall|print`: Claude Code's settings file.
 
+use super::output::outln;
 use clap::Subcommand;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,22 +34,35 @@ pub(crate) struct HooksTarget {
     /// The server the hooks post to.
     #[arg(long, default_value = headspace::config::DEFAULT_URL)]
     pub(crate) url: String,
+    /// The server's token file, recorded in the hooks (the path, not the token). Default:
+    /// `$HEADSPACE_HOME/token`, where the server keeps the token it made.
+    #[arg(long, env = "HEADSPACE_TOKEN_FILE")]
+    pub(crate) token_file: Option<PathBuf>,
 }
 
 pub(crate) fn hooks(action: HooksAction) -> ExitCode {
     use headspace::hooks::install as hi;
-    let settings_of = |t: &HooksTarget| {
-        t.settings
-            .clone()
-            .unwrap_or_else(|| headspace::config::default_claude_dir().join("settings.json"))
+    let settings_of = |t: &HooksTarget| match &t.settings {
+        Some(s) => Ok(s.clone()),
+        None => headspace::config::default_claude_dir().map(|d| d.join("settings.json")),
     };
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("headspace"));
     let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
     // The URL goes into a shell command: checked before anything is shown or written.
-    let url_of = |t: &HooksTarget| hi::HookUrl::parse(&t.url).map_err(|e| e.to_string());
+    let url_of = |t: &HooksTarget| {
+        let url = hi::HookUrl::parse(&t.url).map_err(|e| e.to_string())?;
+        let token_file = match &t.token_file {
+            Some(f) => std::path::absolute(f).map_err(|e| e.to_string())?,
+            None => headspace::config::token_path(&headspace::config::default_home()?),
+        };
+        Ok::<_, String>(hi::Forwarding {
+            url,
+            token_file: Some(token_file),
+        })
+    };
     let result = match &action {
         HooksAction::Print { target } => url_of(target).map(|url| {
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(
                     &serde_json::json!({"hooks": hi::our_hooks(&exe, &url)})
@@ -57,7 +71,7 @@ pub(crate) fn hooks(action: HooksAction) -> ExitCode {
             );
         }),
         HooksAction::Install { target } => url_of(target).and_then(|url| {
-            let path = settings_of(target);
+            let path = settings_of(target)?;
             let done = hi::install(&path, &exe, &url).map_err(|e| e.to_string())?;
             let through = if done.written != path {
                 format!(" (a link to {})", done.written.display())
@@ -65,31 +79,32 @@ pub(crate) fn hooks(action: HooksAction) -> ExitCode {
                 String::new()
             };
             match done.backup {
-                Some(b) => println!(
+                Some(b) => outln!(
                     "installed Headspace's hooks in {}{through} (backup: {})",
                     path.display(),
                     b.display()
                 ),
-                None => println!("installed Headspace's hooks in {}{through}", path.display()),
+                None => outln!("installed Headspace's hooks in {}{through}", path.display()),
             }
-            println!(
-                "{} events forwarded to {url}; `headspace hooks uninstall` removes them",
+            outln!(
+                "{} events forwarded to {}, with the token in {}; `headspace hooks uninstall` removes them",
                 hi::EVENTS.len(),
+                url.url,
+                url.token_file.as_deref().unwrap_or(std::path::Path::new("-")).display(),
             );
             Ok(())
         }),
-        HooksAction::Uninstall { target } => {
-            let path = settings_of(target);
+        HooksAction::Uninstall { target } => settings_of(target).and_then(|path| {
             hi::uninstall(&path)
                 .map(|changed| {
                     if changed {
-                        println!("removed Headspace's hooks from {}", path.display());
+                        outln!("removed Headspace's hooks from {}", path.display());
                     } else {
-                        println!("no Headspace hooks in {}", path.display());
+                        outln!("no Headspace hooks in {}", path.display());
                     }
                 })
                 .map_err(|e| e.to_string())
-        }
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

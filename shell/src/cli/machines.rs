@@ -3,6 +3,7 @@
 //! live agents; `--json` prints `GET /api/machines` as it is.
 
 use super::agents::{call, server_error};
+use super::output::outln;
 use super::ServerArg;
 use headspace_core::Timestamp;
 use serde_json::Value;
@@ -13,18 +14,20 @@ pub(crate) fn machines(json: bool, server: &ServerArg) -> ExitCode {
     match call(server, "GET", "/api/machines") {
         Ok((200, Value::Array(rows))) => {
             if json {
-                println!("{}", Value::Array(rows));
+                outln!("{}", Value::Array(rows));
                 return ExitCode::SUCCESS;
             }
             let now_ms = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as i64);
-            println!(
+            outln!(
                 "{:<24} {:<34} {:<10} AGENTS",
-                "MACHINE", "STATUS", "LAST SEEN"
+                "MACHINE",
+                "STATUS",
+                "LAST SEEN"
             );
             for m in &rows {
-                println!("{}", line(m, now_ms));
+                outln!("{}", line(m, now_ms));
             }
             ExitCode::SUCCESS
         }

@@ -6,6 +6,7 @@ pub mod audit;
 pub mod hooks;
 pub mod machines;
 pub mod orchestrate;
+pub(crate) mod output;
 pub mod replay;
 pub mod search;
 
@@ -25,7 +26,8 @@ pub(crate) struct ServerArg {
     pub(crate) auth: TokenArgs,
 }
 
-/// The server's token, when it requires one: from a file, or from the environment.
+/// The server's token: from a file or the environment when given, else from the server's own
+/// token file (`$HEADSPACE_HOME/token`), which the server made on its first start.
 #[derive(clap::Args)]
 pub(crate) struct TokenArgs {
     /// A file holding the server's token (keep it 0600).
@@ -37,9 +39,10 @@ pub(crate) struct TokenArgs {
 }
 
 impl TokenArgs {
-    /// The token, if any; an unreadable token file ends the command with its reason.
+    /// The token, if any is to be had; an unreadable token file ends the command with its
+    /// reason.
     pub(crate) fn get(&self) -> Option<String> {
-        match headspace::config::read_token(self.token_file.as_deref(), self.token.as_deref()) {
+        match headspace::config::client_token(self.token_file.as_deref(), self.token.as_deref()) {
             Ok(t) => t,
             Err(e) => {
                 eprintln!("headspace: {e}");

@@ -1,6 +1,7 @@
 //! `headspace orchestrate …`: the orchestration runner's commands (start, status, pause,
 //! resume, cancel, merge, confirm-gate, decide) as the command line gives them.
 
+use super::output::outln;
 use crate::cli::TokenArgs;
 use clap::Subcommand;
 use std::path::PathBuf;
@@ -169,7 +170,7 @@ pub(crate) fn orchestrate(action: OrchestrateAction) -> ExitCode {
         project.auth.get(),
     ) {
         Ok(v) if json => {
-            println!("{v}");
+            outln!("{v}");
             ExitCode::SUCCESS
         }
         Ok(v) if command == Command::Status => {
@@ -177,7 +178,7 @@ pub(crate) fn orchestrate(action: OrchestrateAction) -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(v) => {
-            println!(
+            outln!(
                 "orchestration {}: {}",
                 v["id"].as_str().unwrap_or("-"),
                 v["status"].as_str().unwrap_or("-")
@@ -202,12 +203,12 @@ fn print_status(v: &serde_json::Value) {
     } else {
         s(&v["status"])
     };
-    println!(
+    outln!(
         "orchestration {}: {shown} (started {})",
         s(&v["id"]),
         s(&v["startedAt"])
     );
-    println!(
+    outln!(
         "phase {}  step {} ({}/5) {}",
         s(&v["phase"]["number"]),
         s(&v["step"]["current"]),
@@ -217,10 +218,10 @@ fn print_status(v: &serde_json::Value) {
         s(&v["step"]["status"])
     );
     if let Some(e) = v["step"]["error"].as_str() {
-        println!("  error: {e}");
+        outln!("  error: {e}");
     }
     if let Some(e) = v["stateError"].as_str() {
-        println!("state file: {e}");
+        outln!("state file: {e}");
     }
     let items = v["batches"]["items"]
         .as_array()
@@ -231,13 +232,13 @@ fn print_status(v: &serde_json::Value) {
             .iter()
             .filter(|b| matches!(b["status"].as_str(), Some("completed" | "healed")))
             .count();
-        println!(
+        outln!(
             "batches: {done}/{} done, current {}",
             items.len(),
             s(&v["batches"]["current"])
         );
         for b in &items {
-            println!(
+            outln!(
                 "  {} {:<10} {}",
                 s(&b["index"]),
                 s(&b["status"]),
@@ -245,13 +246,13 @@ fn print_status(v: &serde_json::Value) {
             );
         }
     }
-    println!(
+    outln!(
         "cost: ${:.2} of ${:.2}",
         v["costUsd"].as_f64().unwrap_or(0.0),
         v["budgetUsd"].as_f64().unwrap_or(0.0)
     );
     if v["workflow"].is_object() {
-        println!(
+        outln!(
             "workflow: {} {}",
             s(&v["workflow"]["id"]),
             s(&v["workflow"]["status"])
@@ -259,16 +260,16 @@ fn print_status(v: &serde_json::Value) {
     }
     match v["runner"].as_object() {
         Some(r) if r.get("alive") == Some(&serde_json::Value::Bool(true)) => {
-            println!("runner: pid {}", s(&r["pid"]))
+            outln!("runner: pid {}", s(&r["pid"]))
         }
-        Some(r) => println!(
+        Some(r) => outln!(
             "runner: pid {} is gone (start continues the run)",
             s(&r["pid"])
         ),
-        None => println!("runner: none (start continues the run)"),
+        None => outln!("runner: none (start continues the run)"),
     }
     if let Some(rc) = v["recoveryContext"].as_object() {
-        println!("needs attention: {}", s(&rc["issue"]));
+        outln!("needs attention: {}", s(&rc["issue"]));
     }
     let blocked: Vec<String> = v["blockedTasks"]
         .as_array()
@@ -277,14 +278,14 @@ fn print_status(v: &serde_json::Value) {
         .map(|b| s(&b["task"]))
         .collect();
     if !blocked.is_empty() {
-        println!(
+        outln!(
             "blocked tasks: {} (unblock includes them again)",
             blocked.join(", ")
         );
     }
-    println!("last decisions:");
+    outln!("last decisions:");
     for d in v["decisions"].as_array().into_iter().flatten() {
-        println!(
+        outln!(
             "  {} {:<20} {}",
             s(&d["timestamp"]),
             s(&d["decision"]),
@@ -357,7 +358,7 @@ fn orchestrate_start(
         Err(e) => return fail(&e, 1),
     };
     let id = exec.id.clone();
-    println!(
+    outln!(
         "orchestration {id} {} in {}",
         if created { "started" } else { "continued" },
         files.dir().display()
@@ -376,7 +377,7 @@ fn orchestrate_start(
         tokio::select! {
             r = runner::run(deps, &id, &wake, poll, |it| {
                 if it.logged {
-                    println!("{} {}: {}", headspace_core::Timestamp(headspace::orchestrate::live::now_ms()), it.decision.action.as_str(), it.decision.reason);
+                    outln!("{} {}: {}", headspace_core::Timestamp(headspace::orchestrate::live::now_ms()), it.decision.action.as_str(), it.decision.reason);
                 }
             }) => Some(r),
             _ = tokio::signal::ctrl_c() => None,
@@ -395,7 +396,7 @@ fn orchestrate_start(
             use headspace_core::orchestration::ExecutionStatus;
             match files.read_execution(&id) {
                 Ok(e) => {
-                    println!("orchestration {id}: {}", e.status);
+                    outln!("orchestration {id}: {}", e.status);
                     match e.status {
                         ExecutionStatus::Completed | ExecutionStatus::Cancelled => {
                             ExitCode::SUCCESS
@@ -404,7 +405,7 @@ fn orchestrate_start(
                     }
                 }
                 Err(e) => {
-                    println!("orchestration {id}: {e}");
+                    outln!("orchestration {id}: {e}");
                     ExitCode::FAILURE
                 }
             }

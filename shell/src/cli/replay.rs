@@ -1,5 +1,6 @@
 //! `headspace replay TRACE`: a recorded trace through the core and an in-memory store.
 
+use super::output::outln;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -13,7 +14,7 @@ pub(crate) fn replay(path: &PathBuf) -> ExitCode {
     };
     match headspace_core::replay::replay_trace(&text) {
         Ok(out) => {
-            println!("{out}");
+            outln!("{out}");
             ExitCode::SUCCESS
         }
         Err(e) => {

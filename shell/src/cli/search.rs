@@ -2,6 +2,7 @@
 //! (lists what goes, then deletes it), both through the running server.
 
 use super::agents::{call, server_error};
+use super::output::{outln, terminal_safe, unsafe_char, write_line};
 use super::ServerArg;
 use headspace::client::encode_segment;
 use serde_json::{json, Value};
@@ -41,17 +42,17 @@ pub(crate) fn search(
         }
     };
     if hits.is_empty() {
-        println!("no results for {query:?}");
+        outln!("no results for {query:?}");
     }
     let bold = std::io::stdout().is_terminal();
     for h in &hits {
         // A hit found by a tool step names the tool before the step's summary.
         let step: String = h["step"]["tool"]
             .as_str()
-            .map(|t| t.chars().filter(|c| !c.is_control()).collect::<String>() + ": ")
+            .map(|t| format!("{t}: "))
             .unwrap_or_default();
-        println!(
-            "{}  agent {:<4} {:<16} {:<5} turn {:<6} {step}{}",
+        let line = format!(
+            "{}  agent {:<4} {:<16} {:<5} turn {:<6} {step}",
             text(&h["timestamp"])
                 .get(..19)
                 .unwrap_or(text(&h["timestamp"])),
@@ -59,8 +60,13 @@ pub(crate) fn search(
             text(&h["project"]),
             text(&h["actor"]),
             h["turn_id"],
-            snippet_line(h, bold),
         );
+        // Every piece from the server made safe; then the highlights' own escapes.
+        write_line(&format!(
+            "{}{}",
+            terminal_safe(&line),
+            snippet_line(h, bold)
+        ));
     }
     ExitCode::SUCCESS
 }
@@ -81,11 +87,11 @@ pub(crate) fn prune(before: &str, dry_run: bool, server: &ServerArg) -> ExitCode
     };
     let agents = listed["agents"].as_array().cloned().unwrap_or_default();
     if agents.is_empty() {
-        println!("nothing to prune: no ended agent last heard of before {before}");
+        outln!("nothing to prune: no ended agent last heard of before {before}");
         return ExitCode::SUCCESS;
     }
     for a in &agents {
-        println!(
+        outln!(
             "agent {}  {:<16} session {}  last seen {}  {} turn(s)",
             a["id"],
             text(&a["project"]),
@@ -96,7 +102,7 @@ pub(crate) fn prune(before: &str, dry_run: bool, server: &ServerArg) -> ExitCode
     }
     let turns = listed["turns"].as_i64().unwrap_or(0);
     if dry_run {
-        println!(
+        outln!(
             "would delete {} ended agent(s) and {turns} turn(s) (dry run: nothing deleted)",
             agents.len()
         );
@@ -105,7 +111,7 @@ pub(crate) fn prune(before: &str, dry_run: bool, server: &ServerArg) -> ExitCode
     match post_prune(server, before, false) {
         Ok(done) => {
             let n = done["agents"].as_array().map_or(0, Vec::len);
-            println!(
+            outln!(
                 "deleted {n} ended agent(s) and {} turn(s)",
                 done["turns"].as_i64().unwrap_or(0)
             );
@@ -153,7 +159,12 @@ fn snippet_line(hit: &Value, bold: bool) -> String {
         if bold && ranges.iter().any(|&(a, _)| a == i) {
             out.push_str("\x1b[1m");
         }
-        out.push(if c.is_control() { ' ' } else { c });
+        // One line: newlines and tabs become spaces too.
+        out.push(if c.is_control() || unsafe_char(c) {
+            ' '
+        } else {
+            c
+        });
         if bold && ranges.iter().any(|&(_, b)| b == i + 1) {
             out.push_str("\x1b[0m");
         }

@@ -1,7 +1,8 @@
-//! `headspace hook-forward EVENT --url URL`: the command `hooks install` puts in
-//! `settings.json`. It reads the payload on stdin, adds `tmux_pane` (from `$TMUX_PANE`) and an
-//! `emitted_at` stamp, hands the POST to a detached copy of itself, prints nothing and exits
-//! 0 at once, whether or not the server is up.
+//! `headspace hook-forward EVENT --url URL [--token-file FILE]`: the command `hooks install`
+//! puts in `settings.json`. It reads the payload on stdin, adds `tmux_pane` (from
+//! `$TMUX_PANE`) and an `emitted_at` stamp, hands the POST to a detached copy of itself,
+//! prints nothing and exits 0 at once, whether or not the server is up. The detached copy
+//! reads the server's token (from FILE, else where the CLI finds it) and sends it.
 
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
@@ -28,7 +29,7 @@ pub fn stamp(payload: &[u8], pane: Option<&str>, now: headspace_core::Timestamp)
 }
 
 /// The hook side: stamp, detach, exit. Never fails loudly: Claude Code must not be disturbed.
-pub fn forward(event: &str, url: &str) {
+pub fn forward(event: &str, url: &str, token_file: Option<&std::path::Path>) {
     let now = crate::server::world::Clock::now(&crate::server::world::SystemClock);
     let mut payload = Vec::new();
     let _ = std::io::stdin().take(MAX_PAYLOAD).read_to_end(&mut payload);
@@ -37,8 +38,12 @@ pub fn forward(event: &str, url: &str) {
         return;
     };
     let target = format!("{}/hook/{event}", url.trim_end_matches('/'));
-    let child = Command::new(exe)
-        .args(["hook-forward", "--post", &target])
+    let mut command = Command::new(exe);
+    command.args(["hook-forward", "--post", &target]);
+    if let Some(file) = token_file {
+        command.arg("--token-file").arg(file);
+    }
+    let child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -52,7 +57,7 @@ pub fn forward(event: &str, url: &str) {
 }
 
 /// The detached side: POST the body, give up quietly after a few seconds.
-pub fn post(target: &str) {
+pub fn post(target: &str, token_file: Option<&std::path::Path>) {
     let mut body = Vec::new();
     let _ = std::io::stdin().take(MAX_PAYLOAD).read_to_end(&mut body);
     let rest = target.trim_start_matches("http://");
@@ -60,10 +65,12 @@ pub fn post(target: &str) {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, "/hooks/claude"),
     };
-    // The token, when the server needs one: from its file, else the environment.
-    let file = std::env::var_os("HEADSPACE_TOKEN_FILE").map(std::path::PathBuf::from);
+    // The token: from the file the hook names, else the environment, else the default home.
+    let file = token_file
+        .map(std::path::Path::to_path_buf)
+        .or_else(|| std::env::var_os("HEADSPACE_TOKEN_FILE").map(std::path::PathBuf::from));
     let given = std::env::var("HEADSPACE_TOKEN").ok();
-    let token = crate::config::read_token(file.as_deref(), given.as_deref())
+    let token = crate::config::client_token(file.as_deref(), given.as_deref())
         .ok()
         .flatten();
     let _ = crate::client::request(

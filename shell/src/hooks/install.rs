@@ -130,15 +130,41 @@ fn check_url(url: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Where the installed hooks send their payloads, and where the forwarder finds the
+/// server's token (a path, never the token: `settings.json` is read by more programs than
+/// Headspace).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Forwarding {
+    /// The server.
+    pub url: HookUrl,
+    /// The server's token file (`None`: the forwarder looks where the CLI does).
+    pub token_file: Option<PathBuf>,
+}
+
+impl Forwarding {
+    /// Forwarding to `url`, the token found where the CLI finds it.
+    pub fn to(url: HookUrl) -> Forwarding {
+        Forwarding {
+            url,
+            token_file: None,
+        }
+    }
+}
+
 /// The forwarding command for one event: every argument shell-quoted, since Claude Code
 /// runs it through `sh -c`.
-pub fn command(exe: &Path, event: &str, url: &HookUrl) -> String {
-    format!(
+pub fn command(exe: &Path, event: &str, to: &Forwarding) -> String {
+    let mut c = format!(
         "{} hook-forward {} --url {}",
         shell_quote(&exe.display().to_string()),
         shell_quote(event),
-        shell_quote(url.as_str())
-    )
+        shell_quote(to.url.as_str())
+    );
+    if let Some(file) = &to.token_file {
+        c.push_str(" --token-file ");
+        c.push_str(&shell_quote(&file.display().to_string()));
+    }
+    c
 }
 
 /// `s` as one word for `sh`: as is when it holds only characters the shell gives no meaning
@@ -165,7 +191,7 @@ fn is_ours(hook: &Value) -> bool {
 }
 
 /// The `hooks` object Headspace installs.
-pub fn our_hooks(exe: &Path, url: &HookUrl) -> Value {
+pub fn our_hooks(exe: &Path, url: &Forwarding) -> Value {
     let mut hooks = Map::new();
     for e in EVENTS {
         hooks.insert(e.to_string(), json!([{"matcher": "", "hooks": [{"type": "command", "command": command(exe, e, url)}]}]));
@@ -204,7 +230,7 @@ pub fn strip(settings: &mut Value) {
 }
 
 /// Adds Headspace's hooks (after removing any older version of them).
-pub fn merge(settings: &mut Value, exe: &Path, url: &HookUrl) -> Result<(), String> {
+pub fn merge(settings: &mut Value, exe: &Path, url: &Forwarding) -> Result<(), String> {
     strip(settings);
     let obj = settings
         .as_object_mut()
@@ -302,7 +328,7 @@ pub struct Installed {
 
 /// Installs; idempotent. A symlinked settings file is written through (the link stays); the
 /// file keeps its mode and owner, and the backup (next to `settings`, as given) gets them too.
-pub fn install(settings: &Path, exe: &Path, url: &HookUrl) -> Result<Installed, InstallError> {
+pub fn install(settings: &Path, exe: &Path, url: &Forwarding) -> Result<Installed, InstallError> {
     let target = resolve(settings)?;
     let (bytes, mut v) = read(&target)?;
     let mut clean = v.clone();
@@ -359,8 +385,8 @@ pub fn uninstall(settings: &Path) -> Result<bool, InstallError> {
 mod tests {
     use super::*;
 
-    fn url(u: &str) -> HookUrl {
-        HookUrl::parse(u).unwrap()
+    fn url(u: &str) -> Forwarding {
+        Forwarding::to(HookUrl::parse(u).unwrap())
     }
 
     #[test]
@@ -472,16 +498,28 @@ mod tests {
         // Unquoted, `[::1]` is a glob that would match this file and change the argument.
         std::fs::create_dir_all(dir.join("http:/1:5055/~x")).unwrap();
         std::fs::write(dir.join("http:/1:5055/~x/a_b.c"), "").unwrap();
-        let u = url("http://[::1]:5055/~x/a_b.c");
+        let mut u = url("http://[::1]:5055/~x/a_b.c");
         for event in ["Stop", "a b", "x;touch ran4", "$(touch ran5)", "'"] {
             let cmd = command(&exe, event, &u);
             assert_eq!(
                 sh(&cmd, &dir),
-                format!("hook-forward\n{event}\n--url\n{}\n", u.as_str()),
+                format!("hook-forward\n{event}\n--url\n{}\n", u.url.as_str()),
                 "{cmd}"
             );
         }
-        for marker in ["ran1", "ran2", "ran3", "ran4", "ran5"] {
+        let token = bin.join("tok en;$(touch ran6)");
+        u.token_file = Some(token.clone());
+        let cmd = command(&exe, "Stop", &u);
+        assert_eq!(
+            sh(&cmd, &dir),
+            format!(
+                "hook-forward\nStop\n--url\n{}\n--token-file\n{}\n",
+                u.url.as_str(),
+                token.display()
+            ),
+            "{cmd}"
+        );
+        for marker in ["ran1", "ran2", "ran3", "ran4", "ran5", "ran6"] {
             assert!(!dir.join(marker).exists(), "{marker} ran");
         }
         std::fs::remove_dir_all(&dir).unwrap();

@@ -128,7 +128,11 @@ impl LiveDeps {
         let claude_dir = settings
             .claude_dir
             .clone()
-            .unwrap_or_else(crate::config::default_claude_dir);
+            // No home to be had: a folder that exists nowhere, never a shared one.
+            .unwrap_or_else(|| {
+                crate::config::default_claude_dir()
+                    .unwrap_or_else(|_| std::path::PathBuf::from("/nonexistent/.claude"))
+            });
         let runner = match (&settings.agent, &settings.headless) {
             (Some(agent), _) => Some(StepRunner::Agent {
                 agent: agent.clone(),

@@ -66,6 +66,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0016_exact_off_commit.sql",
         include_str!("../../../migrations/0016_exact_off_commit.sql"),
     ),
+    (
+        "0017_signed_pane_commands.sql",
+        include_str!("../../../migrations/0017_signed_pane_commands.sql"),
+    ),
 ];
 
 /// Why migrating failed.

@@ -12,7 +12,7 @@ pub mod machines;
 pub mod metrics;
 pub mod migrate;
 pub mod notifier;
-pub mod peer;
+pub mod pane_keys;
 pub mod pgstore;
 pub mod prices;
 pub mod record;
@@ -25,7 +25,7 @@ pub mod watchdog;
 pub mod watcher;
 pub mod world;
 
-use crate::config::{default_claude_dir, default_home, read_token};
+use crate::config::{default_claude_dir, default_home, read_token, token_path};
 use crate::server::connections::Connections;
 use crate::server::driver::{CoreHome, Health};
 use crate::server::embedded_pg::EmbeddedPg;
@@ -38,7 +38,7 @@ use crate::server::serve_args::default_static;
 pub use crate::server::serve_args::ServeArgs;
 use crate::server::sse::Hub;
 use crate::server::world::{DiskFiles, SystemClock, TmuxPanes, World};
-use headspace_core::access::{AccessPolicy, Peer};
+use headspace_core::access::AccessPolicy;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -50,16 +50,31 @@ use tracing::{debug, info, warn};
 
 /// Runs the server until SIGINT or SIGTERM.
 pub async fn run(args: ServeArgs) -> Result<(), String> {
-    let claude_dir = args.claude_dir.clone().unwrap_or_else(default_claude_dir);
+    let claude_dir = match args.claude_dir.clone() {
+        Some(d) => d,
+        None => default_claude_dir()?,
+    };
     let claude_dir = std::fs::canonicalize(&claude_dir).unwrap_or(claude_dir);
-    let home = args.home.clone().unwrap_or_else(default_home);
-    let token = read_token(args.token_file.as_deref(), args.token.as_deref())?;
-    if !args.addr.ip().is_loopback() && token.is_none() {
-        return Err(format!(
-            "listening on {} (not loopback) needs a token: --token-file FILE (or HEADSPACE_TOKEN)",
-            args.addr
-        ));
-    }
+    let home = match args.home.clone() {
+        Some(h) => h,
+        None => default_home()?,
+    };
+    let token = match read_token(args.token_file.as_deref(), args.token.as_deref())? {
+        Some(t) => t,
+        None if !args.addr.ip().is_loopback() => {
+            return Err(format!(
+                "listening on {} (not loopback) needs a token you chose and shared: \
+                 --token-file FILE (or HEADSPACE_TOKEN)",
+                args.addr
+            ))
+        }
+        // The first start makes one; the CLI and the hooks read it from there.
+        None => {
+            crate::private_files::private_dir(&home)?;
+            crate::private_files::secret_or_new(&token_path(&home))
+                .map_err(|e| format!("the token: {e}"))?
+        }
+    };
     if args.role != Role::All && args.database_url.is_none() {
         return Err(format!(
             "--role {} works on the database the machines share: give --database-url (or DATABASE_URL)",
@@ -86,7 +101,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
             url
         }
     };
-    let result = serve(args, token, claude_dir, url).await;
+    let result = serve(args, token, home, claude_dir, url).await;
     if let Some(pg) = embedded {
         info!("stopping the embedded database");
         let _ = tokio::task::spawn_blocking(move || pg.stop()).await;
@@ -126,7 +141,8 @@ fn connection_cap(wanted: usize) -> usize {
 
 async fn serve(
     args: ServeArgs,
-    token: Option<String>,
+    token: String,
+    home: PathBuf,
     claude_dir: PathBuf,
     url: String,
 ) -> Result<(), String> {
@@ -195,6 +211,11 @@ async fn serve(
         ),
         None => None,
     };
+    let trusted = args
+        .trusted_pane_keys
+        .clone()
+        .unwrap_or_else(|| pane_keys::default_trusted_file(&home));
+    let keys = pane_keys::PaneKeys::load(&home, &trusted)?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
@@ -222,8 +243,9 @@ async fn serve(
         audit_every: (args.audit_minutes > 0.0)
             .then(|| Duration::from_secs_f64((args.audit_minutes * 60.0).max(0.5))),
         max_body: args.max_body,
-        access: AccessPolicy::new(hosts, token.as_deref()),
+        access: AccessPolicy::new(hosts, &token),
         token,
+        pane_keys: Arc::new(keys),
         // Runners this server starts talk back to the address it listens on (loopback when it
         // listens on every address).
         self_addr: if local.ip().is_unspecified() {
@@ -278,15 +300,17 @@ async fn serve(
                 claude_dir.display()
             );
             eprintln!("headspace: dashboard at http://{local}/");
+            eprintln!("headspace: {}", login_line(local, &app.token));
         }
         Role::Edge => eprintln!(
             "headspace: edge {:?} listening on http://{local}/ for hooks (claude dir {}); its agents show on every hub",
             app.machine,
             claude_dir.display()
         ),
-        Role::Hub => eprintln!(
-            "headspace: hub listening on http://{local}/; dashboard at http://{local}/"
-        ),
+        Role::Hub => {
+            eprintln!("headspace: hub listening on http://{local}/; dashboard at http://{local}/");
+            eprintln!("headspace: {}", login_line(local, &app.token));
+        }
     }
     if role.has_agents() {
         eprintln!("headspace: next, connect Claude Code: {exe} hooks install --url http://{local}");
@@ -315,6 +339,18 @@ async fn serve(
     Ok(())
 }
 
+/// The line that gives the user the login link: one click logs the browser in (the link
+/// sets the login cookie and the page drops the token from the address bar).
+fn login_line(local: std::net::SocketAddr, token: &str) -> String {
+    let host = if local.ip().is_unspecified() {
+        format!("127.0.0.1:{}", local.port())
+    } else {
+        local.to_string()
+    };
+    let token = crate::client::encode_segment(token);
+    format!("log in: open http://{host}/login?token={token}")
+}
+
 /// What a server runs with besides its adapters.
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -332,8 +368,11 @@ pub struct Settings {
     pub max_body: usize,
     /// Who may call which route.
     pub access: AccessPolicy,
-    /// The token, when one is required (handed to the runners the server starts).
-    pub token: Option<String>,
+    /// The token (handed to the runners the server starts).
+    pub token: String,
+    /// The key that signs the pane commands this server forwards, and the keys whose
+    /// commands it runs.
+    pub pane_keys: Arc<pane_keys::PaneKeys>,
     /// The server's own address, for the runners it starts.
     pub self_addr: String,
     /// Most connections open at once.
@@ -441,6 +480,9 @@ fn assemble(
         max_body: settings.max_body,
         access: settings.access,
         token: settings.token,
+        pane_keys: settings.pane_keys,
+        guesses: Arc::new(http::GuessGate::default()),
+        https: false,
         self_addr: settings.self_addr,
         connections: Connections::new(settings.max_connections),
         header_timeout: settings.header_timeout,
@@ -458,24 +500,25 @@ fn assemble(
 }
 
 /// A source of accepted connections: a TCP listener, or turmoil's in the simulation.
+///
+/// `accept` only accepts: nothing about the client is looked up there (the loop that calls
+/// it serves every client, so any wait in it would be every client's), and who the client is
+/// comes from the credential of each request, never from the connection.
 pub trait Listen {
     /// An accepted connection.
     type Conn: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static;
-    /// Waits for the next connection; says who is at its other end.
-    fn accept(&mut self) -> impl std::future::Future<Output = std::io::Result<(Self::Conn, Peer)>>;
+    /// Waits for the next connection.
+    fn accept(&mut self) -> impl std::future::Future<Output = std::io::Result<Self::Conn>>;
 }
 
 impl Listen for tokio::net::TcpListener {
     type Conn = tokio::net::TcpStream;
 
-    async fn accept(&mut self) -> std::io::Result<(tokio::net::TcpStream, Peer)> {
-        let (stream, peer) = tokio::net::TcpListener::accept(self).await?;
+    async fn accept(&mut self) -> std::io::Result<tokio::net::TcpStream> {
+        let (stream, _) = tokio::net::TcpListener::accept(self).await?;
         // Events are small and must not wait for Nagle's algorithm.
         let _ = stream.set_nodelay(true);
-        let local = stream.local_addr()?;
-        // Reading /proc/net/tcp is a blocking read, but of a small in-memory table.
-        let who = crate::server::peer::identify(peer, local);
-        Ok((stream, who))
+        Ok(stream)
     }
 }
 
@@ -499,7 +542,7 @@ pub async fn accept_loop<L: Listen>(
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
+                let stream = match accepted {
                     Ok(a) => a,
                     Err(e) => {
                         if out_of_files(&e) {
@@ -514,7 +557,7 @@ pub async fn accept_loop<L: Listen>(
                     }
                 };
                 backoff.reset();
-                serve_connection(&app, stream, peer);
+                serve_connection(&app, stream);
             }
             _ = &mut shutdown => break,
         }
@@ -522,7 +565,7 @@ pub async fn accept_loop<L: Listen>(
 }
 
 /// Serves one connection on its own task, within the connection table.
-fn serve_connection<C>(app: &Arc<App>, stream: C, peer: Peer)
+fn serve_connection<C>(app: &Arc<App>, stream: C)
 where
     C: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -556,7 +599,7 @@ where
             // long wait): only idle connections are ever closed to make room.
             let guard = crate::server::connections::busy(&conns, id);
             async move {
-                let resp = http::handle(app, req, peer).await?;
+                let resp = http::handle(app, req).await?;
                 Ok::<_, std::convert::Infallible>(resp.map(|b| http::with_guard(b, guard)))
             }
         });

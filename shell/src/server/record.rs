@@ -20,13 +20,11 @@ impl Recorder {
         claude_dir: &str,
         now: Timestamp,
     ) -> std::io::Result<Recorder> {
-        let existing = std::fs::read_to_string(path)
-            .ok()
-            .filter(|s| !s.trim().is_empty());
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)?;
+        // A trace copies what agents wrote: 0600, and never written through a planted link.
+        let mut file = crate::private_files::open_private(path)?;
+        let mut existing = String::new();
+        std::io::Read::read_to_string(&mut file, &mut existing)?;
+        let existing = Some(existing).filter(|s| !s.trim().is_empty());
         Recorder::start(
             existing.as_deref(),
             Box::new(std::io::BufWriter::new(file)),

@@ -91,6 +91,11 @@ pub struct ServeArgs {
     /// runners this server starts use it too.
     #[arg(long, env = "HEADSPACE_PRICES")]
     pub prices: Option<PathBuf>,
+    /// The public keys (one a line, as in another server's `pane-key.pub`) whose signed pane
+    /// commands this machine runs, besides its own (default: `$HEADSPACE_HOME/trusted-pane-keys`;
+    /// see docs/multi-machine.md).
+    #[arg(long, env = "HEADSPACE_TRUSTED_PANE_KEYS")]
+    pub trusted_pane_keys: Option<PathBuf>,
     /// This machine's name in a shared database (default: the host name).
     #[arg(long, env = "HEADSPACE_MACHINE")]
     pub machine: Option<String>,

@@ -13,6 +13,8 @@ pub struct Browser {
     addr: String,
     session: String,
     _profile: PathBuf,
+    /// The origins this browser logged in to (see [`Browser::goto`]).
+    logged_in: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 /// A free TCP port on loopback.
@@ -81,6 +83,7 @@ impl Browser {
             addr,
             session,
             _profile: profile,
+            logged_in: Default::default(),
         })
     }
 
@@ -117,7 +120,26 @@ impl Browser {
             .collect()
     }
 
+    /// Opens `url`, logged in: the first visit to a server's origin goes through its login
+    /// link with the test token first, as a user opens the link `serve` prints.
     pub fn goto(&self, url: &str) {
+        let origin = url
+            .strip_prefix("http://")
+            .map(|rest| rest.split('/').next().unwrap_or(rest).to_string());
+        if let Some(origin) = origin {
+            let fresh = self.logged_in.lock().unwrap().insert(origin.clone());
+            if fresh {
+                self.goto_anonymous(&format!(
+                    "http://{origin}/login?token={}",
+                    super::TEST_TOKEN
+                ));
+            }
+        }
+        self.goto_anonymous(url);
+    }
+
+    /// Opens `url` as it is, with no login step.
+    pub fn goto_anonymous(&self, url: &str) {
         self.call("POST", "/url", json!({"url": url}));
     }
 

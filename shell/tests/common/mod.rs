@@ -102,6 +102,45 @@ pub fn agent_sql(id: u64, machine: &str, project: &str, state: &str) -> String {
     )
 }
 
+/// The token every test server requires (unless a test gives its own): tests and their
+/// tools send it as users' do, read from a 0600 file.
+pub const TEST_TOKEN: &str = "headspacetesttoken";
+
+/// The file holding [`TEST_TOKEN`], written once per test process.
+pub fn test_token_file() -> PathBuf {
+    static FILE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    FILE.get_or_init(|| {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = std::env::temp_dir().join(format!("headspace-token-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("token");
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .unwrap();
+        f.write_all(format!("{TEST_TOKEN}\n").as_bytes()).unwrap();
+        path
+    })
+    .clone()
+}
+
+/// The `headspace` binary, as a user's shell runs it: it finds the test servers' token in
+/// `HEADSPACE_TOKEN_FILE` (a server started with it requires that token).
+pub fn headspace() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_headspace"));
+    c.env("HEADSPACE_TOKEN_FILE", test_token_file());
+    c.env_remove("HEADSPACE_TOKEN");
+    c
+}
+
+/// The `Authorization` header line of the test servers' token.
+pub fn bearer() -> String {
+    format!("Authorization: Bearer {TEST_TOKEN}")
+}
+
 pub fn temp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("headspace-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -112,6 +151,8 @@ pub fn temp_dir(name: &str) -> PathBuf {
 pub struct Server {
     pub child: Child,
     pub addr: String,
+    /// The token it requires.
+    pub token: String,
     pub log: Arc<Mutex<String>>,
     /// The thread that copies the server's stderr into `log` (joined at the end, so the
     /// error check below reads the whole log).
@@ -144,7 +185,10 @@ impl Server {
         extra: &[&str],
         rust_log: Option<&str>,
     ) -> Server {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_headspace"));
+        let mut command = headspace();
+        if own_token(extra).is_some() {
+            command.env_remove("HEADSPACE_TOKEN_FILE");
+        }
         match rust_log {
             Some(filter) => command.env("RUST_LOG", filter),
             None => command.env_remove("RUST_LOG"),
@@ -183,9 +227,11 @@ impl Server {
         let addr = rx
             .recv_timeout(Duration::from_secs(30))
             .unwrap_or_else(|_| panic!("server did not start:\n{}", log.lock().unwrap()));
+        let token = own_token(extra).unwrap_or_else(|| TEST_TOKEN.to_string());
         Server {
             child,
             addr,
+            token,
             log,
             reader: Some(reader),
             expected_errors: Mutex::new(Vec::new()),
@@ -244,13 +290,20 @@ impl Server {
     /// One request; a failure names the transport error and shows the server's last log
     /// lines (a panic in a handler shows there, not in the answer).
     fn call(&self, method: &str, path: &str, body: &[u8]) -> (u16, String) {
-        headspace::client::request(&self.addr, method, path, body, None, REQUEST_TIME)
-            .unwrap_or_else(|e| {
-                let log = self.log.lock().unwrap();
-                let lines: Vec<&str> = log.lines().collect();
-                let tail = lines[lines.len().saturating_sub(40)..].join("\n");
-                panic!("{method} {path}: {e}\nthe server's last log lines:\n{tail}")
-            })
+        headspace::client::request(
+            &self.addr,
+            method,
+            path,
+            body,
+            Some(&self.token),
+            REQUEST_TIME,
+        )
+        .unwrap_or_else(|e| {
+            let log = self.log.lock().unwrap();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+            panic!("{method} {path}: {e}\nthe server's last log lines:\n{tail}")
+        })
     }
 
     pub fn json(&self, path: &str) -> serde_json::Value {
@@ -295,9 +348,27 @@ impl Drop for Server {
     }
 }
 
-/// A request to the server; `None` if the server is not there.
+/// The token a test gives a server itself (`--token-file FILE` or `--token T`), if any.
+fn own_token(extra: &[&str]) -> Option<String> {
+    let after = |flag: &str| {
+        extra
+            .iter()
+            .position(|a| *a == flag)
+            .and_then(|i| extra.get(i + 1))
+    };
+    after("--token-file")
+        .map(|f| std::fs::read_to_string(f).unwrap().trim().to_string())
+        .or_else(|| after("--token").map(|t| t.to_string()))
+}
+
+/// A request to the server, with the test token; `None` if the server is not there.
 pub fn request(addr: &str, method: &str, path: &str, body: &[u8]) -> Option<(u16, String)> {
-    headspace::client::request(addr, method, path, body, None, REQUEST_TIME).ok()
+    headspace::client::request(addr, method, path, body, Some(TEST_TOKEN), REQUEST_TIME).ok()
+}
+
+/// A request with no credential at all (what another account or a web page sends).
+pub fn anonymous(addr: &str, method: &str, path: &str, body: &[u8]) -> (u16, String) {
+    headspace::client::request(addr, method, path, body, None, REQUEST_TIME).unwrap()
 }
 
 /// How long a test waits for an answer. Generous: six servers, their agents and runners
@@ -357,8 +428,14 @@ pub fn sse(addr: &str, last_event_id: Option<u64>) -> Arc<Mutex<String>> {
     let extra = last_event_id
         .map(|id| format!("Last-Event-ID: {id}\r\n"))
         .unwrap_or_default();
-    s.write_all(format!("GET /api/events HTTP/1.1\r\nHost: {addr}\r\n{extra}\r\n").as_bytes())
-        .unwrap();
+    s.write_all(
+        format!(
+            "GET /api/events HTTP/1.1\r\nHost: {addr}\r\n{}\r\n{extra}\r\n",
+            bearer()
+        )
+        .as_bytes(),
+    )
+    .unwrap();
     std::thread::spawn(move || {
         let mut buf = [0u8; 8192];
         while let Ok(n) = s.read(&mut buf) {
@@ -451,9 +528,10 @@ impl Drop for Tmux {
     }
 }
 
-/// `headspace hooks install` into `settings`, posting to `server`.
+/// `headspace hooks install` into `settings`, posting to `server` (its token file recorded
+/// in the hooks, from `HEADSPACE_TOKEN_FILE`).
 pub fn install_hooks(server: &Server, settings: &Path) {
-    let out = Command::new(env!("CARGO_BIN_EXE_headspace"))
+    let out = headspace()
         .args([
             "hooks",
             "install",

@@ -1,10 +1,15 @@
 //! The embedded database: a private PostgreSQL cluster under `$HEADSPACE_HOME/pg`, created on
 //! first use, reached over a Unix socket in `pg/sock` (no TCP port), stopped on exit.
 //!
-//! As root, `initdb` and `postgres` refuse to run, so the cluster's processes run as the
-//! `postgres` system user, which owns the data folder. Since that user cannot enter root's
-//! home, the data then lives in `/var/lib/headspace/<home path>` and `$HEADSPACE_HOME/pg`
-//! is a link to it.
+//! As root, `initdb` and `postgres` refuse to run, so the cluster's processes run as a system
+//! account of its own, `headspace-db` (created on first use), which owns the data folder. Not
+//! the shared `postgres` account: whoever can run code as that one (through the system's own
+//! PostgreSQL, say) would own the cluster, could let itself in, and would reach root's panes.
+//! Since that account cannot enter root's home, the data lives in
+//! `/var/lib/headspace/<home path>` and `$HEADSPACE_HOME/pg` is a link to it. Who may connect
+//! is then decided by a `pg_hba.conf` that root owns, beside the data folder and named on the
+//! server's command line (`-c hba_file=…`, which no configuration file can override): the
+//! cluster's own account cannot change it either.
 //!
 //! Only the account that runs Headspace may use the cluster: any account that gets in is its
 //! superuser, reads every turn and runs programs with `COPY … TO PROGRAM`. So the role
@@ -56,10 +61,15 @@ pub struct EmbeddedPg {
     /// The socket's folder: mode 0700, owned by the cluster's user.
     sock: PathBuf,
     run_as: Option<&'static str>,
+    /// As root: the root-owned `pg_hba.conf` outside the data folder.
+    root_hba: Option<PathBuf>,
     lock: PathBuf,
     /// The connection string. It holds the password: never print it.
     pub url: String,
 }
+
+/// The system account the cluster runs under when Headspace runs as root.
+pub const DB_ACCOUNT: &str = "headspace-db";
 
 /// The port in the socket's name (`.s.PGSQL.5432`), given explicitly so that a `PGPORT` in
 /// the environment moves neither the server nor its clients.
@@ -122,12 +132,15 @@ pub fn find_bin() -> Option<PathBuf> {
 }
 
 fn is_root() -> bool {
-    crate::server::peer::own_uid() == 0
+    crate::private_files::own_uid() == 0
 }
 
 /// Takes `home` for this process (`home/serve.pid`), unless another headspace server has it.
 fn lock_home(home: &Path) -> Result<PathBuf, EmbeddedError> {
-    std::fs::create_dir_all(home).map_err(io_step("create home"))?;
+    crate::private_files::private_dir(home).map_err(|detail| EmbeddedError::Step {
+        step: "use the home folder",
+        detail,
+    })?;
     let lock = home.join("serve.pid");
     if let Ok(pid) = std::fs::read_to_string(&lock).map(|s| s.trim().parse::<u32>().unwrap_or(0)) {
         if pid != 0
@@ -138,7 +151,10 @@ fn lock_home(home: &Path) -> Result<PathBuf, EmbeddedError> {
             return Err(EmbeddedError::Locked(pid, home.display().to_string()));
         }
     }
-    std::fs::write(&lock, std::process::id().to_string()).map_err(io_step("write lock file"))?;
+    // Never through a link: the lock is rewritten by every start.
+    let _ = std::fs::remove_file(&lock);
+    crate::private_files::create_private(&lock, std::process::id().to_string().as_bytes())
+        .map_err(io_step("write lock file"))?;
     Ok(lock)
 }
 
@@ -162,11 +178,12 @@ fn pg_folder(home: &Path, root: bool) -> Result<(PathBuf, PathBuf), EmbeddedErro
     let sock = real.join("sock");
     std::fs::create_dir_all(&sock).map_err(io_step("create socket folder"))?;
     if root {
+        stop_older_owners_cluster(&real)?;
         step(
-            "chown the pg folder to postgres",
+            "give the pg folder to the database's own account",
             Command::new("chown")
                 .arg("-R")
-                .arg("postgres:")
+                .arg(format!("{DB_ACCOUNT}:"))
                 .arg(real.join("."))
                 .output(),
         )?;
@@ -186,6 +203,81 @@ fn pg_folder(home: &Path, root: bool) -> Result<(PathBuf, PathBuf), EmbeddedErro
     Ok((dir, real))
 }
 
+/// Makes sure the database's own system account exists (root only): created as a system
+/// account with no home and no login shell, or a clear refusal.
+fn ensure_db_account() -> Result<(), EmbeddedError> {
+    if account_uid(DB_ACCOUNT).is_some() {
+        return Ok(());
+    }
+    let shell = ["/usr/sbin/nologin", "/sbin/nologin", "/bin/false"]
+        .into_iter()
+        .find(|s| Path::new(s).exists())
+        .unwrap_or("/bin/false");
+    eprintln!("headspace: creating the system account {DB_ACCOUNT} for the embedded database");
+    let out = Command::new("useradd")
+        .args([
+            "--system",
+            "--user-group",
+            "--no-create-home",
+            "--home-dir",
+            "/nonexistent",
+        ])
+        .args(["--shell", shell, "--comment", "Headspace embedded database"])
+        .arg(DB_ACCOUNT)
+        .output();
+    match out {
+        Ok(o) if o.status.success() || account_uid(DB_ACCOUNT).is_some() => Ok(()),
+        other => Err(EmbeddedError::Step {
+            step: "create the embedded database's account",
+            detail: format!(
+                "as root, the embedded database runs under a system account no other service                  shares ({DB_ACCOUNT}), and it could not be created ({}); create it with                  `useradd --system --user-group {DB_ACCOUNT}`, run Headspace as your own                  account, or give --database-url",
+                match other {
+                    Ok(o) => output_text(&o),
+                    Err(e) => e.to_string(),
+                }
+            ),
+        }),
+    }
+}
+
+/// The uid of account `name`, if it exists.
+fn account_uid(name: &str) -> Option<u32> {
+    let out = Command::new("id").args(["-u", name]).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
+/// A cluster an older version left running as the shared `postgres` account is stopped (as
+/// that account) before its folder changes hands: a running server whose files are taken
+/// from it fails at its next write.
+fn stop_older_owners_cluster(real: &Path) -> Result<(), EmbeddedError> {
+    use std::os::unix::fs::MetadataExt;
+    let data = real.join("data");
+    let (Ok(meta), Some(old)) = (std::fs::metadata(&data), account_uid("postgres")) else {
+        return Ok(());
+    };
+    if meta.uid() != old || !data.join("postmaster.pid").exists() {
+        return Ok(());
+    }
+    let Some(bin) = find_bin() else {
+        return Ok(());
+    };
+    eprintln!(
+        "headspace: restarting the embedded database that is already running as postgres \
+         (an older version's), to run it as {DB_ACCOUNT}"
+    );
+    let _ = Command::new("runuser")
+        .args(["-u", "postgres", "--"])
+        .arg(bin.join("pg_ctl"))
+        .arg("-D")
+        .arg(&data)
+        .args(["-m", "fast", "-w", "stop"])
+        .output();
+    Ok(())
+}
+
 impl EmbeddedPg {
     /// Creates (first time) and starts the cluster under `home/pg`, its secret in
     /// `home/pg-secret`; secures a cluster made by an older version.
@@ -193,13 +285,24 @@ impl EmbeddedPg {
         let bin = find_bin().ok_or(EmbeddedError::NoBinaries)?;
         let lock = lock_home(home)?;
         let root = is_root();
+        if root {
+            ensure_db_account()?;
+        }
         let (shown, dir) = pg_folder(home, root)?;
+        // Beside the data folder, in root's /var/lib/headspace: readable by the cluster, which
+        // cannot write it.
+        let root_hba = root.then(|| {
+            let mut name = dir.file_name().unwrap_or_default().to_os_string();
+            name.push(".pg_hba.conf");
+            dir.with_file_name(name)
+        });
         let pg = EmbeddedPg {
             bin,
             data: dir.join("data"),
             sock: dir.join("sock"),
             dir,
-            run_as: root.then_some("postgres"),
+            run_as: root.then_some(DB_ACCOUNT),
+            root_hba,
             lock,
             url: String::new(),
         };
@@ -219,7 +322,11 @@ impl EmbeddedPg {
             );
             pg.initdb(&secret_file, &secret)?;
             pg.write_hba()?;
-        } else if old {
+        } else if pg.root_hba.is_some() && !old {
+            // Every start as root: the file that decides who connects is root's and safe.
+            pg.write_root_hba()?;
+        }
+        if old {
             eprintln!(
                 "headspace: securing the embedded database created by an older version in {}: \
                  it let any local account in as its superuser",
@@ -229,7 +336,15 @@ impl EmbeddedPg {
         pg.write_conf()?;
         pg.run(old)?;
         let ready = if old {
-            pg.remove_trust(&secret, &secret_file)
+            pg.remove_trust(&secret, &secret_file).and_then(|()| {
+                // Secured with its own pg_hba.conf (the role had no password to use root's
+                // yet); as root, started again on root's.
+                if pg.root_hba.is_some() {
+                    pg.stop_cluster()?;
+                    pg.run(false)?;
+                }
+                Ok(())
+            })
         } else {
             Ok(())
         }
@@ -297,7 +412,22 @@ impl EmbeddedPg {
 
     fn write_hba(&self) -> Result<(), EmbeddedError> {
         write_for_cluster(&self.data.join("pg_hba.conf"), HBA.as_bytes(), &self.data)
-            .map_err(io_step("write pg_hba.conf"))
+            .map_err(io_step("write pg_hba.conf"))?;
+        self.write_root_hba()
+    }
+
+    /// As root: the `pg_hba.conf` the server is told to use, owned by root (mode 0644: the
+    /// cluster reads it and cannot change it).
+    fn write_root_hba(&self) -> Result<(), EmbeddedError> {
+        let Some(path) = &self.root_hba else {
+            return Ok(());
+        };
+        let keep = crate::fsutil::Keep {
+            mode: 0o644,
+            owner: Some((0, 0)),
+        };
+        crate::fsutil::write_atomic_as(path, HBA.as_bytes(), keep)
+            .map_err(io_step("write root's pg_hba.conf"))
     }
 
     fn write_conf(&self) -> Result<(), EmbeddedError> {
@@ -328,7 +458,14 @@ impl EmbeddedPg {
             return false;
         };
         let lines: Vec<&str> = pid.lines().collect();
-        lines.get(3).map(|l| l.trim()) == Some(PORT)
+        let hba_named = match &self.root_hba {
+            // postmaster.opts keeps the command line the server was started with.
+            Some(hba) => std::fs::read_to_string(self.data.join("postmaster.opts"))
+                .is_ok_and(|opts| opts.contains(&format!("hba_file={}", hba.display()))),
+            None => true,
+        };
+        hba_named
+            && lines.get(3).map(|l| l.trim()) == Some(PORT)
             && lines.get(4).map(|l| Path::new(l.trim())) == Some(self.sock.as_path())
             && lines.get(5).map(|l| l.trim()) == Some("")
     }
@@ -365,8 +502,14 @@ impl EmbeddedPg {
                 .args(["-w", "-o"])
                 .arg(format!(
                     "-c listen_addresses='' -k {} -c unix_socket_permissions=0700 -c port={PORT} \
-                     -c max_connections=100",
-                    self.sock.display()
+                     -c max_connections=100{}",
+                    self.sock.display(),
+                    // An older cluster is first secured on its own file (see `start`).
+                    self.root_hba
+                        .as_ref()
+                        .filter(|_| !old)
+                        .map(|h| format!(" -c hba_file={}", h.display()))
+                        .unwrap_or_default()
                 ))
                 .arg("start")
                 .output(),
@@ -510,13 +653,21 @@ impl EmbeddedPg {
 
     /// Stops the cluster (fast shutdown) and releases the home.
     pub fn stop(&self) {
-        let _ = self
-            .command("pg_ctl")
-            .arg("-D")
-            .arg(&self.data)
-            .args(["-m", "fast", "-w", "stop"])
-            .output();
+        let _ = self.stop_cluster();
         let _ = std::fs::remove_file(&self.lock);
+    }
+
+    /// Stops the cluster (fast shutdown).
+    fn stop_cluster(&self) -> Result<(), EmbeddedError> {
+        step(
+            "stop the embedded database",
+            self.command("pg_ctl")
+                .arg("-D")
+                .arg(&self.data)
+                .args(["-m", "fast", "-w", "stop"])
+                .output(),
+        )
+        .map(|_| ())
     }
 }
 

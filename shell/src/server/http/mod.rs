@@ -7,7 +7,7 @@ use crate::server::metrics::Metrics;
 use crate::server::sse::Hub;
 use crate::server::store::Store;
 use crate::server::world::Panes;
-use headspace_core::access::{percent_decode, route_path, AccessPolicy, Peer, RequestFacts};
+use headspace_core::access::{percent_decode, route_path, AccessPolicy, RequestFacts};
 use headspace_core::hook::Hook;
 use headspace_core::Input;
 use hyper::body::Incoming;
@@ -27,6 +27,7 @@ mod answer;
 mod assets;
 pub(crate) mod audit;
 mod body;
+mod guesses;
 mod login;
 mod orchestration;
 mod remote_panes;
@@ -39,6 +40,7 @@ use assets::*;
 use audit::{audit_agent, audit_all, audit_summary};
 use body::*;
 pub use body::{with_guard, Body};
+pub use guesses::GuessGate;
 use login::*;
 pub use orchestration::revive_runners;
 use orchestration::*;
@@ -61,7 +63,13 @@ pub struct App {
     /// Who may call which route (host, origin, token, account, method).
     pub access: AccessPolicy,
     /// The token, handed to runners this server starts (in their environment, never argv).
-    pub token: Option<String>,
+    pub token: String,
+    /// The key this server signs forwarded pane commands with, and the keys it trusts.
+    pub pane_keys: Arc<crate::server::pane_keys::PaneKeys>,
+    /// Where wrong credentials wait their turn.
+    pub guesses: Arc<GuessGate>,
+    /// Whether browsers reach this server over HTTPS (the login cookie is then `Secure`).
+    pub https: bool,
     /// This server's own address (`127.0.0.1:PORT`): the one runners it starts talk back to.
     pub self_addr: String,
     /// The dashboard's files.
@@ -90,13 +98,9 @@ pub struct App {
     pub role: crate::server::role::Role,
 }
 
-/// Handles one request from `peer`: the access checks first ([`AccessPolicy::check`]), then
-/// the route; every answer forbids framing and sniffing.
-pub async fn handle(
-    app: Arc<App>,
-    req: Request<Incoming>,
-    peer: Peer,
-) -> Result<Response<Body>, Infallible> {
+/// Handles one request: the access checks first ([`AccessPolicy::check`]), then the route;
+/// every answer forbids framing and sniffing.
+pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
     // Judged as routed: `/%61pi/agents` is `/api/agents` (see `route_path`).
     let path = route_path(req.uri().path());
@@ -110,13 +114,16 @@ pub async fn handle(
         authorization: header("authorization"),
         cookie: header("cookie"),
     };
-    if let Err(refusal) = app.access.check(&facts, peer) {
+    if let Err(refusal) = app.access.check(&facts) {
         app.metrics.requests_refused.fetch_add(1, Relaxed);
         debug!(
             "[HTTP] refused {} {}: {}",
             facts.method, facts.path, refusal.message
         );
         let status = StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::FORBIDDEN);
+        if refusal.wrong_credential {
+            app.guesses.pay().await;
+        }
         return Ok(hardened(error(status, refusal.message)));
     }
     Ok(hardened(route(&app, req).await))
@@ -299,6 +306,7 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
             Err(r) => r,
         },
         (&Method::POST, ["api", "logout"]) => logout(),
+        (&Method::GET, ["login"]) => login_link(&app, req.uri().query()).await,
         (
             &Method::GET,
             ["hook", _] | ["hooks", "claude"] | ["api", "login" | "logout" | "prune"],

@@ -79,7 +79,7 @@ async fn list_here(app: &App) -> Vec<Value> {
     let Ok(projects) = agent_projects(app).await else {
         return Vec::new();
     };
-    let (token, addr) = (app.token.clone(), app.self_addr.clone());
+    let (token, addr) = (Some(app.token.clone()), app.self_addr.clone());
     let machine = app.machine.clone();
     tokio::task::spawn_blocking(move || {
         projects
@@ -220,7 +220,7 @@ async fn orchestrate_here(app: &App, command: Command, project: &str) -> Outcome
         Ok(p) => p,
         Err(o) => return o,
     };
-    let (token, addr) = (app.token.clone(), Some(app.self_addr.clone()));
+    let (token, addr) = (Some(app.token.clone()), Some(app.self_addr.clone()));
     let done = tokio::task::spawn_blocking(move || perform(&project, command, addr, token)).await;
     match done {
         Ok(Ok(v)) => (StatusCode::OK, v),
@@ -306,7 +306,7 @@ async fn start_here(app: &App, launch: Value) -> Outcome {
         );
     }
     // The runner talks back to this server at its own address, never one a request names.
-    match spawn_runner(&launch, &app.self_addr, app.token.as_deref()) {
+    match spawn_runner(&launch, &app.self_addr, Some(&app.token)) {
         Ok(pid) => (
             StatusCode::OK,
             json!({"status": "started", "pid": pid, "log": log_path(&launch.project), "machine": app.machine}),
@@ -337,7 +337,7 @@ pub async fn revive_runners(app: &App) {
     let Ok(projects) = agent_projects(app).await else {
         return;
     };
-    let (token, addr) = (app.token.clone(), app.self_addr.clone());
+    let (token, addr) = (Some(app.token.clone()), app.self_addr.clone());
     let _ = tokio::task::spawn_blocking(move || {
         crate::orchestrate::revive::revive_at_start_up(
             projects.iter().map(PathBuf::as_path),

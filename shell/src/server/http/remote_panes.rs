@@ -109,20 +109,27 @@ pub(super) async fn forward_outcome(
             Some((StatusCode::SERVICE_UNAVAILABLE, answer))
         }
         PaneRoute::Forward { machine } => {
-            Some(run_elsewhere(pg, &machine, agent, kind, &body).await)
+            Some(run_elsewhere(app, pg, &machine, agent, kind, &body).await)
         }
     }
 }
 
-/// Writes the command for `machine`, waits for its result and answers with it.
+/// Writes the command for `machine`, signed with this server's key, waits for its result
+/// and answers with it.
 async fn run_elsewhere(
+    app: &App,
     pg: &PgStore,
     machine: &str,
     agent: u64,
     kind: PaneCommandKind,
     body: &Value,
 ) -> Outcome {
-    let id = match pg.submit_pane_command(machine, agent, kind, body).await {
+    let now = app.clock.now().millis();
+    let signed = app.pane_keys.sign(machine, agent, kind, body, now);
+    let id = match pg
+        .submit_pane_command(machine, agent, kind, body, Some(&signed))
+        .await
+    {
         Ok(id) => id,
         Err(e) => return fail(StatusCode::SERVICE_UNAVAILABLE, e),
     };
@@ -201,8 +208,30 @@ async fn run_claimed(app: &Arc<App>, store: &PgStore) {
             let app = app.clone();
             let store = store.clone();
             tokio::spawn(async move {
-                // The claim took it before its deadline (on the database's clock).
-                let (status, body) = run_here(&app, &command).await;
+                // The claim took it before its deadline (on the database's clock); it runs
+                // only if the user's server signed it (a database client alone cannot).
+                let now = app.clock.now().millis();
+                let (status, body) = match app.pane_keys.check(&command, &app.machine, now) {
+                    Ok(envelope) => {
+                        let signed = PaneCommand {
+                            body: envelope.body,
+                            ..command.clone()
+                        };
+                        run_here(&app, &signed).await
+                    }
+                    Err(why) => {
+                        warn!(
+                            "[PANE_COMMANDS] refused command {} ({} for agent {}): {why}",
+                            command.id,
+                            command.kind.as_str(),
+                            command.agent_id
+                        );
+                        fail(
+                            StatusCode::FORBIDDEN,
+                            format!("machine {} refused the command: {why}", app.machine),
+                        )
+                    }
+                };
                 let result = json!({"status": status.as_u16(), "body": body});
                 finish(&store, command.id, &result).await;
             });

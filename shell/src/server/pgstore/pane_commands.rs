@@ -11,6 +11,7 @@
 
 use super::PgStore;
 use crate::server::backoff::Backoff;
+use crate::server::pane_keys::Signed;
 use crate::server::store::StoreError;
 use headspace_core::pane_commands::{
     await_step, AwaitStep, CommandState, PaneCommandKind, CLAIM_WITHIN_MS,
@@ -30,8 +31,15 @@ pub struct PaneCommand {
     pub agent_id: u64,
     /// What to do.
     pub kind: PaneCommandKind,
-    /// The request's arguments (and the reference it was asked with).
+    /// The request's arguments (and the reference it was asked with), as the row holds them:
+    /// shown, never run (the executor runs the signed envelope's).
     pub body: Value,
+    /// The signed envelope's text ([`crate::server::pane_keys`]), if the row has one.
+    pub envelope: Option<String>,
+    /// Its signature, in hex.
+    pub signature: Option<String>,
+    /// The signer's public key, in hex.
+    pub signer: Option<String>,
 }
 
 /// How waiting on a forwarded command ended.
@@ -46,27 +54,32 @@ pub enum Awaited {
 }
 
 impl PgStore {
-    /// Writes a pending command for `machine` (deadline [`CLAIM_WITHIN_MS`] from now) and
-    /// announces it, in one transaction: the announcement goes out when the row is visible.
+    /// Writes a pending command for `machine` (deadline [`CLAIM_WITHIN_MS`] from now), with
+    /// its signature, and announces it, in one transaction: the announcement goes out when the
+    /// row is visible.
     pub async fn submit_pane_command(
         &self,
         machine: &str,
         agent_id: u64,
         kind: PaneCommandKind,
         body: &Value,
+        signed: Option<&Signed>,
     ) -> Result<i64, StoreError> {
         let mut c = self.pool.get().await?;
         let tx = c.transaction().await?;
         let row = tx
             .query_one(
-                "INSERT INTO pane_commands (machine, agent_id, kind, body, deadline)
-                 VALUES ($1, $2, $3, $4, now() + $5::float8 * interval '1 millisecond') RETURNING id",
+                "INSERT INTO pane_commands (machine, agent_id, kind, body, deadline, envelope, signature, signer)
+                 VALUES ($1, $2, $3, $4, now() + $5::float8 * interval '1 millisecond', $6, $7, $8) RETURNING id",
                 &[
                     &machine,
                     &(agent_id as i64),
                     &kind.as_str(),
                     body,
                     &(CLAIM_WITHIN_MS as f64),
+                    &signed.map(|s| s.envelope.as_str()),
+                    &signed.map(|s| s.signature.as_str()),
+                    &signed.map(|s| s.signer.as_str()),
                 ],
             )
             .await?;
@@ -112,7 +125,7 @@ impl PgStore {
                  WHERE id IN (SELECT id FROM pane_commands
                               WHERE machine = $1 AND state = 'pending' AND deadline > now()
                               ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
-                 RETURNING id, agent_id, kind, body",
+                 RETURNING id, agent_id, kind, body, envelope, signature, signer",
                 &[&machine, &limit],
             )
             .await?;
@@ -128,6 +141,9 @@ impl PgStore {
                         reason: "not a pane command".into(),
                     })?,
                     body: r.get(3),
+                    envelope: r.get(4),
+                    signature: r.get(5),
+                    signer: r.get(6),
                 })
             })
             .collect::<Result<_, StoreError>>()?;
