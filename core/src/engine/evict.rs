@@ -7,7 +7,8 @@
 //! changing, a `send` or a reconcile), the core asks for its rows with
 //! [`Command::LoadAgents`] and holds that input, and every input after it, until
 //! [`Input::AgentsLoaded`] brings them back: inputs are still handled in order, each as if
-//! the agent had never left.
+//! the agent had never left and at the time it arrived, however late the store answered
+//! (a prompt hook decided at the load's time was once filed as an answer to the task before).
 
 use super::watchdog::screen_hash;
 use super::{relative_transcript_path, session_of_path, AgentState, Core};
@@ -46,47 +47,63 @@ enum Needs {
 }
 
 impl Core {
-    /// Handles `input` now, or holds it until the evicted agents it concerns are back.
-    pub(super) fn handle_or_hold(&mut self, input: Input) {
+    /// Handles `input` now, or holds it until the evicted agents it concerns are back; true
+    /// when it was handled now (a tick then lets idle agents leave).
+    pub(super) fn handle_or_hold(&mut self, input: Input) -> bool {
         if let Input::AgentsLoaded(snapshot) = input {
             // A forced reconcile's rows first: they decide which lines lost their turns.
             self.start_rescans(&snapshot);
             self.on_agents_loaded(snapshot);
             self.flush();
             self.drain_held();
-            return;
+            return false;
         }
         if !self.held.is_empty() {
-            self.held.push_back(input);
-            return;
+            self.held.push_back((self.now, input));
+            return false;
         }
         match self.needs(&input) {
-            Needs::Nothing => self.dispatch(input),
-            Needs::Skip => {}
+            Needs::Nothing => {
+                self.dispatch(input);
+                true
+            }
+            Needs::Skip => false,
             Needs::Load(ids) => {
                 self.ask_to_load(ids);
-                self.held.push_back(input);
+                self.held.push_back((self.now, input));
+                false
             }
         }
     }
 
-    /// Handles held inputs in order until one needs agents that are not back yet.
+    /// Handles held inputs in order until one needs agents that are not back yet, each at the
+    /// time it arrived. Nothing was handled after the first of them arrived (every later
+    /// input was held behind it), so their times only move forward, as live inputs' do; the
+    /// latest time seen is the core's again afterwards.
     fn drain_held(&mut self) {
-        while let Some(input) = self.held.pop_front() {
+        let latest = self.now;
+        while let Some((at, input)) = self.held.pop_front() {
             match self.needs(&input) {
-                // Handled at the latest time seen, as any input stamped earlier is.
                 Needs::Nothing => {
+                    self.now = at;
+                    let tick = matches!(input, Input::Tick);
                     self.dispatch(input);
                     self.flush();
+                    // As a live tick: idle agents leave once it is handled, not before (an
+                    // agent the held inputs make busy must not be evicted under them).
+                    if tick {
+                        self.evict_idle();
+                    }
                 }
                 Needs::Skip => {}
                 Needs::Load(ids) => {
                     self.ask_to_load(ids);
-                    self.held.push_front(input);
-                    return;
+                    self.held.push_front((at, input));
+                    break;
                 }
             }
         }
+        self.now = latest;
     }
 
     fn ask_to_load(&mut self, ids: Vec<AgentId>) {

@@ -230,8 +230,9 @@ pub struct Core {
     /// them in that order, so each `AgentsLoaded` answers the first (an eviction's load and a
     /// forced reconcile's may be in flight together).
     loads_asked: VecDeque<BTreeSet<AgentId>>,
-    /// Inputs held until the agents they concern are back, in arrival order.
-    held: VecDeque<Input>,
+    /// Inputs held until the agents they concern are back, in arrival order, each with the
+    /// time it arrived: it is decided as of then, however late the load answers.
+    held: VecDeque<(Timestamp, Input)>,
 }
 
 impl Core {
@@ -277,9 +278,9 @@ impl Core {
     pub fn handle(&mut self, now: Timestamp, input: Input) {
         self.now = self.now.max(now);
         let tick = matches!(input, Input::Tick);
-        self.handle_or_hold(input);
+        let handled = self.handle_or_hold(input);
         self.flush();
-        if tick {
+        if tick && handled {
             self.evict_idle();
         }
     }
