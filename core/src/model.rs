@@ -185,12 +185,74 @@ pub struct OffsetRow {
 /// Everything the store holds, handed to the core to rebuild it after a restart.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Snapshot {
-    /// All agents.
+    /// The agents with their tasks and turns below.
     pub agents: Vec<AgentRow>,
-    /// All tasks.
+    /// Their tasks.
     pub tasks: Vec<TaskRow>,
-    /// All turns.
+    /// Their turns.
     pub turns: Vec<TurnRow>,
     /// All offsets.
     pub offsets: Vec<OffsetRow>,
+    /// Agents that are not live ([`live_since`]): their rows only, for the core to know them
+    /// (by session and pane) and to load the rest when news of them comes. A restart's memory
+    /// and time then grow with the live agents, not with every agent ever seen.
+    pub dormant: Vec<DormantAgent>,
+}
+
+impl Snapshot {
+    /// This snapshot as a restart loads it: the agents that are live ([`is_live`]) whole, the
+    /// others as [`DormantAgent`] rows without their tasks and turns.
+    pub fn split_dormant(mut self, live_since: Option<Timestamp>) -> Snapshot {
+        let (live, dormant): (Vec<AgentRow>, Vec<AgentRow>) = std::mem::take(&mut self.agents)
+            .into_iter()
+            .partition(|a| is_live(a, live_since));
+        let mut max_task: std::collections::BTreeMap<AgentId, TaskId> = Default::default();
+        let mut max_turn: std::collections::BTreeMap<AgentId, u64> = Default::default();
+        for t in &self.tasks {
+            let m = max_task.entry(t.agent_id).or_default();
+            *m = (*m).max(t.id);
+        }
+        for t in &self.turns {
+            let m = max_turn.entry(t.agent_id).or_default();
+            *m = (*m).max(t.id);
+        }
+        let ids: std::collections::BTreeSet<AgentId> = live.iter().map(|a| a.id).collect();
+        self.tasks.retain(|t| ids.contains(&t.agent_id));
+        self.turns.retain(|t| ids.contains(&t.agent_id));
+        self.agents = live;
+        self.dormant
+            .extend(dormant.into_iter().map(|row| DormantAgent {
+                max_task: max_task.get(&row.id).copied(),
+                max_turn: max_turn.get(&row.id).copied(),
+                row,
+            }));
+        self
+    }
+}
+
+/// An agent a restart does not load: its row, and the highest task and turn ids it holds
+/// (new ids must never meet them).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DormantAgent {
+    /// Its row.
+    pub row: AgentRow,
+    /// Its highest task id.
+    pub max_task: Option<TaskId>,
+    /// Its highest turn id.
+    pub max_turn: Option<u64>,
+}
+
+/// Since when an agent must have been heard of to be loaded whole on a restart, at `now` with
+/// agents evicted after `evict_after_ms` of silence (`None`: every agent is, eviction being
+/// off). Ended agents are never live: they come back on demand.
+pub fn live_since(now: Timestamp, evict_after_ms: i64) -> Option<Timestamp> {
+    (evict_after_ms > 0).then(|| now.add_millis(-evict_after_ms))
+}
+
+/// Whether `row` is loaded whole on a restart (see [`live_since`]).
+pub fn is_live(row: &AgentRow, since: Option<Timestamp>) -> bool {
+    match since {
+        None => true,
+        Some(t) => !row.ended && row.last_seen_at >= t,
+    }
 }

@@ -86,7 +86,9 @@ impl Replayer {
             Step::Restart => {
                 self.core = Core::new(self.config.clone());
                 self.deferred.clear();
-                self.core.handle(at, Input::Restore(self.store.snapshot()));
+                let since = crate::model::live_since(at, self.config.evict_after_ms);
+                self.core
+                    .handle(at, Input::Restore(self.store.restore_snapshot(since)));
             }
         }
         if real {

@@ -251,7 +251,14 @@ impl MemStore {
             tasks: self.tasks.values().cloned().collect(),
             turns: self.turns.values().cloned().collect(),
             offsets: self.offsets.values().cloned().collect(),
+            dormant: Vec::new(),
         }
+    }
+
+    /// What a restart loads ([`crate::model::live_since`]): the live agents whole, the others
+    /// as dormant rows, every offset.
+    pub fn restore_snapshot(&self, live_since: Option<crate::Timestamp>) -> Snapshot {
+        self.snapshot().split_dormant(live_since)
     }
 
     /// The rows of some agents, for [`crate::Input::AgentsLoaded`]: their agent rows, tasks
@@ -276,6 +283,7 @@ impl MemStore {
                 .cloned()
                 .collect(),
             offsets: Vec::new(),
+            dormant: Vec::new(),
         }
     }
 

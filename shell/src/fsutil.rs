@@ -208,3 +208,53 @@ pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     s.push(suffix);
     PathBuf::from(s)
 }
+
+/// Opens `rel` beneath the folder `base` for reading (non-blocking), one component at a
+/// time with `openat` and `O_NOFOLLOW`: a symlink anywhere on the way, a folder swapped for
+/// one included, fails with `ELOOP` or `ENOTDIR` instead of being followed. `rel` must be
+/// plain names (no `..`); `base` itself is opened as it is.
+pub fn open_beneath(base: &Path, rel: &Path) -> io::Result<File> {
+    use std::ffi::CString;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    let names: Vec<&std::ffi::OsStr> = rel
+        .components()
+        .map(|c| match c {
+            std::path::Component::Normal(n) => Ok(n),
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is not a plain relative path", rel.display()),
+            )),
+        })
+        .collect::<io::Result<_>>()?;
+    let Some((last, folders)) = names.split_last() else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "an empty path"));
+    };
+    let mut dir: OwnedFd = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY)
+        .open(base)?
+        .into();
+    let open_at = |dir: &OwnedFd, name: &std::ffi::OsStr, flags: i32| -> io::Result<OwnedFd> {
+        let c = CString::new(name.as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in a path"))?;
+        // SAFETY: a valid directory fd and a NUL-terminated name; the fd returned is ours.
+        let fd = unsafe {
+            libc::openat(
+                dir.as_raw_fd(),
+                c.as_ptr(),
+                flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just opened and is owned by nobody else.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    };
+    for name in folders {
+        dir = open_at(&dir, name, libc::O_RDONLY | libc::O_DIRECTORY)?;
+    }
+    let file = open_at(&dir, last, libc::O_RDONLY | libc::O_NONBLOCK)?;
+    Ok(File::from(file))
+}

@@ -21,7 +21,7 @@ use crate::time::Timestamp;
 use std::collections::BTreeSet;
 use tracing::{debug, info, warn};
 
-/// What the core keeps of an agent it evicted.
+/// What the core keeps of an agent it evicted (or a restart did not load).
 #[derive(Debug)]
 pub(super) struct Evicted {
     /// Its row as the core last wrote it.
@@ -67,7 +67,10 @@ impl Core {
                 self.dispatch(input);
                 true
             }
-            Needs::Skip => false,
+            Needs::Skip => {
+                self.forget_read(&input);
+                false
+            }
             Needs::Load(ids) => {
                 self.ask_to_load(ids);
                 self.held.push_back((self.now, input));
@@ -95,7 +98,7 @@ impl Core {
                         self.evict_idle();
                     }
                 }
-                Needs::Skip => {}
+                Needs::Skip => self.forget_read(&input),
                 Needs::Load(ids) => {
                     self.ask_to_load(ids);
                     self.held.push_front((at, input));
@@ -104,6 +107,13 @@ impl Core {
             }
         }
         self.now = latest;
+    }
+
+    /// A skipped transcript input's read is done with (no reconcile waits on it).
+    fn forget_read(&mut self, input: &Input) {
+        if let Input::Transcript { read: Some(r), .. } = input {
+            self.reads.remove(r);
+        }
     }
 
     fn ask_to_load(&mut self, ids: Vec<AgentId>) {
@@ -139,6 +149,19 @@ impl Core {
                         ids.extend(self.by_pane.get(p));
                     }
                 }
+            }
+            // Nothing new of an evicted agent's file (a restart's read of a dormant agent's
+            // transcript at its offset): no news, no load.
+            Input::Transcript {
+                path, data, read, ..
+            } if data.is_empty()
+                && read.is_none_or(|r| self.reads.get(&r).is_some_and(Option::is_none))
+                && self
+                    .files
+                    .get(path)
+                    .is_some_and(|f| self.evicted.contains_key(&f.agent_id)) =>
+            {
+                return Needs::Skip;
             }
             Input::Transcript { path, .. } | Input::TranscriptReset { path } => {
                 match self.files.get(path) {

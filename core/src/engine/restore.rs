@@ -1,9 +1,13 @@
 //! Rebuilding the core from the store after a restart.
 
+use super::evict::Evicted;
 use super::{uuid_key, AgentState, Core};
+use crate::discovery::PaneWitness;
 use crate::io::Command;
 use crate::matching::{hash128, Key, Slot};
-use crate::model::{AgentId, AgentRow, Snapshot, TaskId, TaskRow, TurnRow, TurnSource};
+use crate::model::{
+    AgentId, AgentRow, DormantAgent, Snapshot, TaskId, TaskRow, TurnRow, TurnSource,
+};
 use std::collections::BTreeSet;
 use tracing::info;
 
@@ -15,6 +19,8 @@ impl Core {
         *self = Core::new(config);
         self.now = now;
         self.hydrate(snap.agents, snap.tasks, snap.turns);
+        let dormant = snap.dormant.len();
+        self.know_dormant(snap.dormant);
         let mut reads = Vec::new();
         for off in snap.offsets {
             let Some(&agent_id) = self.by_session.get(&off.session_id) else {
@@ -35,9 +41,44 @@ impl Core {
                 .push_back(Command::ReadTranscript { path, from, read });
         }
         info!(
-            "[RESTORE] rebuilt {} agent(s) from the store",
+            "[RESTORE] rebuilt {} agent(s) from the store; {dormant} more load when news of them comes",
             self.agents.len()
         );
+    }
+
+    /// Knows agents a restart did not load as evicted ones: their rows answer for their
+    /// sessions and panes, and any news of them loads the rest. Ids they used are never given
+    /// again.
+    fn know_dormant(&mut self, dormant: Vec<DormantAgent>) {
+        for d in dormant {
+            let row = d.row;
+            if self.own_id(row.id) {
+                self.next_agent = self.next_agent.max(row.id + 1);
+            }
+            if let Some(t) = d.max_task.filter(|t| self.own_id(*t)) {
+                self.next_task = self.next_task.max(t + 1);
+            }
+            if let Some(t) = d.max_turn.filter(|t| self.own_id(*t)) {
+                self.next_turn = self.next_turn.max(t + 1);
+            }
+            for s in row.sessions.iter().chain([&row.session_id]) {
+                self.by_session.entry(s.clone()).or_insert(row.id);
+            }
+            // A pane a live agent holds stays that agent's.
+            if let Some(p) = &row.tmux_pane {
+                self.by_pane.entry(p.clone()).or_insert(row.id);
+            }
+            let quiet_since = row.last_seen_at;
+            self.evicted.insert(
+                row.id,
+                Evicted {
+                    row,
+                    pane_hash: None,
+                    witness: PaneWitness::default(),
+                    quiet_since,
+                },
+            );
+        }
     }
 
     /// Puts agents in memory from their stored rows, tasks and turns: after a restart (all

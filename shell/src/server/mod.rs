@@ -399,9 +399,12 @@ pub async fn start(
     settings: Settings,
     recorder: Option<Recorder>,
 ) -> Result<Arc<App>, String> {
+    // The live agents whole; the others known by their rows, loaded when news of them comes.
+    let live_since =
+        headspace_core::model::live_since(world.clock.now(), settings.core.evict_after_ms);
     let snapshot = world
         .store
-        .snapshot()
+        .restore_snapshot(live_since)
         .await
         .map_err(|e| format!("cannot load state: {e}"))?;
     // Event ids keep increasing across restarts: they start from the clock.

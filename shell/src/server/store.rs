@@ -69,12 +69,38 @@ pub trait Store: Send + Sync {
         let _ = events;
         self.apply(writes)
     }
-    /// Everything the core needs to rebuild itself.
+    /// Everything the store holds for this machine's core (agents, tasks, turns, offsets).
     fn snapshot(&self) -> BoxFuture<'_, Result<Snapshot, StoreError>>;
+    /// What the core rebuilds itself from after a restart: the agents heard of since
+    /// `live_since` and not ended whole, the others as dormant rows only
+    /// ([`Snapshot::split_dormant`]); every offset. By default from [`Store::snapshot`]; a
+    /// store with many agents reads only what it returns.
+    fn restore_snapshot(
+        &self,
+        live_since: Option<headspace_core::Timestamp>,
+    ) -> BoxFuture<'_, Result<Snapshot, StoreError>> {
+        Box::pin(async move { Ok(self.snapshot().await?.split_dormant(live_since)) })
+    }
     /// Some agents' rows, tasks and turns (no offsets), for `Input::AgentsLoaded`.
     fn load_agents<'a>(&'a self, ids: &'a [u64]) -> BoxFuture<'a, Result<Snapshot, StoreError>>;
     /// All agents with what their cards show (the facts [`AgentView::from_rows`] defines).
     fn agents(&self) -> BoxFuture<'_, Result<Vec<AgentView>, StoreError>>;
+    /// The folders agents worked in, each with its agent's machine, once: what orchestration
+    /// looks through. By default from [`Store::agents`]; a store with many agents reads only
+    /// the folders (a start-up must not build every agent's card).
+    fn agent_folders(&self) -> BoxFuture<'_, Result<Vec<(String, String)>, StoreError>> {
+        Box::pin(async move {
+            let mut folders: Vec<(String, String)> = self
+                .agents()
+                .await?
+                .into_iter()
+                .filter_map(|v| Some((v.machine, v.agent.cwd?)))
+                .collect();
+            folders.sort();
+            folders.dedup();
+            Ok(folders)
+        })
+    }
     /// One agent by id.
     fn agent(&self, agent_id: u64) -> BoxFuture<'_, Result<Option<AgentView>, StoreError>>;
     /// The panes of agents still running.

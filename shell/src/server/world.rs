@@ -121,6 +121,8 @@ enum Refusal {
     Outside(PathBuf),
     /// Not a regular file: what it is.
     NotRegular(&'static str),
+    /// A folder or the file on its way became a symlink after it was checked.
+    Swapped,
 }
 
 impl std::fmt::Display for Refusal {
@@ -132,6 +134,7 @@ impl std::fmt::Display for Refusal {
                 target.display()
             ),
             Refusal::NotRegular(kind) => write!(f, "not a regular file ({kind})"),
+            Refusal::Swapped => write!(f, "a symlink appeared on its path after it was checked"),
         }
     }
 }
@@ -232,17 +235,37 @@ impl Guard {
         Ok((real, m))
     }
 
-    /// Opens `rel` for reading when it is a regular file inside the claude dir. Opened
-    /// non-blocking and without following a last-moment symlink, then checked again on the
-    /// open file: a path swapped for a FIFO or a link after the check is refused, not waited
-    /// on.
+    /// Opens `rel` for reading when it is a regular file inside the claude dir. Checked,
+    /// then opened by the kernel's rules beneath the folder it was found in: one component
+    /// at a time, none of them a symlink (the checked path has none), non-blocking; then
+    /// checked again on the open file. A file or a folder on its way swapped for a link or a
+    /// FIFO between the check and the open is refused, not followed or waited on.
     fn open(&self, rel: &str) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
-        use std::os::unix::fs::OpenOptionsExt;
         let (real, _) = self.check(rel)?;
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-            .open(&real)?;
+        self.open_checked(rel, &real)
+    }
+
+    /// The open of a path [`Guard::check`] resolved to `real` (see [`Guard::open`]).
+    fn open_checked(
+        &self,
+        rel: &str,
+        real: &Path,
+    ) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
+        let projects = canonical_once(&self.projects, &self.dir.join("projects"));
+        let base = [Some(self.root()), projects]
+            .into_iter()
+            .flatten()
+            .filter(|b| real.starts_with(b))
+            .max_by_key(|b| b.components().count())
+            .ok_or_else(|| self.refuse(rel, Refusal::Outside(real.to_path_buf())))?;
+        let beneath = real.strip_prefix(&base).unwrap_or(real);
+        let f = crate::fsutil::open_beneath(&base, beneath).map_err(|e| {
+            if matches!(e.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENOTDIR)) {
+                self.refuse(rel, Refusal::Swapped)
+            } else {
+                e
+            }
+        })?;
         let m = f.metadata()?;
         if !m.file_type().is_file() {
             return Err(self.refuse(rel, Refusal::NotRegular(kind_of(m.file_type()))));
@@ -457,6 +480,40 @@ mod tests {
         let listed: Vec<String> = files.guard.scan().into_iter().map(|(p, _)| p).collect();
         assert_eq!(listed, ["projects/p/s.jsonl"]);
         for d in [claude, elsewhere, outside] {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+
+    /// A folder swapped for a link between the check (the listing's) and the read: the
+    /// read is refused, never taken from where the link points.
+    #[test]
+    fn a_folder_swapped_for_a_link_after_the_check_is_not_followed() {
+        let claude = temp("swap-claude");
+        let outside = temp("swap-outside");
+        std::fs::create_dir_all(claude.join("projects/p")).unwrap();
+        std::fs::write(claude.join("projects/p/s.jsonl"), b"{\"mine\":1}\n").unwrap();
+        std::fs::create_dir_all(outside.join("p")).unwrap();
+        std::fs::write(outside.join("p/s.jsonl"), b"{\"secret\":1}\n").unwrap();
+        let files = DiskFiles::new(&claude);
+        let rel = "projects/p/s.jsonl";
+        let (real, _) = files.guard.check(rel).unwrap();
+        // Between the check and the open, the folder becomes a link out of the claude dir.
+        std::fs::rename(claude.join("projects/p"), claude.join("projects/p-old")).unwrap();
+        symlink(outside.join("p"), claude.join("projects/p")).unwrap();
+        let err = files.guard.open_checked(rel, &real).unwrap_err();
+        assert!(err.to_string().contains("symlink appeared"), "{err}");
+        // The file itself swapped for a link: refused too.
+        std::fs::remove_file(claude.join("projects/p")).unwrap();
+        std::fs::rename(claude.join("projects/p-old"), claude.join("projects/p")).unwrap();
+        let (real, _) = files.guard.check(rel).unwrap();
+        std::fs::remove_file(claude.join("projects/p/s.jsonl")).unwrap();
+        symlink(outside.join("p/s.jsonl"), claude.join("projects/p/s.jsonl")).unwrap();
+        assert!(files.guard.open_checked(rel, &real).is_err());
+        // Untouched, it reads.
+        std::fs::remove_file(claude.join("projects/p/s.jsonl")).unwrap();
+        std::fs::write(claude.join("projects/p/s.jsonl"), b"{\"mine\":1}\n").unwrap();
+        assert_eq!(files.read_at(rel, 0, 100).unwrap(), b"{\"mine\":1}\n");
+        for d in [claude, outside] {
             let _ = std::fs::remove_dir_all(d);
         }
     }

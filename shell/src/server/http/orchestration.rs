@@ -102,16 +102,15 @@ async fn list_here(app: &App) -> Vec<Value> {
 pub(super) async fn agent_projects(
     app: &App,
 ) -> Result<std::collections::BTreeSet<PathBuf>, Response<Body>> {
-    let agents = app
+    let folders = app
         .store
-        .agents()
+        .agent_folders()
         .await
         .map_err(|e| error(StatusCode::SERVICE_UNAVAILABLE, e))?;
-    Ok(agents
+    Ok(folders
         .iter()
-        .filter(|v| holder(&v.machine, &app.machine) == app.machine)
-        .filter_map(|v| v.agent.cwd.as_deref())
-        .filter_map(|cwd| std::fs::canonicalize(cwd).ok())
+        .filter(|(machine, _)| holder(machine, &app.machine) == app.machine)
+        .filter_map(|(_, cwd)| std::fs::canonicalize(cwd).ok())
         .collect())
 }
 

@@ -5,6 +5,7 @@ use super::{id, ms, parse, PgStore};
 use crate::server::store::StoreError;
 use headspace_core::model::*;
 use headspace_core::view::{resolve_reference, AgentView, LastTurn, CLIPPED_CHARS};
+use headspace_core::Timestamp;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
@@ -26,15 +27,39 @@ impl PgStore {
                     .await?,
             ),
         };
-        snapshot.offsets = offsets
-            .iter()
-            .map(|r| OffsetRow {
-                path: r.get(0),
-                session_id: r.get(1),
-                offset: r.get::<_, i64>(2) as u64,
-                task_id: r.get::<_, Option<i64>>(3).map(|v| v as u64),
-            })
-            .collect();
+        snapshot.offsets = offsets.iter().map(offset_row).collect();
+        Ok(snapshot)
+    }
+
+    /// What a restart rebuilds the core from ([`Store::restore_snapshot`]): the live agents'
+    /// rows, tasks and turns; the others' rows alone, with their highest task and turn ids;
+    /// every offset. Its time and memory grow with the live agents.
+    pub async fn restore_snapshot(
+        &self,
+        live_since: Option<Timestamp>,
+    ) -> Result<Snapshot, StoreError> {
+        let Some(since) = live_since else {
+            return self.snapshot().await;
+        };
+        let c = self.pool.get().await?;
+        let since = since.millis() as f64;
+        let live = "(NOT ended AND last_seen_at >= to_timestamp($1::float8 / 1000.0))";
+        let (mut snapshot, offsets, dormant) = match &self.machine {
+            Some(m) => (
+                rows(&c, &format!("IN (SELECT id FROM agents WHERE machine = $2 AND {live})"), &[&since, m]).await?,
+                c.query("SELECT path, session_id, \"offset\", task_id FROM transcript_offsets WHERE machine = $1 ORDER BY path", &[m])
+                    .await?,
+                dormant_rows(&c, &format!("machine = $2 AND NOT {live}"), &[&since, m]).await?,
+            ),
+            None => (
+                rows(&c, &format!("IN (SELECT id FROM agents WHERE {live})"), &[&since]).await?,
+                c.query("SELECT path, session_id, \"offset\", task_id FROM transcript_offsets ORDER BY path", &[])
+                    .await?,
+                dormant_rows(&c, &format!("NOT {live}"), &[&since]).await?,
+            ),
+        };
+        snapshot.offsets = offsets.iter().map(offset_row).collect();
+        snapshot.dormant = dormant;
         Ok(snapshot)
     }
 
@@ -51,6 +76,19 @@ impl PgStore {
     pub async fn agents(&self) -> Result<Vec<AgentView>, StoreError> {
         self.agents_where("WHERE a.pruned_at IS NULL OR NOT a.ended", &[])
             .await
+    }
+
+    /// Each folder an agent (not pruned) worked in, with its machine, once.
+    pub async fn agent_folders(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let c = self.pool.get().await?;
+        let rows = c
+            .query(
+                "SELECT DISTINCT machine, cwd FROM agents
+                 WHERE cwd IS NOT NULL AND (pruned_at IS NULL OR NOT ended) ORDER BY machine, cwd",
+                &[],
+            )
+            .await?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 
     /// One agent by id.
@@ -325,6 +363,46 @@ fn turn_row(r: &Row) -> Result<TurnRow, StoreError> {
 
 /// Agents (`id`), tasks and turns (`agent_id`) whose agent id matches `filter` (an SQL
 /// condition on it, e.g. `= ANY($1)`; empty for all), without offsets.
+/// An offset row as the snapshots read it (`path, session_id, offset, task_id`).
+fn offset_row(r: &tokio_postgres::Row) -> OffsetRow {
+    OffsetRow {
+        path: r.get(0),
+        session_id: r.get(1),
+        offset: r.get::<_, i64>(2) as u64,
+        task_id: r.get::<_, Option<i64>>(3).map(|v| v as u64),
+    }
+}
+
+/// The agents matching `filter` as dormant rows: the row and its highest task and turn ids
+/// (read by index, never the turns themselves).
+async fn dormant_rows(
+    c: &deadpool_postgres::Object,
+    filter: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<Vec<DormantAgent>, StoreError> {
+    let rows = c
+        .query(
+            &format!(
+                "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission, end_reason, claude_pid, git_branch,
+                        (SELECT max(t.id) FROM tasks t WHERE t.agent_id = agents.id),
+                        (SELECT max(u.id) FROM turns u WHERE u.agent_id = agents.id)
+                 FROM agents WHERE {filter} ORDER BY id",
+                ms("last_seen_at"),
+                ms("sent_at"),
+            ),
+            params,
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| DormantAgent {
+            row: agent_row(r, 12),
+            max_task: r.get::<_, Option<i64>>(15).map(|v| v as u64),
+            max_turn: r.get::<_, Option<i64>>(16).map(|v| v as u64),
+        })
+        .collect())
+}
+
 async fn rows(
     c: &deadpool_postgres::Object,
     filter: &str,
@@ -380,5 +458,6 @@ async fn rows(
         tasks,
         turns,
         offsets: Vec::new(),
+        dormant: Vec::new(),
     })
 }

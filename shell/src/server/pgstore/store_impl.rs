@@ -42,12 +42,23 @@ impl Store for PgStore {
         Box::pin(PgStore::snapshot(self))
     }
 
+    fn restore_snapshot(
+        &self,
+        live_since: Option<headspace_core::Timestamp>,
+    ) -> BoxFuture<'_, Result<Snapshot, StoreError>> {
+        Box::pin(PgStore::restore_snapshot(self, live_since))
+    }
+
     fn load_agents<'a>(&'a self, ids: &'a [u64]) -> BoxFuture<'a, Result<Snapshot, StoreError>> {
         Box::pin(PgStore::load_agents(self, ids))
     }
 
     fn agents(&self) -> BoxFuture<'_, Result<Vec<AgentView>, StoreError>> {
         Box::pin(PgStore::agents(self))
+    }
+
+    fn agent_folders(&self) -> BoxFuture<'_, Result<Vec<(String, String)>, StoreError>> {
+        Box::pin(PgStore::agent_folders(self))
     }
 
     fn agent(&self, agent_id: u64) -> BoxFuture<'_, Result<Option<AgentView>, StoreError>> {
