@@ -144,6 +144,7 @@ pub mod mend;
 pub mod model;
 pub mod notice;
 pub mod orchestration;
+pub mod outage;
 pub mod pane;
 pub mod pane_commands;
 pub mod planted;

@@ -159,6 +159,8 @@ fn machine_b_settings(claude: &Path) -> Settings {
         prices: headspace_core::usage::PriceTable::builtin(),
         machine: "B".into(),
         role: headspace::server::role::Role::Edge,
+        hold_limits: headspace_core::outage::HoldLimits::default(),
+        spool_dir: None,
     }
 }
 

@@ -116,6 +116,8 @@ pub(crate) fn settings(
         prices: headspace_core::usage::PriceTable::builtin(),
         machine: machine.into(),
         role,
+        hold_limits: headspace_core::outage::HoldLimits::default(),
+        spool_dir: None,
     }
 }
 

@@ -59,7 +59,7 @@ impl Core {
             return false;
         }
         if !self.held.is_empty() {
-            self.held.push_back((self.now, input));
+            self.hold(self.now, input);
             return false;
         }
         match self.needs(&input) {
@@ -73,7 +73,7 @@ impl Core {
             }
             Needs::Load(ids) => {
                 self.ask_to_load(ids);
-                self.held.push_back((self.now, input));
+                self.hold(self.now, input);
                 false
             }
         }
@@ -85,7 +85,7 @@ impl Core {
     /// latest time seen is the core's again afterwards.
     fn drain_held(&mut self) {
         let latest = self.now;
-        while let Some((at, input)) = self.held.pop_front() {
+        while let Some((at, input)) = self.unhold() {
             match self.needs(&input) {
                 Needs::Nothing => {
                     self.now = at;
@@ -101,6 +101,7 @@ impl Core {
                 Needs::Skip => self.forget_read(&input),
                 Needs::Load(ids) => {
                     self.ask_to_load(ids);
+                    self.held_bytes += crate::outage::input_bytes(&input);
                     self.held.push_front((at, input));
                     break;
                 }
@@ -350,6 +351,27 @@ impl Core {
     /// Agents in memory, and agents evicted from it.
     pub fn memory_counts(&self) -> (usize, usize) {
         (self.agents.len(), self.evicted.len())
+    }
+
+    /// The inputs held for agents not back yet: how many, and about how many bytes
+    /// ([`crate::outage::input_bytes`]).
+    pub fn held_size(&self) -> (u64, u64) {
+        (self.held.len() as u64, self.held_bytes)
+    }
+
+    /// Holds `input`, arrived at `at`, at the back of the queue.
+    fn hold(&mut self, at: Timestamp, input: Input) {
+        self.held_bytes += crate::outage::input_bytes(&input);
+        self.held.push_back((at, input));
+    }
+
+    /// Takes the first held input.
+    fn unhold(&mut self) -> Option<(Timestamp, Input)> {
+        let (at, input) = self.held.pop_front()?;
+        self.held_bytes = self
+            .held_bytes
+            .saturating_sub(crate::outage::input_bytes(&input));
+        Some((at, input))
     }
 }
 

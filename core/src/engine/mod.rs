@@ -233,6 +233,8 @@ pub struct Core {
     /// Inputs held until the agents they concern are back, in arrival order, each with the
     /// time it arrived: it is decided as of then, however late the load answers.
     held: VecDeque<(Timestamp, Input)>,
+    /// About how many bytes `held` holds ([`crate::outage::input_bytes`]).
+    held_bytes: u64,
 }
 
 impl Core {
@@ -270,6 +272,7 @@ impl Core {
             loading: BTreeSet::new(),
             loads_asked: VecDeque::new(),
             held: VecDeque::new(),
+            held_bytes: 0,
         }
     }
 

@@ -17,6 +17,9 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, info, warn};
 
+/// Commands a long read hands to the writer at a time.
+const READ_BATCH: usize = 1_000;
+
 /// What the rest of the server tells the driver.
 pub enum Msg {
     /// An input ready for the core as it is (a hook, a pane capture, a send, agents loaded
@@ -56,6 +59,17 @@ pub struct Health {
     pub healthy: AtomicBool,
     /// Commands waiting to be written.
     pub backlog: AtomicU64,
+    /// About how many bytes they hold ([`headspace_core::outage::command_bytes`]).
+    pub backlog_bytes: AtomicU64,
+}
+
+/// How a loop holds up while the database is away or slow: its limits, and the spool where
+/// hooks go past them ([`headspace_core::outage`]).
+pub struct Shedding {
+    /// How much may be held.
+    pub limits: headspace_core::outage::HoldLimits,
+    /// The spool (`None`: nothing is spooled, as in the simulation).
+    pub spool: Option<crate::server::spool::Spool>,
 }
 
 /// What the driver shares with the rest of the server.
@@ -70,6 +84,9 @@ pub struct Shared {
 
 /// Pending reconcile answers, by request id.
 type Replies = Arc<Mutex<HashMap<RequestId, oneshot::Sender<Reply>>>>;
+
+/// A read planned, with the progress of the reconcile it belongs to.
+type PlannedRead = (ReadPlan, Option<(RequestId, Arc<ReconcileProgress>)>);
 
 /// Reads transcript files for the core, remembering how far each was fed.
 struct Reader {
@@ -196,6 +213,12 @@ struct CoreLoop {
     metrics: Arc<Metrics>,
     /// Running reconciles' progress, by request.
     progress: HashMap<RequestId, Arc<ReconcileProgress>>,
+    /// Limits and spool.
+    shedding: Shedding,
+    /// True while the loop holds all it may: hooks go to the spool, transcript notices wait.
+    spooling: bool,
+    /// Transcripts that grew while spooling, read once it ends (from how far they were fed).
+    deferred: std::collections::BTreeSet<String>,
 }
 
 impl CoreLoop {
@@ -211,57 +234,200 @@ impl CoreLoop {
         let now = self.clock.now();
         self.handle(now, input);
         let mut batch = Vec::new();
-        loop {
-            let cmds: Vec<Command> = std::iter::from_fn(|| self.core.poll_command()).collect();
-            if cmds.is_empty() {
+        let mut reads = std::collections::VecDeque::new();
+        self.drain_core(&mut batch, &mut reads);
+        while let Some((mut plan, progress)) = reads.pop_front() {
+            while let Some(input) = self.reader.next_chunk(&mut plan) {
+                let n = match &input {
+                    Input::Transcript { data, .. } => data.len() as u64,
+                    _ => 0,
+                };
+                self.handle(now, input);
+                if let Some((request, p)) = &progress {
+                    p.remaining
+                        .fetch_sub(n.min(p.remaining.load(Relaxed)), Relaxed);
+                    if let Some(c) = self.core.reconcile_created(*request) {
+                        p.created.store(c, Relaxed);
+                    }
+                }
+                self.drain_core(&mut batch, &mut reads);
+                // A long read (a large transcript, every file after a restart) hands its writes
+                // over as it goes, at the writer's pace: it never holds them all.
+                if batch.len() >= READ_BATCH {
+                    self.send_batch(&mut batch);
+                    self.pace();
+                }
+            }
+            if let Some((_, p)) = &progress {
+                // What a short read left unread is not coming.
+                p.remaining
+                    .fetch_sub((plan.end - plan.at).min(p.remaining.load(Relaxed)), Relaxed);
+            }
+        }
+        self.send_batch(&mut batch);
+    }
+
+    /// Takes the core's commands in order: reads are planned (every read asked for at once is
+    /// planned before any is read, so that a reconcile's progress counts the bytes of all its
+    /// files), everything else goes to `batch`.
+    fn drain_core(
+        &mut self,
+        batch: &mut Vec<Command>,
+        reads: &mut std::collections::VecDeque<PlannedRead>,
+    ) {
+        while let Some(cmd) = self.core.poll_command() {
+            match cmd {
+                Command::ReadTranscript { path, from, read } => {
+                    let plan = self.reader.answer(&path, from, read);
+                    let progress = self.reading_for(read, &plan);
+                    reads.push_back((plan, progress));
+                }
+                other => batch.push(other),
+            }
+        }
+    }
+
+    /// Hands `batch` to the writer (emptying it), counted in the backlog.
+    fn send_batch(&mut self, batch: &mut Vec<Command>) {
+        if batch.is_empty() {
+            return;
+        }
+        let commands = std::mem::take(batch);
+        let bytes: u64 = commands
+            .iter()
+            .map(headspace_core::outage::command_bytes)
+            .sum();
+        self.health
+            .backlog
+            .fetch_add(commands.len() as u64, Relaxed);
+        self.health.backlog_bytes.fetch_add(bytes, Relaxed);
+        let _ = self.writer.send(commands);
+    }
+
+    /// What is held now (commands the writer has not committed, inputs waiting for evicted
+    /// agents' rows): how many, and about how many bytes.
+    fn held(&self) -> (u64, u64) {
+        let (inputs, input_bytes) = self.core.held_size();
+        (
+            self.health.backlog.load(Relaxed) + inputs,
+            self.health.backlog_bytes.load(Relaxed) + input_bytes,
+        )
+    }
+
+    /// Waits while the database takes writes but what is held is past half the limits: a
+    /// long read (a large transcript, the spool's replay) then goes at the writer's pace.
+    /// With the database away nothing is waited for: past the limits the loop spools.
+    fn pace(&self) {
+        if self.shedding.spool.is_none() {
+            return;
+        }
+        let limits = self.shedding.limits;
+        while self.health.healthy.load(Relaxed) {
+            let (count, bytes) = self.held();
+            if !limits.exceeded(count * 2, bytes * 2) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// Starts spooling when what is held is past the limits (the database away, or too slow
+    /// for what comes): from then on nothing more is held ([`headspace_core::outage`]).
+    fn spool_if_full(&mut self) {
+        if self.spooling || self.shedding.spool.is_none() {
+            return;
+        }
+        let (count, bytes) = self.held();
+        if !self.shedding.limits.exceeded(count, bytes) {
+            return;
+        }
+        warn!(
+            "[STORE] {} MB ({count} items) wait for the database: holding no more. Hooks go to \
+             the spool, transcripts are read once it has caught up",
+            bytes >> 20
+        );
+        self.spooling = true;
+        self.metrics.sheddings.fetch_add(1, Relaxed);
+    }
+
+    /// Ends spooling once what is held is down to half the limits: the spooled hooks are fed
+    /// in order, then the transcripts that grew meanwhile are read.
+    fn unspool_if_caught_up(&mut self) {
+        if !self.spooling {
+            return;
+        }
+        let (count, bytes) = self.held();
+        if self.shedding.limits.exceeded(count * 2, bytes * 2) {
+            return;
+        }
+        self.spooling = false;
+        let replayed = self.replay_spool();
+        if self.spooling {
+            return; // full again while replaying: the rest waits in the spool
+        }
+        for rel in std::mem::take(&mut self.deferred) {
+            self.on_file_changed(rel);
+            if self.spooling {
                 break;
             }
-            // Every read asked for at once is planned first, so that a reconcile's progress
-            // counts the bytes of all its files. Commands keep their order.
-            let mut steps = Vec::new();
-            for cmd in cmds {
-                match cmd {
-                    Command::ReadTranscript { path, from, read } => {
-                        let plan = self.reader.answer(&path, from, read);
-                        let progress = self.reading_for(read, &plan);
-                        steps.push(Err((plan, progress)));
-                    }
-                    other => steps.push(Ok(other)),
-                }
-            }
-            for step in steps {
-                match step {
-                    Ok(cmd) => batch.push(cmd),
-                    Err((mut plan, progress)) => {
-                        while let Some(input) = self.reader.next_chunk(&mut plan) {
-                            let n = match &input {
-                                Input::Transcript { data, .. } => data.len() as u64,
-                                _ => 0,
-                            };
-                            self.handle(now, input);
-                            if let Some((request, p)) = &progress {
-                                p.remaining
-                                    .fetch_sub(n.min(p.remaining.load(Relaxed)), Relaxed);
-                                if let Some(c) = self.core.reconcile_created(*request) {
-                                    p.created.store(c, Relaxed);
-                                }
-                            }
-                        }
-                        if let Some((_, p)) = &progress {
-                            // What a short read left unread is not coming.
-                            p.remaining.fetch_sub(
-                                (plan.end - plan.at).min(p.remaining.load(Relaxed)),
-                                Relaxed,
-                            );
-                        }
-                    }
-                }
+        }
+        info!("[STORE] the database caught up: {replayed} spooled hook(s) replayed");
+    }
+
+    fn spool_hook(&mut self, event: Option<&str>, body: &[u8]) {
+        let now = self.clock.now();
+        if let Some(spool) = &mut self.shedding.spool {
+            if let Err(e) = spool.append(now, event, body) {
+                tracing::error!(
+                    "[SPOOL] cannot spool a hook ({e}); it is lost unless its transcript has it"
+                );
             }
         }
-        if !batch.is_empty() {
-            self.health.backlog.fetch_add(batch.len() as u64, Relaxed);
-            let _ = self.writer.send(batch);
+    }
+
+    fn sync_spool(&mut self) {
+        if let Some(spool) = &mut self.shedding.spool {
+            if let Err(e) = spool.sync() {
+                tracing::error!("[SPOOL] cannot sync the spool: {e}");
+            }
         }
+    }
+
+    /// Feeds the spooled hooks (a spool a dead server left, or this one's) in order, paced;
+    /// how many. Hooks not fed when spooling starts again go back to the spool, first.
+    fn replay_spool(&mut self) -> u64 {
+        let taken = match self.shedding.spool.as_mut().map(|s| s.take()) {
+            Some(Ok(Some(t))) => t,
+            Some(Err(e)) => {
+                tracing::error!("[SPOOL] cannot read the spool: {e}");
+                return 0;
+            }
+            _ => return 0,
+        };
+        let hooks = match taken.hooks() {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::error!("[SPOOL] cannot read the spool: {e}");
+                return 0;
+            }
+        };
+        let mut n = 0;
+        for h in hooks {
+            if self.spooling {
+                self.spool_hook(h.event.as_deref(), h.body.as_bytes());
+                continue;
+            }
+            self.pace();
+            self.feed(Input::Hook {
+                event: h.event,
+                body: h.body.into_bytes(),
+            });
+            self.spool_if_full();
+            n += 1;
+        }
+        self.sync_spool();
+        taken.done();
+        n
     }
 
     /// The progress of the reconcile a planned read belongs to, its bytes counted in.
@@ -290,18 +456,51 @@ impl CoreLoop {
         Some((request, p))
     }
 
+    /// A transcript may have changed: what is new is read and fed, at the writer's pace.
+    fn on_file_changed(&mut self, rel: String) {
+        match self.reader.changed(&rel) {
+            Change::None => {}
+            Change::Reset(input) => self.feed(input),
+            Change::Read(mut plan) => {
+                while let Some(input) = self.reader.next_chunk(&mut plan) {
+                    self.pace();
+                    self.feed(input);
+                }
+            }
+        }
+    }
+
     fn on_msg(&mut self, msg: Msg) {
+        self.unspool_if_caught_up();
+        if self.spooling {
+            use headspace_core::outage::{while_shedding, WhileShedding};
+            match &msg {
+                Msg::Input(input) => match while_shedding(input) {
+                    WhileShedding::Spool => {
+                        if let Input::Hook { event, body } = input {
+                            self.spool_hook(event.as_deref(), body);
+                        }
+                        return;
+                    }
+                    WhileShedding::Drop => return,
+                    WhileShedding::Feed => {}
+                },
+                Msg::FileChanged(rel) => {
+                    self.deferred.insert(rel.clone());
+                    return;
+                }
+                Msg::Tick => self.sync_spool(),
+                Msg::Reconcile { .. } => {}
+            }
+        }
+        self.dispatch_msg(msg);
+        self.spool_if_full();
+    }
+
+    fn dispatch_msg(&mut self, msg: Msg) {
         match msg {
             Msg::Input(input) => self.feed(input),
-            Msg::FileChanged(rel) => match self.reader.changed(&rel) {
-                Change::None => {}
-                Change::Reset(input) => self.feed(input),
-                Change::Read(mut plan) => {
-                    while let Some(input) = self.reader.next_chunk(&mut plan) {
-                        self.feed(input);
-                    }
-                }
-            },
+            Msg::FileChanged(rel) => self.on_file_changed(rel),
             Msg::Tick => {
                 if let Some(timer) = self.core.next_timer().filter(|t| t.at <= self.clock.now()) {
                     debug!(
@@ -353,6 +552,7 @@ pub fn start(
     shared: Shared,
     recorder: Option<Recorder>,
     home: CoreHome,
+    shedding: Shedding,
 ) -> mpsc::UnboundedSender<Msg> {
     let Shared {
         hub,
@@ -385,6 +585,9 @@ pub fn start(
         health,
         metrics,
         progress: HashMap::new(),
+        shedding,
+        spooling: false,
+        deferred: Default::default(),
     };
     // The core's timers (gaps, send timeouts) are checked four times a second.
     let ticker = tx.clone();
@@ -414,6 +617,11 @@ pub fn start(
                         }
                     }));
                     lp.feed(Input::Restore(snapshot));
+                    // Hooks a server spooled before it stopped.
+                    let replayed = lp.replay_spool();
+                    if replayed > 0 {
+                        info!("[SPOOL] {replayed} hook(s) spooled before the restart replayed");
+                    }
                     while let Some(msg) = rx.blocking_recv() {
                         lp.on_msg(msg);
                     }
@@ -451,6 +659,10 @@ async fn writer(
         }
         // Writes are moved out, not copied: a batch may hold thousands of turns.
         let queued = batch.len() as u64;
+        let queued_bytes: u64 = batch
+            .iter()
+            .map(headspace_core::outage::command_bytes)
+            .sum();
         let (mut writes, mut rest) = (Vec::new(), Vec::new());
         for c in batch {
             match c {
@@ -502,6 +714,10 @@ async fn writer(
             }
         }
         health.backlog.fetch_sub(queued, Relaxed);
+        health.backlog_bytes.fetch_sub(
+            queued_bytes.min(health.backlog_bytes.load(Relaxed)),
+            Relaxed,
+        );
         for cmd in rest {
             match cmd {
                 Command::Publish(e) => {

@@ -26,6 +26,8 @@ pub struct Metrics {
     pub gaps: AtomicU64,
     /// Store batches retried.
     pub store_retries: AtomicU64,
+    /// Times the server shed what it held while the database was away (hooks to the spool).
+    pub sheddings: AtomicU64,
     /// Hooks refused as malformed.
     pub hooks_rejected: AtomicU64,
     /// Requests refused by the access checks (foreign host, cross-site, no token, …).
@@ -106,6 +108,11 @@ impl Metrics {
                 self.store_retries.load(Relaxed) as i64,
             ),
             ("headspace_store_healthy", "gauge", i64::from(healthy)),
+            (
+                "headspace_sheddings_total",
+                "counter",
+                self.sheddings.load(Relaxed) as i64,
+            ),
             (
                 "headspace_requests_refused_total",
                 "counter",
@@ -231,6 +238,7 @@ mod tests {
              # TYPE headspace_sse_clients gauge\nheadspace_sse_clients 7\n\
              # TYPE headspace_store_retries_total counter\nheadspace_store_retries_total 8\n\
              # TYPE headspace_store_healthy gauge\nheadspace_store_healthy 1\n\
+             # TYPE headspace_sheddings_total counter\nheadspace_sheddings_total 0\n\
              # TYPE headspace_requests_refused_total counter\nheadspace_requests_refused_total 0\n\
              # TYPE headspace_connections_evicted_total counter\nheadspace_connections_evicted_total 0\n\
              # TYPE headspace_connections_open gauge\nheadspace_connections_open 0\n"

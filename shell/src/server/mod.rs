@@ -19,6 +19,7 @@ pub mod record;
 pub mod role;
 pub mod search;
 mod serve_args;
+pub mod spool;
 pub mod sse;
 pub mod store;
 pub mod watchdog;
@@ -260,6 +261,11 @@ async fn serve(
         prices: crate::server::prices::load(args.prices.as_deref())?,
         machine,
         role,
+        hold_limits: headspace_core::outage::HoldLimits {
+            max_bytes: (args.max_held_mb.max(1.0) * (1u64 << 20) as f64) as u64,
+            max_count: args.max_held.max(1),
+        },
+        spool_dir: role.has_agents().then(|| home.join("spool")),
     };
     let app = match role {
         Role::Hub => {
@@ -389,6 +395,10 @@ pub struct Settings {
     pub machine: String,
     /// What the process does (`--role`).
     pub role: Role,
+    /// How much the server holds while the database is away before it sheds.
+    pub hold_limits: headspace_core::outage::HoldLimits,
+    /// Where hooks are spooled when it sheds (`None`: it never sheds).
+    pub spool_dir: Option<PathBuf>,
 }
 
 /// Starts a server's insides on `world`: restores the core from the store, then starts the
@@ -422,6 +432,20 @@ pub async fn start(
         metrics: metrics.clone(),
         health: health.clone(),
     };
+    let spool = match &settings.spool_dir {
+        Some(dir) => {
+            let spool = crate::server::spool::Spool::new(dir)?;
+            if spool.is_none() {
+                warn!(
+                    "another server uses the hook spool in {}: this one will hold everything \
+                     in memory while the database is away (give each server its own --home)",
+                    dir.display()
+                );
+            }
+            spool
+        }
+        None => None,
+    };
     let core = driver::start(
         config,
         world,
@@ -429,6 +453,10 @@ pub async fn start(
         shared,
         recorder,
         settings.core_home,
+        driver::Shedding {
+            limits: settings.hold_limits,
+            spool,
+        },
     );
     crate::server::watcher::start_sweep(world.files.clone(), core.clone(), settings.sweep_every);
     crate::server::watchdog::start(

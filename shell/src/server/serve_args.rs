@@ -73,6 +73,14 @@ pub struct ServeArgs {
     /// news of it brings it back); an ended agent leaves after a minute. 0: never.
     #[arg(long, env = "HEADSPACE_EVICT_AFTER_SECONDS", default_value_t = 1800.0)]
     pub evict_after_seconds: f64,
+    /// Megabytes the server may hold while the database is away (writes waiting for it, inputs
+    /// waiting for an agent's rows) before it sheds them: hooks to a spool under --home,
+    /// transcripts read again from their stored offsets once the database is back.
+    #[arg(long, env = "HEADSPACE_MAX_HELD_MB", default_value_t = 128.0)]
+    pub max_held_mb: f64,
+    /// The same limit in items (writes, events and inputs).
+    #[arg(long, env = "HEADSPACE_MAX_HELD", default_value_t = 200_000)]
+    pub max_held: u64,
     /// The longest transcript line kept whole, in bytes: a longer one is read in bounded
     /// memory (its first this-many bytes and its last 64 KiB) and its turn's text is marked
     /// as truncated.
