@@ -229,6 +229,7 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
                 crash_after_turn: f.crash_after_turn,
                 pane_fail: f.pane_fail,
                 pane_stale_ms: f.pane_stale_ms as i64,
+                slow_loads_ms: f.slow_loads_ms,
             },
         );
         {

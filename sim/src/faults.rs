@@ -36,6 +36,9 @@ pub struct Faults {
     pub pane_stale_ms: u64,
     /// Pairs of concurrent reconciles from the endpoint (the watchdog adds its own).
     pub reconciles: u32,
+    /// A slow store: an evicted agent's rows come back up to this many ms late, while the
+    /// core holds every input behind them (decided, once they come, as of their arrival).
+    pub slow_loads_ms: u64,
 }
 
 impl Faults {
@@ -56,6 +59,7 @@ impl Faults {
             pane_fail: 0.0,
             pane_stale_ms: 0,
             reconciles: 0,
+            slow_loads_ms: 0,
         }
     }
 
@@ -79,13 +83,15 @@ impl Faults {
             pane_fail: if on(rng) { p(rng, 0.3) } else { 0.0 },
             pane_stale_ms: if on(rng) { rng.range(0, 1_500) } else { 0 },
             reconciles: if on(rng) { rng.range(0, 4) as u32 } else { 0 },
+            // Drawn last: the knobs before it keep their values for every earlier seed.
+            slow_loads_ms: if on(rng) { rng.range(0, 4_000) } else { 0 },
         }
     }
 }
 
 impl fmt::Display for Faults {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let rows: [(&str, String); 14] = [
+        let rows: [(&str, String); 15] = [
             ("hooks dropped", format!("{:.0}%", self.hook_drop * 100.0)),
             ("hooks duplicated", format!("{:.0}%", self.hook_dup * 100.0)),
             (
@@ -121,6 +127,10 @@ impl fmt::Display for Faults {
             ),
             ("stale pane screen", format!("{} ms", self.pane_stale_ms)),
             ("concurrent reconcile pairs", self.reconciles.to_string()),
+            (
+                "agent rows loaded late",
+                format!("0–{} ms", self.slow_loads_ms),
+            ),
         ];
         writeln!(f, "  {:<34} setting", "fault")?;
         for (k, v) in rows {

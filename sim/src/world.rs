@@ -97,6 +97,8 @@ pub struct AdapterFaults {
     pub pane_fail: f64,
     /// How stale a capture is, in ms.
     pub pane_stale_ms: i64,
+    /// Agent rows come back up to this many ms late (a slow store).
+    pub slow_loads_ms: u64,
 }
 
 /// Everything the world holds.

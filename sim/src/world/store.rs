@@ -85,7 +85,18 @@ impl Store for SimWorld {
         } else {
             Ok(s.store.load_agents(ids))
         };
-        Box::pin(async move { r })
+        // A slow store: the rows come late (the writer commits nothing meanwhile, so they are
+        // as they were asked for).
+        let late = if s.hostile && s.faults.slow_loads_ms > 0 {
+            let max = s.faults.slow_loads_ms;
+            s.rng.range(0, max)
+        } else {
+            0
+        };
+        Box::pin(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(late)).await;
+            r
+        })
     }
 
     fn agents(&self) -> BoxFuture<'_, Result<Vec<AgentView>, StoreError>> {
