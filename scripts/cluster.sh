@@ -56,7 +56,7 @@ for m in a b; do
     >"$dir/edge.log" 2>&1 &
   pids+=($!)
   healthy "$addr" "$dir/edge.log"
-  "$bin/headspace" hooks install --settings "$dir/claude/settings.json" --url "http://$addr" \
+  "$bin/headspace" hooks install --transport command --settings "$dir/claude/settings.json" --url "http://$addr" \
     --token-file "$dir/token" >/dev/null
   agent="$bin/headspace-agent --claude-dir $dir/claude --stay --auto --think-ms 3000"
   tmux -L "hs-edge-$m" new-session -d -s agents -x 160 -y 40 -c "$dir/work" \

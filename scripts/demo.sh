@@ -24,7 +24,7 @@ start)
     sleep 0.3
   done
   curl -sf "http://$addr/healthz" >/dev/null || { echo "the server did not start; see: tmux attach -t $session"; exit 1; }
-  "$bin/headspace" hooks install --settings "$claude/settings.json" --url "http://$addr" \
+  "$bin/headspace" hooks install --transport command --settings "$claude/settings.json" --url "http://$addr" \
     --token-file "$home/token" >/dev/null
   cd "$home/work"
   agent="$bin/headspace-agent --claude-dir $claude --stay --auto --think-ms 2500"

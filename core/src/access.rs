@@ -88,6 +88,9 @@ pub struct AccessPolicy {
     token: [u8; 32],
     /// The login cookie's value: derived from the token, so the cookie is not the token.
     cookie: String,
+    /// SHA-256 of the hook key: a credential that posts hooks and opens nothing else (it is
+    /// written into Claude Code's settings for its HTTP hooks, where the token must not be).
+    hook_key: Option<[u8; 32]>,
 }
 
 impl std::fmt::Debug for AccessPolicy {
@@ -117,7 +120,15 @@ impl AccessPolicy {
             hosts: names,
             token: sha256(token),
             cookie: login_cookie_value(token),
+            hook_key: None,
         }
+    }
+
+    /// This policy, also taking `key` as the credential of the hook routes (and of nothing
+    /// else).
+    pub fn with_hook_key(mut self, key: &str) -> AccessPolicy {
+        self.hook_key = Some(sha256(key));
+        self
     }
 
     /// Whether `token` is the server's token (constant time).
@@ -226,12 +237,21 @@ impl AccessPolicy {
         }
     }
 
-    /// What the request carries: the right credential (either one), a wrong one, or none.
+    /// What the request carries: the right credential (the token or its login cookie; on a
+    /// hook route, also the hook key), a wrong one, or none.
     fn credential(&self, r: &RequestFacts<'_>) -> Credential {
+        let hook_route = r.method == "POST" && is_hook_route(r.path);
         let bearer = r
             .authorization
             .map(|v| match v.trim().strip_prefix("Bearer ") {
-                Some(t) => self.token_matches(t.trim()),
+                Some(t) => {
+                    let t = t.trim();
+                    self.token_matches(t)
+                        || (hook_route
+                            && self
+                                .hook_key
+                                .is_some_and(|k| constant_time_eq(&k, &sha256(t))))
+                }
                 None => false,
             });
         let cookie = r.cookie.and_then(|header| {
@@ -259,6 +279,11 @@ enum Credential {
     Wrong,
     /// Neither.
     None,
+}
+
+/// The routes that take hooks: `/hook/{event}`, `/hook/{agent kind}/{event}`, `/hooks/claude`.
+pub fn is_hook_route(path: &str) -> bool {
+    path.starts_with("/hook/") || path == "/hooks/claude"
 }
 
 /// The dashboard's own files: `/`, or one plain file name with a static extension.
@@ -503,6 +528,33 @@ mod tests {
         }
         let send = anonymous("POST", "/api/agents/1/send", "127.0.0.1");
         assert_eq!(p.check(&send).unwrap_err().status, 401);
+    }
+
+    #[test]
+    fn the_hook_key_posts_hooks_and_opens_nothing_else() {
+        let p = policy().with_hook_key("hookkey1");
+        let mut hook = anonymous("POST", "/hook/Stop", "127.0.0.1:5055");
+        hook.authorization = Some("Bearer hookkey1");
+        assert_eq!(p.check(&hook), Ok(()));
+        let mut kind = hook;
+        kind.path = "/hook/codex/Stop";
+        assert_eq!(p.check(&kind), Ok(()));
+        for (method, path) in [
+            ("GET", "/api/agents"),
+            ("POST", "/api/agents/1/send"),
+            ("GET", "/api/events"),
+            ("GET", "/hook/Stop"),
+        ] {
+            let mut f = anonymous(method, path, "127.0.0.1:5055");
+            f.authorization = Some("Bearer hookkey1");
+            let r = p.check(&f).unwrap_err();
+            assert_eq!(r.status, 401, "{method} {path}");
+            assert!(r.wrong_credential, "{method} {path}");
+        }
+        // Without a hook key configured, nothing but the token posts hooks.
+        let mut plain = anonymous("POST", "/hook/Stop", "127.0.0.1");
+        plain.authorization = Some("Bearer hookkey1");
+        assert_eq!(policy().check(&plain).unwrap_err().status, 401);
     }
 
     #[test]

@@ -33,6 +33,12 @@ pub fn token_path(home: &Path) -> PathBuf {
     home.join("token")
 }
 
+/// The hook key in Headspace's folder `home`: the credential Claude Code's HTTP hooks send
+/// (it posts hooks and opens nothing else), made by the server on its first start.
+pub fn hook_key_path(home: &Path) -> PathBuf {
+    home.join("hook-key")
+}
+
 /// The token a client sends: from `--token-file` or `HEADSPACE_TOKEN` when given, else from
 /// the server's own token file in the default home (`None` when there is none to read, for
 /// instance when the server runs as another account).

@@ -23,17 +23,32 @@ fn expected_turns(script: &str) -> usize {
 
 #[test]
 fn every_scripted_turn_arrives_exactly_once_even_with_hooks_cut() {
-    let Some(db) = fresh_db("stand_in") else {
+    stand_ins_with_hooks_cut("command");
+}
+
+/// The same over Claude Code's own HTTP transport (`"type": "http"` hooks, posted by the agent
+/// with the hook key and the pane as a header; SessionStart stays a command).
+#[test]
+fn every_scripted_turn_arrives_exactly_once_over_http_hooks_too() {
+    stand_ins_with_hooks_cut("http");
+}
+
+fn stand_ins_with_hooks_cut(transport: &str) {
+    let Some(db) = fresh_db(&format!("stand_in_{transport}")) else {
         return;
     };
-    let claude = temp_dir("stand-in");
+    let claude = temp_dir(&format!("stand-in-{transport}"));
     let server = Server::start(&db, &claude, &[]);
     let settings = claude.join("settings.json");
-    install_hooks(&server, &settings);
+    install_hooks_with(&server, &settings, transport);
+    if transport == "http" {
+        let installed = std::fs::read_to_string(&settings).unwrap();
+        assert!(installed.contains("\"type\": \"http\""), "{installed}");
+    }
 
     let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/../demo");
     let agent = headspace_testkit::stand_in::stand_in_agent();
-    let tmux = Tmux(format!("headspace-e2e-{}", std::process::id()));
+    let tmux = Tmux(format!("headspace-e2e-{transport}-{}", std::process::id()));
     let runs = [
         ("full", format!("{demo}/asks.json"), ""),
         ("half", format!("{demo}/finishes.json"), "--drop-every 2"),

@@ -38,6 +38,70 @@ pub(crate) struct HooksTarget {
     /// `$HEADSPACE_HOME/token`, where the server keeps the token it made.
     #[arg(long, env = "HEADSPACE_TOKEN_FILE")]
     pub(crate) token_file: Option<PathBuf>,
+    /// How Claude Code hands hooks over: `http` (it posts them itself, 2.1.63 and later; no
+    /// process per hook), `command` (it runs `headspace hook-forward`), or `auto`: http when
+    /// the installed Claude Code supports it.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "http", "command"])]
+    pub(crate) transport: String,
+    /// The Claude Code version `auto` decides by, instead of asking `claude --version`.
+    #[arg(long)]
+    pub(crate) claude_version: Option<String>,
+    /// The Claude Code command `auto` asks for its version.
+    #[arg(long, env = "HEADSPACE_CLAUDE_COMMAND", default_value = "claude")]
+    pub(crate) claude_command: String,
+    /// The hook key HTTP hooks carry (it posts hooks and opens nothing else). Default:
+    /// `$HEADSPACE_HOME/hook-key`, made by the server's first start (or here).
+    #[arg(long)]
+    pub(crate) hook_key_file: Option<PathBuf>,
+}
+
+/// The transport `target` asks for, and why: a Claude Code version found, or the flag.
+fn transport_of(t: &HooksTarget) -> (headspace::hooks::install::Transport, String) {
+    use headspace::hooks::install::Transport;
+    match t.transport.as_str() {
+        "http" => (Transport::Http, "--transport http".into()),
+        "command" => (Transport::Command, "--transport command".into()),
+        _ => {
+            let version = t
+                .claude_version
+                .clone()
+                .or_else(|| claude_version(&t.claude_command));
+            match version {
+                Some(v) => (
+                    Transport::for_version(&v),
+                    format!("Claude Code {}", v.trim()),
+                ),
+                None => (
+                    Transport::Command,
+                    format!("no `{} --version` answered", t.claude_command),
+                ),
+            }
+        }
+    }
+}
+
+/// What `command --version` prints, if it answers within five seconds.
+fn claude_version(command: &str) -> Option<String> {
+    let mut child = std::process::Command::new(command)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    for _ in 0..100 {
+        if let Some(status) = child.try_wait().ok()? {
+            if !status.success() {
+                return None;
+            }
+            let mut out = String::new();
+            std::io::Read::read_to_string(&mut child.stdout.take()?, &mut out).ok()?;
+            return Some(out.trim().to_string()).filter(|o| !o.is_empty());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    None
 }
 
 pub(crate) fn hooks(action: HooksAction) -> ExitCode {
@@ -55,7 +119,25 @@ pub(crate) fn hooks(action: HooksAction) -> ExitCode {
             Some(f) => std::path::absolute(f).map_err(|e| e.to_string())?,
             None => headspace::config::token_path(&headspace::config::default_home()?),
         };
+        let (transport, why) = transport_of(t);
+        let hook_key = match transport {
+            hi::Transport::Http => {
+                let file = match &t.hook_key_file {
+                    Some(f) => f.clone(),
+                    None => {
+                        let home = headspace::config::default_home()?;
+                        headspace::private_files::private_dir(&home)?;
+                        headspace::config::hook_key_path(&home)
+                    }
+                };
+                Some(headspace::private_files::secret_or_new(&file)?)
+            }
+            hi::Transport::Command => None,
+        };
+        eprintln!("headspace hooks: {} hooks ({why})", transport.as_str());
         Ok::<_, String>(hi::Forwarding {
+            transport,
+            hook_key,
             url,
             token_file: Some(token_file),
         })

@@ -130,23 +130,73 @@ fn check_url(url: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Where the installed hooks send their payloads, and where the forwarder finds the
-/// server's token (a path, never the token: `settings.json` is read by more programs than
-/// Headspace).
+/// Where the installed hooks send their payloads, how, and with which credential: the
+/// command hook names the server's token file (a path, never the token: `settings.json` is
+/// read by more programs than Headspace); an HTTP hook carries the hook key, which posts
+/// hooks and opens nothing else.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Forwarding {
     /// The server.
     pub url: HookUrl,
     /// The server's token file (`None`: the forwarder looks where the CLI does).
     pub token_file: Option<PathBuf>,
+    /// How Claude Code hands the hooks over.
+    pub transport: Transport,
+    /// The hook key, for [`Transport::Http`].
+    pub hook_key: Option<String>,
 }
 
+/// How Claude Code hands a hook to Headspace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// Claude Code runs `headspace hook-forward`, which posts it (any version).
+    Command,
+    /// Claude Code posts it itself (`"type": "http"`, Claude Code 2.1.63 and later): no
+    /// process is started per hook. SessionStart, which Claude Code never sends over HTTP,
+    /// stays a command hook.
+    Http,
+}
+
+/// The first Claude Code version whose hooks can be `"type": "http"`.
+pub const HTTP_HOOKS_SINCE: (u32, u32, u32) = (2, 1, 63);
+
+impl Transport {
+    /// The transport for a Claude Code that prints `version` (`claude --version`, e.g.
+    /// `2.1.332 (Claude Code)`): HTTP from [`HTTP_HOOKS_SINCE`] on, the command otherwise or
+    /// when the version does not read.
+    pub fn for_version(version: &str) -> Transport {
+        let number = version.split_whitespace().next().unwrap_or("");
+        let parts: Vec<u32> = number.split('.').map_while(|p| p.parse().ok()).collect();
+        match parts.as_slice() {
+            [a, b, c, ..] if (*a, *b, *c) >= HTTP_HOOKS_SINCE => Transport::Http,
+            _ => Transport::Command,
+        }
+    }
+
+    /// Its name, as `hooks print` says it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Command => "command",
+            Transport::Http => "http",
+        }
+    }
+}
+
+/// The header an HTTP hook names its pane with (the server reads it as `tmux_pane`).
+pub const PANE_HEADER: &str = "X-Headspace-Pane";
+
+/// How long Claude Code waits for Headspace to take an HTTP hook, in seconds: the server
+/// answers at once, and an agent must never wait long on a server that hangs.
+pub const HTTP_TIMEOUT_SECONDS: u64 = 2;
+
 impl Forwarding {
-    /// Forwarding to `url`, the token found where the CLI finds it.
+    /// Command hooks to `url`, the token found where the CLI finds it.
     pub fn to(url: HookUrl) -> Forwarding {
         Forwarding {
             url,
             token_file: None,
+            transport: Transport::Command,
+            hook_key: None,
         }
     }
 }
@@ -181,20 +231,48 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
-/// True for a hook command Headspace installed, in this version's quoted form
+/// True for a hook Headspace installed: a command in this version's quoted form
 /// (`'…/headspace' hook-forward Stop --url 'http://…'`) or an older version's unquoted one
-/// (`…/headspace hook-forward Stop --url http://…`), so upgrades and uninstall find both.
+/// (`…/headspace hook-forward Stop --url http://…`), or an HTTP hook carrying Headspace's
+/// pane header, so upgrades (either way) and uninstall find them all.
 fn is_ours(hook: &Value) -> bool {
-    hook.get("command")
+    let command = hook
+        .get("command")
         .and_then(Value::as_str)
-        .is_some_and(|c| c.contains(" hook-forward ") && c.contains("headspace"))
+        .is_some_and(|c| c.contains(" hook-forward ") && c.contains("headspace"));
+    let http = hook.get("type").and_then(Value::as_str) == Some("http")
+        && hook
+            .get("headers")
+            .and_then(Value::as_object)
+            .is_some_and(|h| h.contains_key(PANE_HEADER));
+    command || http
+}
+
+/// The hook entry for one event.
+fn hook_entry(exe: &Path, event: &str, to: &Forwarding) -> Value {
+    match (to.transport, &to.hook_key) {
+        (Transport::Http, Some(key)) if event != "SessionStart" => json!({
+            "type": "http",
+            "url": format!("{}/hook/{event}", to.url.as_str().trim_end_matches('/')),
+            "headers": {
+                "Authorization": format!("Bearer {key}"),
+                PANE_HEADER: "${TMUX_PANE}",
+            },
+            "allowedEnvVars": ["TMUX_PANE"],
+            "timeout": HTTP_TIMEOUT_SECONDS,
+        }),
+        _ => json!({"type": "command", "command": command(exe, event, to)}),
+    }
 }
 
 /// The `hooks` object Headspace installs.
 pub fn our_hooks(exe: &Path, url: &Forwarding) -> Value {
     let mut hooks = Map::new();
     for e in EVENTS {
-        hooks.insert(e.to_string(), json!([{"matcher": "", "hooks": [{"type": "command", "command": command(exe, e, url)}]}]));
+        hooks.insert(
+            e.to_string(),
+            json!([{"matcher": "", "hooks": [hook_entry(exe, e, url)]}]),
+        );
     }
     Value::Object(hooks)
 }
@@ -523,6 +601,51 @@ mod tests {
             assert!(!dir.join(marker).exists(), "{marker} ran");
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn http_hooks_from_2_1_63_on_carry_the_hook_key_and_the_pane_header() {
+        assert_eq!(
+            Transport::for_version("2.1.332 (Claude Code)"),
+            Transport::Http
+        );
+        assert_eq!(Transport::for_version("2.1.63"), Transport::Http);
+        assert_eq!(
+            Transport::for_version("2.1.62 (Claude Code)"),
+            Transport::Command
+        );
+        assert_eq!(Transport::for_version("1.9.200"), Transport::Command);
+        assert_eq!(Transport::for_version("nonsense"), Transport::Command);
+        let mut to = url("http://127.0.0.1:5055/");
+        to.transport = Transport::Http;
+        to.hook_key = Some("k3y".into());
+        let hooks = our_hooks(Path::new("/usr/bin/headspace"), &to);
+        let stop = &hooks["Stop"][0]["hooks"][0];
+        assert_eq!(stop["type"], "http");
+        assert_eq!(stop["url"], "http://127.0.0.1:5055/hook/Stop");
+        assert_eq!(stop["headers"]["Authorization"], "Bearer k3y");
+        assert_eq!(stop["headers"][PANE_HEADER], "${TMUX_PANE}");
+        assert_eq!(stop["allowedEnvVars"], json!(["TMUX_PANE"]));
+        assert!(is_ours(stop));
+        // Claude Code never sends SessionStart over HTTP: it stays a command.
+        assert_eq!(hooks["SessionStart"][0]["hooks"][0]["type"], "command");
+        // Switching back and forth leaves one hook per event, and uninstall removes them all.
+        let mut s =
+            json!({"hooks": {"Stop": [{"hooks": [{"type": "http", "url": "http://other/x"}]}]}});
+        merge(&mut s, Path::new("/usr/bin/headspace"), &to).unwrap();
+        merge(
+            &mut s,
+            Path::new("/usr/bin/headspace"),
+            &url("http://127.0.0.1:5055"),
+        )
+        .unwrap();
+        merge(&mut s, Path::new("/usr/bin/headspace"), &to).unwrap();
+        assert_eq!(s["hooks"]["Stop"].as_array().unwrap().len(), 2);
+        strip(&mut s);
+        assert_eq!(
+            s,
+            json!({"hooks": {"Stop": [{"hooks": [{"type": "http", "url": "http://other/x"}]}]}})
+        );
     }
 
     #[test]

@@ -60,6 +60,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         Some(h) => h,
         None => default_home()?,
     };
+    crate::private_files::private_dir(&home)?;
     let token = match read_token(args.token_file.as_deref(), args.token.as_deref())? {
         Some(t) => t,
         None if !args.addr.ip().is_loopback() => {
@@ -70,12 +71,12 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
             ))
         }
         // The first start makes one; the CLI and the hooks read it from there.
-        None => {
-            crate::private_files::private_dir(&home)?;
-            crate::private_files::secret_or_new(&token_path(&home))
-                .map_err(|e| format!("the token: {e}"))?
-        }
+        None => crate::private_files::secret_or_new(&token_path(&home))
+            .map_err(|e| format!("the token: {e}"))?,
     };
+    // What Claude Code's HTTP hooks send: it posts hooks and opens nothing else.
+    let hook_key = crate::private_files::secret_or_new(&crate::config::hook_key_path(&home))
+        .map_err(|e| format!("the hook key: {e}"))?;
     if args.role != Role::All && args.database_url.is_none() {
         return Err(format!(
             "--role {} works on the database the machines share: give --database-url (or DATABASE_URL)",
@@ -102,7 +103,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
             url
         }
     };
-    let result = serve(args, token, home, claude_dir, url).await;
+    let result = serve(args, token, hook_key, home, claude_dir, url).await;
     if let Some(pg) = embedded {
         info!("stopping the embedded database");
         let _ = tokio::task::spawn_blocking(move || pg.stop()).await;
@@ -143,6 +144,7 @@ fn connection_cap(wanted: usize) -> usize {
 async fn serve(
     args: ServeArgs,
     token: String,
+    hook_key: String,
     home: PathBuf,
     claude_dir: PathBuf,
     url: String,
@@ -244,7 +246,7 @@ async fn serve(
         audit_every: (args.audit_minutes > 0.0)
             .then(|| Duration::from_secs_f64((args.audit_minutes * 60.0).max(0.5))),
         max_body: args.max_body,
-        access: AccessPolicy::new(hosts, &token),
+        access: AccessPolicy::new(hosts, &token).with_hook_key(&hook_key),
         token,
         pane_keys: Arc::new(keys),
         // Runners this server starts talk back to the address it listens on (loopback when it

@@ -529,12 +529,20 @@ impl Drop for Tmux {
 }
 
 /// `headspace hooks install` into `settings`, posting to `server` (its token file recorded
-/// in the hooks, from `HEADSPACE_TOKEN_FILE`).
+/// in the hooks, from `HEADSPACE_TOKEN_FILE`): command hooks.
 pub fn install_hooks(server: &Server, settings: &Path) {
+    install_hooks_with(server, settings, "command")
+}
+
+/// [`install_hooks`] with the `transport` given (`command` or `http`: Claude Code's own
+/// HTTP hooks, with the hook key of the default home, which the test servers share).
+pub fn install_hooks_with(server: &Server, settings: &Path, transport: &str) {
     let out = headspace()
         .args([
             "hooks",
             "install",
+            "--transport",
+            transport,
             "--url",
             &format!("http://{}", server.addr),
         ])

@@ -326,12 +326,25 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
 /// Answers at once; the core does the work behind. A malformed body is refused with what was
 /// wrong, and nothing else is affected.
 async fn hook(app: &App, event: Option<String>, req: Request<Incoming>) -> Response<Body> {
+    // Claude Code's own HTTP hooks cannot add to the payload: the pane comes as a header
+    // (from `$TMUX_PANE`, see `hooks install`).
+    let pane = req
+        .headers()
+        .get(PANE_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|p| p.starts_with('%') && p.len() < 32)
+        .map(str::to_string);
     let body = match read_body(app, req).await {
         Ok(b) => b,
         Err(resp) => {
             app.metrics.hooks_rejected.fetch_add(1, Relaxed);
             return resp;
         }
+    };
+    let body = match pane {
+        Some(p) => with_pane(&body, &p),
+        None => body,
     };
     match Hook::parse(event.as_deref(), &body) {
         Ok(h) if h.session_id.is_none() => {
@@ -358,6 +371,23 @@ async fn hook(app: &App, event: Option<String>, req: Request<Incoming>) -> Respo
             warn!("[HOOK_RECEIVER] refused a hook: {e}");
             error(StatusCode::BAD_REQUEST, e)
         }
+    }
+}
+
+/// The header an HTTP hook names its tmux pane with.
+pub const PANE_HEADER: &str = "x-headspace-pane";
+
+/// A hook body with `tmux_pane` set to `pane` when it names none (a body that is not a JSON
+/// object is kept as it is: the hook's parse says what is wrong with it).
+fn with_pane(body: &[u8], pane: &str) -> bytes::Bytes {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(mut obj)) if !obj.contains_key("tmux_pane") => {
+            obj.insert("tmux_pane".into(), Value::String(pane.to_string()));
+            serde_json::to_vec(&obj)
+                .map(bytes::Bytes::from)
+                .unwrap_or_else(|_| bytes::Bytes::copy_from_slice(body))
+        }
+        _ => bytes::Bytes::copy_from_slice(body),
     }
 }
 

@@ -207,11 +207,21 @@ impl Agent {
             }
         }
         let body = payload.to_string();
-        let commands: Vec<String> = self.hooks[event]
+        let entries: Vec<Value> = self.hooks[event]
             .as_array()
             .into_iter()
             .flatten()
             .flat_map(|g| g["hooks"].as_array().cloned().unwrap_or_default())
+            .collect();
+        // HTTP hooks, as Claude Code 2.1.63+ sends them: posted in order, waited for (up to
+        // their timeout), never for SessionStart.
+        if event != "SessionStart" {
+            for h in entries.iter().filter(|h| h["type"] == "http") {
+                post_http_hook(h, &body);
+            }
+        }
+        let commands: Vec<String> = entries
+            .iter()
             .filter_map(|h| h["command"].as_str().map(str::to_string))
             .collect();
         let delayed =
@@ -548,4 +558,61 @@ fn main() {
     agent.hook("SessionEnd", json!({"reason": "prompt_input_exit"}));
     // Let delayed hooks finish before the process goes.
     std::thread::sleep(Duration::from_millis(agent.args.delay_hooks_ms + 100));
+}
+
+/// Posts `body` as Claude Code posts an HTTP hook: to its `url`, with its `headers`
+/// (`$NAME` and `${NAME}` filled from the environment for names in `allowedEnvVars`, others
+/// emptied), as JSON, waiting at most its `timeout` seconds; a failure is ignored.
+fn post_http_hook(hook: &Value, body: &str) {
+    use std::io::Read;
+    let Some(url) = hook["url"].as_str() else {
+        return;
+    };
+    let Some(rest) = url.strip_prefix("http://") else {
+        return;
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let allowed: Vec<&str> = hook["allowedEnvVars"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let fill = |v: &str| -> String {
+        let mut out = v.to_string();
+        for name in allowed.iter().copied() {
+            let value = std::env::var(name).unwrap_or_default();
+            out = out
+                .replace(&format!("${{{name}}}"), &value)
+                .replace(&format!("${name}"), &value);
+        }
+        out
+    };
+    let mut head = format!(
+        "POST {} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        if path.is_empty() { "/" } else { path },
+        body.len()
+    );
+    for (k, v) in hook["headers"].as_object().into_iter().flatten() {
+        if let Some(v) = v.as_str() {
+            head.push_str(&format!("{k}: {}\r\n", fill(v).replace(['\r', '\n'], "")));
+        }
+    }
+    head.push_str("\r\n");
+    let timeout = Duration::from_secs(hook["timeout"].as_u64().unwrap_or(600));
+    let Ok(addr) = std::net::ToSocketAddrs::to_socket_addrs(authority).map(|mut a| a.next()) else {
+        return;
+    };
+    let Some(addr) = addr else { return };
+    let Ok(mut s) = std::net::TcpStream::connect_timeout(&addr, timeout) else {
+        return;
+    };
+    let _ = s.set_read_timeout(Some(timeout));
+    if s.write_all(head.as_bytes())
+        .and_then(|_| s.write_all(body.as_bytes()))
+        .is_ok()
+    {
+        let mut answer = Vec::new();
+        let _ = s.read_to_end(&mut answer);
+    }
 }
