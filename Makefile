@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: run test deps build bench sim fmt lint clean demo demo-stop cluster
+.PHONY: run test deps build bench sim fmt lint clean demo demo-stop cluster claude-code
 
 ## Install what is missing (Debian: postgresql, tmux, openssl and git for tests' fixtures,
 ## chromium + chromium-driver for the dashboard's browser test, node for the page's scripts'
@@ -17,6 +17,7 @@ deps:
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
 	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
 	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
 	command -v python3 >/dev/null 2>&1 || missing="$$missing python3"; \
 	if [ -n "$$missing" ]; then \
@@ -29,8 +30,21 @@ deps:
 build:
 	$(CARGO) build --release -p headspace
 
+## The real Claude Code client the real-client tests drive (a pinned version from npm, in
+## .cache/; about 400 MB). Without it, those tests are skipped (but on CI, where they fail).
+CLAUDE_CODE_VERSION := 2.1.332
+CLAUDE_CODE_DIR := $(CURDIR)/.cache/claude-code-$(CLAUDE_CODE_VERSION)
+export HEADSPACE_CLAUDE_BIN := $(CLAUDE_CODE_DIR)/node_modules/.bin/claude
+claude-code:
+	@if ! "$(HEADSPACE_CLAUDE_BIN)" --version >/dev/null 2>&1; then \
+	  echo "installing Claude Code $(CLAUDE_CODE_VERSION) for the real-client tests"; \
+	  npm install --no-audit --no-fund --loglevel=error --prefix "$(CLAUDE_CODE_DIR)" \
+	    @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) \
+	    || echo "could not install Claude Code: the real-client tests will be skipped"; \
+	fi
+
 ## The whole test suite, with a throwaway PostgreSQL started and stopped around it.
-test: deps
+test: deps claude-code
 	scripts/with-test-postgres.sh $(CARGO) test --workspace --no-fail-fast
 
 ## Start the server on the embedded database.

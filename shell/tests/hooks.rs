@@ -510,3 +510,62 @@ fn hooks_from_the_older_unquoted_version_are_upgraded_and_removed() {
     assert_eq!(std::fs::read_to_string(&settings).unwrap(), USER_SETTINGS);
     assert_eq!(mode(&settings), 0o600);
 }
+
+/// `auto` picks Claude Code's own HTTP hooks from 2.1.63 on (the version from `claude
+/// --version`, or given), and the command hook before; SessionStart stays a command.
+#[test]
+fn the_transport_follows_the_claude_code_version() {
+    let dir = temp("transport");
+    let settings = dir.join("settings.json");
+    let key = dir.join("hook-key");
+    std::fs::write(&key, "abc123\n").unwrap();
+    std::fs::set_permissions(&key, Permissions::from_mode(0o600)).unwrap();
+    let install = |version: &str| {
+        let out = Command::new(bin())
+            .args(["hooks", "install", "--claude-version", version])
+            .arg("--hook-key-file")
+            .arg(&key)
+            .arg("--settings")
+            .arg(&settings)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+        (v, String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let (old, said) = install("2.1.62 (Claude Code)");
+    assert_eq!(old["hooks"]["Stop"][0]["hooks"][0]["type"], "command");
+    assert!(said.contains("command hooks (Claude Code 2.1.62"), "{said}");
+    let (new, said) = install("2.1.332 (Claude Code)");
+    let stop = &new["hooks"]["Stop"][0]["hooks"][0];
+    assert_eq!(stop["type"], "http", "{said}\n{new}");
+    assert_eq!(stop["headers"]["Authorization"], "Bearer abc123");
+    assert_eq!(
+        new["hooks"]["SessionStart"][0]["hooks"][0]["type"],
+        "command"
+    );
+    assert!(said.contains("http hooks (Claude Code 2.1.332"), "{said}");
+    assert_eq!(
+        new["hooks"]["Stop"].as_array().unwrap().len(),
+        1,
+        "replaced, not added"
+    );
+    // Back to the command hook, and uninstall removes every kind.
+    let (back, _) = install("2.1.0");
+    assert_eq!(back["hooks"]["Stop"][0]["hooks"][0]["type"], "command");
+    let out = Command::new(bin())
+        .args(["hooks", "uninstall"])
+        .arg("--settings")
+        .arg(&settings)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let after: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+    assert!(after.get("hooks").is_none(), "{after}");
+}

@@ -415,8 +415,9 @@ pub fn install(settings: &Path, exe: &Path, url: &Forwarding) -> Result<Installe
     let mut wrote_backup = None;
     if let Some(b) = &bytes {
         let keep = keep_of(&target)?;
-        // The backup keeps the file as it was before Headspace touched it.
-        if clean == v || !backup.exists() {
+        // The backup keeps the file as it was before Headspace touched it: never a file
+        // holding Headspace's own hooks (uninstall would put them back).
+        if clean == v {
             fsutil::write_atomic_as(&backup, b, keep).map_err(io_error(&backup))?;
             wrote_backup = Some(backup);
         } else {
@@ -445,9 +446,11 @@ pub fn uninstall(settings: &Path) -> Result<bool, InstallError> {
     strip(&mut v);
     let backup = backup_path(settings);
     if let Ok(b) = std::fs::read(&backup) {
-        if let Ok(mut original) = serde_json::from_slice::<Value>(&b) {
-            strip(&mut original);
-            if original == v {
+        if let Ok(original) = serde_json::from_slice::<Value>(&b) {
+            let mut stripped = original.clone();
+            strip(&mut stripped);
+            // Byte for byte only from a backup of Headspace's hooks' absence.
+            if stripped == v && stripped == original {
                 write_settings(&target, &b)?;
                 return Ok(true);
             }

@@ -1,0 +1,563 @@
+//! The real Claude Code client (npm `@anthropic-ai/claude-code`, the version `make test`
+//! installs in `.cache/`) in a real tmux pane, against a stand-in model API of our own
+//! (`testkit/model-api`), with Headspace's hooks installed by `headspace hooks install`:
+//! over the command transport and over Claude Code's own HTTP transport, with 40% of the
+//! hooks refused on the way (a proxy in front of the server answers them 503) and the server
+//! SIGKILLed mid-conversation. A scripted conversation with a shell tool call, two identical
+//! short prompts and an interrupted slow reply: every conversational transcript line is
+//! exactly one turn, none doubled, and `wait` never returns before the reply is written.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The API key the client is given (the stand-in checks nothing; Claude Code asks once
+/// whether to use a key from the environment, approved in `.claude.json` by its last 20
+/// characters).
+const API_KEY: &str = "sk-ant-api03-standin-test-key-0123456789abcdefABCDEF";
+
+/// The Claude Code binary, or `None` (skipped, with a note) when it is not installed; on
+/// CI it must be.
+fn claude_bin() -> Option<PathBuf> {
+    let bin = std::env::var_os("HEADSPACE_CLAUDE_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../.cache/claude-code-2.1.332/node_modules/.bin/claude"
+            ))
+        });
+    let works = Command::new(&bin)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !works {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "Claude Code must be installed on CI (make test installs it): {}",
+            bin.display()
+        );
+        eprintln!(
+            "skipped: Claude Code is not installed at {} (make claude-code)",
+            bin.display()
+        );
+        return None;
+    }
+    Some(bin)
+}
+
+/// A child process killed when dropped.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The stand-in model API playing `script`; its address.
+fn model_api(dir: &Path, script: &Value) -> (Killed, String) {
+    let script_file = dir.join("script.json");
+    std::fs::write(&script_file, script.to_string()).unwrap();
+    let port_file = dir.join("api-port");
+    let child = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../testkit/model-api/standin_model_api.py"
+        ))
+        .arg("--script")
+        .arg(&script_file)
+        .arg("--log")
+        .arg(dir.join("api.jsonl"))
+        .arg("--port-file")
+        .arg(&port_file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3 runs the stand-in model API");
+    let port = wait_for(Duration::from_secs(20), || {
+        std::fs::read_to_string(&port_file)
+            .ok()
+            .filter(|p| !p.trim().is_empty())
+    })
+    .expect("the stand-in model API listens");
+    (Killed(child), format!("127.0.0.1:{}", port.trim()))
+}
+
+/// A proxy in front of the server that answers every fifth hook's second and fourth of five
+/// 503 (40% refused) and forwards the rest, one request per connection; with the server
+/// down it answers 502. How many it refused and forwarded.
+struct Proxy {
+    addr: String,
+    refused: Arc<AtomicU64>,
+    forwarded: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Proxy {
+    fn start(server: String) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let (refused, forwarded) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (r, f, s) = (refused.clone(), forwarded.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let seen = AtomicU64::new(0);
+            for conn in listener.incoming() {
+                if s.load(Relaxed) {
+                    return;
+                }
+                let Ok(mut conn) = conn else { continue };
+                let n = seen.fetch_add(1, Relaxed);
+                let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
+                let Some(request) = read_request(&mut conn) else {
+                    continue;
+                };
+                if n % 5 == 1 || n % 5 == 3 {
+                    r.fetch_add(1, Relaxed);
+                    let _ = conn.write_all(
+                        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    );
+                    continue;
+                }
+                match forward(&server, &request) {
+                    Some(answer) => {
+                        f.fetch_add(1, Relaxed);
+                        let _ = conn.write_all(&answer);
+                    }
+                    None => {
+                        let _ = conn.write_all(
+                            b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                        );
+                    }
+                }
+            }
+        });
+        Proxy {
+            addr,
+            refused,
+            forwarded,
+            stop,
+        }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Relaxed);
+        let _ = TcpStream::connect(&self.addr);
+    }
+}
+
+/// One whole request (head and body), with `Connection: close` put in its head.
+fn read_request(conn: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    let head_end = loop {
+        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break p + 4;
+        }
+        let n = conn.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let len: usize = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().ok())
+                .flatten()
+        })
+        .unwrap_or(0);
+    while buf.len() < head_end + len {
+        let n = conn.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let kept: Vec<&str> = head
+        .trim_end()
+        .lines()
+        .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
+        .collect();
+    let mut out = format!("{}\r\nConnection: close\r\n\r\n", kept.join("\r\n")).into_bytes();
+    out.extend_from_slice(&buf[head_end..head_end + len]);
+    Some(out)
+}
+
+/// The server's answer to `request`, or `None` when it is not there.
+fn forward(server: &str, request: &[u8]) -> Option<Vec<u8>> {
+    let mut s = TcpStream::connect(server).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    s.write_all(request).ok()?;
+    let mut answer = Vec::new();
+    s.read_to_end(&mut answer).ok()?;
+    (!answer.is_empty()).then_some(answer)
+}
+
+/// A Claude Code session in a tmux pane of its own server, configured as a user's would be:
+/// onboarding done, the folder trusted, the API key approved, Bash allowed.
+struct Client {
+    tmux: Tmux,
+    pane: String,
+    config: PathBuf,
+    session: String,
+}
+
+impl Client {
+    /// Writes the client's configuration under `root` (before the hooks are installed into
+    /// its settings): its config dir.
+    fn configure(root: &Path, api: &str) -> PathBuf {
+        let config = root.join("cfg");
+        let project = root.join("project");
+        let home = root.join("home");
+        for d in [&config, &project, &home] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let project = std::fs::canonicalize(&project).unwrap();
+        std::fs::write(
+            config.join(".claude.json"),
+            json!({
+                "hasCompletedOnboarding": true,
+                "lastOnboardingVersion": "2.1.332",
+                "theme": "dark",
+                "customApiKeyResponses": {"approved": [&API_KEY[API_KEY.len() - 20..]], "rejected": []},
+                "projects": {project.display().to_string(): {"hasTrustDialogAccepted": true}},
+            })
+            .to_string(),
+        )
+        .unwrap();
+        std::fs::write(
+            config.join("settings.json"),
+            json!({"permissions": {"defaultMode": "default", "disableAutoMode": "disable", "allow": ["Bash"]}})
+                .to_string(),
+        )
+        .unwrap();
+        std::fs::create_dir_all(config.join("projects")).unwrap();
+        let env = root.join("env.sh");
+        std::fs::write(
+            &env,
+            format!(
+                "export HOME={home} CLAUDE_CONFIG_DIR={config}\n\
+                 export ANTHROPIC_BASE_URL=http://{api} ANTHROPIC_API_KEY={API_KEY}\n\
+                 export DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1\n\
+                 export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL=1\n\
+                 export TERM=xterm-256color HEADSPACE_TOKEN_FILE={token}\n",
+                home = home.display(),
+                config = config.display(),
+                token = test_token_file().display(),
+            ),
+        )
+        .unwrap();
+        config
+    }
+
+    /// Starts Claude Code in a new tmux server named `tmux`, configured by [`Client::configure`].
+    fn launch(bin: &Path, root: &Path, tmux: &str, transport: &str) -> Client {
+        let config = root.join("cfg");
+        let project = std::fs::canonicalize(root.join("project")).unwrap();
+        let env = root.join("env.sh");
+        let session = format!(
+            "5e550000-{:04x}-4000-8000-{:012x}",
+            std::process::id() % 0xffff,
+            if transport == "http" { 2 } else { 1 }
+        );
+        let tmux = Tmux(tmux.to_string());
+        let pane = tmux.run(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "-x",
+            "160",
+            "-y",
+            "50",
+            "-c",
+            project.to_str().unwrap(),
+            &format!(
+                "bash -c '. {}; exec {} --session-id {session} --model stand-in-model'",
+                env.display(),
+                bin.display()
+            ),
+        ]);
+        let _ = tmux.run(&["set", "-g", "focus-events", "on"]);
+        Client {
+            tmux,
+            pane,
+            config,
+            session,
+        }
+    }
+
+    fn screen(&self) -> String {
+        self.tmux.run(&["capture-pane", "-p", "-t", &self.pane])
+    }
+
+    /// Waits until the prompt box shows and nothing runs.
+    fn until_idle(&self, what: &str) {
+        let idle = wait_for(Duration::from_secs(60), || {
+            let s = self.screen();
+            (s.contains('❯') && !s.contains("esc to interrupt")).then_some(())
+        });
+        assert!(idle.is_some(), "{what}: never idle:\n{}", self.screen());
+    }
+
+    /// Types `text` and Enter straight into the pane (as a user at the keyboard would).
+    fn type_prompt(&self, text: &str) {
+        self.tmux.run(&["send-keys", "-t", &self.pane, "-l", text]);
+        self.tmux.run(&["send-keys", "-t", &self.pane, "Enter"]);
+    }
+
+    /// The transcript's lines, parsed.
+    fn transcript(&self) -> Vec<Value> {
+        let projects = self.config.join("projects");
+        let Ok(dirs) = std::fs::read_dir(&projects) else {
+            return Vec::new();
+        };
+        for d in dirs.flatten() {
+            let f = d.path().join(format!("{}.jsonl", self.session));
+            if let Ok(text) = std::fs::read_to_string(&f) {
+                return text
+                    .lines()
+                    .filter_map(|l| serde_json::from_str(l).ok())
+                    .collect();
+            }
+        }
+        Vec::new()
+    }
+
+    /// Whether an assistant line of the transcript holds `text`.
+    fn replied(&self, text: &str) -> bool {
+        self.transcript().iter().any(|l| {
+            l["type"] == "assistant"
+                && l["message"]["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|b| b["text"].as_str().is_some_and(|t| t.contains(text)))
+        })
+    }
+}
+
+/// `headspace wait PANE` against `server`: it must not return before `reply` is written.
+fn wait_then_replied(server: &Server, client: &Client, reply: &str) {
+    let started = Instant::now();
+    let out = headspace()
+        .args([
+            "wait",
+            &client.pane,
+            "--timeout",
+            "90",
+            "--addr",
+            &server.addr,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "wait for {reply:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        client.replied(reply),
+        "wait returned after {:?}, before the reply {reply:?} was written:\n{}",
+        started.elapsed(),
+        client.screen()
+    );
+}
+
+/// `headspace send PANE TEXT` through `server`.
+fn send(server: &Server, client: &Client, text: &str) {
+    let out = headspace()
+        .args(["send", &client.pane, text, "--addr", &server.addr])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "send {text:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn conversation(transport: &str) {
+    let Some(bin) = claude_bin() else { return };
+    let Some(db) = fresh_db(&format!("real_claude_{transport}")) else {
+        return;
+    };
+    let root = temp_dir(&format!("real-claude-{transport}"));
+    let script = json!({
+        "replies": [
+            {"expect": "hello", "text": "Hello from the stand-in model."},
+            {"text": "I will run it.", "tool_use": {"name": "Bash", "input": {"command": "echo standin-ran", "description": "Print a word"}}},
+            {"expect": "standin-ran", "text": "The command printed standin-ran."},
+            {"text": "Yes, first.", "delay": 1},
+            {"text": "Yes, second.", "delay": 1},
+            {"text": "After the restart.", "delay": 1},
+            {"text": "A very slow reply that is never finished.", "delay": 30},
+            {"text": "Back after the interrupt."},
+        ],
+        "side_text": "Stand-in session",
+        "fallback": {"text": "(script exhausted)"}
+    });
+    let (_api, api) = model_api(&root, &script);
+    let client_dir = root.join("client");
+    let config = Client::configure(&client_dir, &api);
+    let tmux_name = format!("hs-claude-{transport}-{}", std::process::id());
+    let extra = [
+        "--tmux-socket",
+        tmux_name.as_str(),
+        "--pane-poll-seconds",
+        "0.5",
+    ];
+    let mut server = Server::start(&db, &config, &extra);
+    let addr = server.addr.clone();
+    let proxy = Proxy::start(addr.clone());
+    let out = headspace()
+        .args([
+            "hooks",
+            "install",
+            "--transport",
+            transport,
+            "--url",
+            &format!("http://{}", proxy.addr),
+        ])
+        .arg("--settings")
+        .arg(config.join("settings.json"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let client = Client::launch(&bin, &client_dir, &tmux_name, transport);
+    client.until_idle("the first screen");
+    let pane_ref = client.pane.replace('%', "%25");
+
+    // The first exchange typed at the keyboard; the agent comes from its hooks and lines.
+    client.type_prompt("hello");
+    let replied = wait_for(Duration::from_secs(60), || {
+        client
+            .replied("Hello from the stand-in model.")
+            .then_some(())
+    });
+    assert!(replied.is_some(), "{}", client.screen());
+    let agent = wait_for(Duration::from_secs(60), || {
+        server.try_json(&format!("/api/agents/{pane_ref}"))
+    });
+    assert!(
+        agent.is_some(),
+        "no agent for {}\n{}",
+        client.pane,
+        server.log()
+    );
+    client.until_idle("after the first reply");
+
+    // A tool call, sent through the server.
+    send(&server, &client, "run the command");
+    wait_then_replied(&server, &client, "The command printed standin-ran.");
+
+    // Two identical short prompts: two turns.
+    send(&server, &client, "yes");
+    wait_then_replied(&server, &client, "Yes, first.");
+    send(&server, &client, "yes");
+    wait_then_replied(&server, &client, "Yes, second.");
+
+    // The server SIGKILLed; a prompt typed while it is down; then it is back on its port.
+    let log_before = server.log();
+    server.kill();
+    client.type_prompt("are you there");
+    let replied = wait_for(Duration::from_secs(60), || {
+        client.replied("After the restart.").then_some(())
+    });
+    assert!(replied.is_some(), "{}", client.screen());
+    client.until_idle("after the restart's reply");
+    server = Server::start_on(&db, &config, &addr, &extra);
+
+    // A slow reply, interrupted (Escape): no turn for what was never written.
+    send(&server, &client, "write slowly");
+    let busy = wait_for(Duration::from_secs(30), || {
+        client.screen().contains("esc to interrupt").then_some(())
+    });
+    assert!(busy.is_some(), "{}", client.screen());
+    client
+        .tmux
+        .run(&["send-keys", "-t", &client.pane, "Escape"]);
+    client.until_idle("after the interrupt");
+    send(&server, &client, "and now");
+    wait_then_replied(&server, &client, "Back after the interrupt.");
+
+    // Every conversational line is one turn of this agent, none doubled, none left over.
+    let id = server.json(&format!("/api/agents/{pane_ref}"))["id"]
+        .as_u64()
+        .unwrap();
+    let settled = wait_for(Duration::from_secs(30), || {
+        let audit = server.try_json(&format!("/api/agents/{id}/audit"))?;
+        (audit["missing"].as_array()?.is_empty()
+            && audit["doubled"].as_array()?.is_empty()
+            && audit["misassigned"].as_array()?.is_empty())
+        .then_some(audit)
+    });
+    assert!(
+        settled.is_some(),
+        "audit: {}\n{log_before}\n{}",
+        server
+            .try_json(&format!("/api/agents/{id}/audit"))
+            .unwrap_or_default(),
+        server.log()
+    );
+    let turns = server.json(&format!("/api/agents/{id}/turns"));
+    let turns = turns.as_array().unwrap();
+    let unclaimed: Vec<&Value> = turns.iter().filter(|t| t["entry_uuid"].is_null()).collect();
+    assert!(unclaimed.is_empty(), "turns no line claimed: {unclaimed:?}");
+    let prompts: Vec<&str> = turns
+        .iter()
+        .filter(|t| t["actor"] == "user")
+        .filter_map(|t| t["text"].as_str())
+        .collect();
+    assert_eq!(
+        prompts.iter().filter(|p| **p == "yes").count(),
+        2,
+        "{prompts:?}"
+    );
+    assert!(
+        !turns.iter().any(|t| t["text"]
+            .as_str()
+            .is_some_and(|x| x.contains("never finished"))),
+        "a turn for a reply that was never written"
+    );
+    assert!(
+        proxy.refused.load(Relaxed) > 0 && proxy.forwarded.load(Relaxed) > 0,
+        "the proxy refused {} and forwarded {} hooks",
+        proxy.refused.load(Relaxed),
+        proxy.forwarded.load(Relaxed)
+    );
+    client.type_prompt("/exit");
+}
+
+#[test]
+fn the_real_client_over_command_hooks_loses_and_doubles_nothing() {
+    conversation("command");
+}
+
+#[test]
+fn the_real_client_over_http_hooks_loses_and_doubles_nothing() {
+    conversation("http");
+}
