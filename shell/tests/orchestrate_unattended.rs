@@ -1,5 +1,5 @@
 //! A run a user can leave alone (issue 19), through the real runner and binary: the budget
-//! binds in agent mode (a step's cost read from its agent's transcript), a cancelled run's
+//! binds in agent mode (a step's cost from the server's usage figures), a cancelled run's
 //! `decide` stops, blocked tasks are shown and unblocked from the CLI, and a runner killed
 //! with SIGKILL after each stage is noticed, resumed, and does each step once.
 
@@ -72,9 +72,10 @@ fn json_of(o: &std::process::Output) -> Value {
     })
 }
 
-/// A stand-in Headspace server for one agent (`%7`) whose transcript is `transcript`: a
-/// step sent to it runs for two `wait`s, then it is idle.
-fn fake_server(transcript: PathBuf) -> String {
+/// A stand-in Headspace server for one agent (`%7`) whose transcript is `transcript` and
+/// whose usage since any time costs `cost` dollars: a step sent to it runs for two `wait`s,
+/// then it is idle.
+fn fake_server(transcript: PathBuf, cost: f64) -> String {
     use std::io::{BufRead, BufReader, Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
@@ -111,6 +112,8 @@ fn fake_server(transcript: PathBuf) -> String {
                 json!({"status": "ok", "activity": activity, "waited_ms": 0})
             } else if line.contains("/clear") {
                 json!({"status": "sent", "pane": "%7", "verified": true})
+            } else if line.contains("/usage?since=") {
+                json!({"agent_id": 7, "cost_usd": cost, "messages": 1})
             } else {
                 json!({"id": 7, "tmux_pane": "%7", "last_seen_at": Timestamp(headspace::orchestrate::live::now_ms()).to_string(),
                        "transcript_path": transcript})
@@ -133,20 +136,11 @@ fn an_agent_mode_run_over_budget_stops_with_fail_and_the_reason() {
         &dir.path().join(project_files::STATE_FILE),
         &state_json("design", 0, "not_started"),
     );
-    // What the agent's session used for the step: $0.708 at Sonnet's prices.
-    let at = Timestamp(headspace::orchestrate::live::now_ms() + 60_000).to_string();
-    let transcript = dir.path().join("session.jsonl");
-    let usage = json!({"input_tokens": 1000, "output_tokens": 2000,
-                       "cache_creation_input_tokens": 100000, "cache_read_input_tokens": 1000000});
-    write(
-        &transcript,
-        &format!(
-            "{}\n",
-            json!({"type": "assistant", "timestamp": at,
-                   "message": {"id": "msg_1", "model": "claude-sonnet-4-5-20250929", "usage": usage}})
-        ),
-    );
-    let addr = fake_server(transcript);
+    // What the agent's session used for the step, as the server counted it: $0.708. Its
+    // transcript is a 100 MB file the runner must never read to price the step (it did, on
+    // every look): here one it cannot read at all, so a reread would find nothing to price.
+    let transcript = dir.path().join("no-such-transcript.jsonl");
+    let addr = fake_server(transcript, 0.708);
     let settings = Settings {
         agent: Some("%7".into()),
         addr: Some(addr),

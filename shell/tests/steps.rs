@@ -501,6 +501,24 @@ fn the_routes_show_steps_tokens_cost_and_files_across_a_restart() {
             .map(|t| t["tokens"]["output"].as_u64().unwrap())
             .sum();
         assert_eq!(task_tokens, tokens.output);
+        // Since a time: what an orchestration step is priced by. From the start, all of it;
+        // from after the last message, nothing; a time that does not read is refused.
+        let all = server.json(&format!("/api/agents/{agent}/usage?since=0"));
+        assert!(
+            (all["cost_usd"].as_f64().unwrap() - cost).abs() < 1e-9,
+            "{all}"
+        );
+        assert_eq!(all["messages"], 4);
+        let later = server.json(&format!(
+            "/api/agents/{agent}/usage?since=2100-01-01T00:00:00Z"
+        ));
+        assert_eq!(later["messages"], 0, "{later}");
+        assert_eq!(
+            server
+                .get(&format!("/api/agents/{agent}/usage?since=noon"))
+                .0,
+            400
+        );
 
         for by in ["project", "day", "agent", "project_day"] {
             let groups = server.json(&format!("/api/usage?by={by}"));

@@ -15,7 +15,7 @@ use headspace_core::orchestration::{
     activity_named, follow_agent, headless_exit, headless_running, Progress, SpawnRequest,
     WorkflowStatus, WorkflowView,
 };
-use headspace_core::usage::{transcript_cost_usd, PriceTable};
+use headspace_core::usage::PriceTable;
 use headspace_core::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -390,13 +390,18 @@ impl Steps {
                     .and_then(|a| Timestamp::from_json(&a["last_seen_at"]))
                     .map(Timestamp::millis);
                 let mut p = r.progress();
-                // The step's cost: what its agent's transcript used since the step was sent.
+                // The step's cost: what its agent spent since the step was sent, from the
+                // server's own figures (never a reread of the transcript: O(file) per look).
                 // Never lowered: a later session of the agent does not undo what was spent.
-                if let Some(path) = info.as_ref().and_then(|a| a["transcript_path"].as_str()) {
-                    if let Ok(text) = std::fs::read_to_string(path) {
-                        let cost = transcript_cost_usd(&text, Some(r.started_at_ms), &self.prices);
-                        p.cost_usd = p.cost_usd.max(cost);
-                    }
+                let spent = call(
+                    addr,
+                    token,
+                    "GET",
+                    &format!("/api/agents/{seg}/usage?since={}", r.started_at_ms),
+                    None,
+                );
+                if let Some(cost) = spent.ok().and_then(|u| u["cost_usd"].as_f64()) {
+                    p.cost_usd = p.cost_usd.max(cost);
                 }
                 follow_agent(&mut p, activity, last_seen, &agent, now_ms);
                 r.set_progress(p);

@@ -221,7 +221,10 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
             Err(r) => r,
         },
         (&Method::GET, ["api", "agents", id, "usage"]) => match resolve(&app, id).await {
-            Ok(agent) => usage::agent_usage(&app, agent).await,
+            Ok(agent) => match query_param(req.uri().query(), "since") {
+                Some(since) => usage::agent_usage_since(&app, agent, since).await,
+                None => usage::agent_usage(&app, agent).await,
+            },
             Err(r) => r,
         },
         (&Method::GET, ["api", "usage"]) => usage::usage(&app, req.uri().query()).await,

@@ -167,6 +167,38 @@ pub(super) async fn agent_usage(app: &App, agent_id: u64) -> Response<Body> {
     json_response(StatusCode::OK, &body)
 }
 
+/// `GET /api/agents/{id}/usage?since=T`: the agent's tokens and cost in messages written from
+/// `T` on (RFC 3339, or milliseconds since the epoch): what an orchestration step spent,
+/// from the server's own figures (the runner never rereads a transcript to price a step).
+pub(super) async fn agent_usage_since(app: &App, agent_id: u64, since: &str) -> Response<Body> {
+    let since = headspace_core::access::percent_decode(since);
+    let from =
+        match since.parse::<i64>() {
+            Ok(ms) => headspace_core::Timestamp(ms),
+            Err(_) => match headspace_core::Timestamp::parse_rfc3339(&since) {
+                Some(t) => t,
+                None => return error(
+                    StatusCode::BAD_REQUEST,
+                    format!(
+                        "since={since:?}: give an RFC 3339 time or milliseconds since the epoch"
+                    ),
+                ),
+            },
+        };
+    let rows = match app.store.usage_rows(agent_id, Some(from), None).await {
+        Ok(r) => r,
+        Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
+    };
+    let mut total = UsageTotal::default();
+    for m in sum_by_model(&rows, UsageBy::Agent, |_| None) {
+        total.add(&m, &app.prices);
+    }
+    let mut body = total.to_json();
+    body["agent_id"] = json!(agent_id);
+    body["since"] = json!(from.to_string());
+    json_response(StatusCode::OK, &body)
+}
+
 /// `GET /api/usage?by=project|day|agent|task|project_day`: tokens and cost per group, groups
 /// in order (`project_day`: by day, then project, with both fields).
 pub(super) async fn usage(app: &App, query: Option<&str>) -> Response<Body> {
