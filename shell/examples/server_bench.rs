@@ -52,9 +52,16 @@ fn sql(url: &str, query: &str) -> String {
 }
 
 fn post(addr: &str, path: &str, body: &[u8]) -> bool {
-    headspace::client::request(addr, "POST", path, body, None, Duration::from_secs(10))
-        .map(|r| r.0 == 200)
-        .unwrap_or(false)
+    headspace::client::request(
+        addr,
+        "POST",
+        path,
+        body,
+        Some(bench_support::server::TOKEN),
+        Duration::from_secs(10),
+    )
+    .map(|r| r.0 == 200)
+    .unwrap_or(false)
 }
 
 fn hook_body(s: &SessionWriter, claude: &Path, prompt: &str) -> Vec<u8> {
@@ -72,9 +79,14 @@ fn hook_body(s: &SessionWriter, claude: &Path, prompt: &str) -> Vec<u8> {
 /// Waits until the server has committed everything it holds.
 fn drained(addr: &str) {
     for _ in 0..600 {
-        if let Ok((_, body)) =
-            headspace::client::request(addr, "GET", "/healthz", b"", None, Duration::from_secs(5))
-        {
+        if let Ok((_, body)) = headspace::client::request(
+            addr,
+            "GET",
+            "/healthz",
+            b"",
+            Some(bench_support::server::TOKEN),
+            Duration::from_secs(5),
+        ) {
             if body.contains("\"backlog\":0") {
                 return;
             }

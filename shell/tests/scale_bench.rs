@@ -35,6 +35,7 @@ impl Server {
             .arg("--claude-dir")
             .arg(claude)
             .env("RUST_LOG", "warn")
+            .env("HEADSPACE_TOKEN", common::TEST_TOKEN)
             .stderr(Stdio::piped())
             .spawn()
             .expect("the server starts");
@@ -80,8 +81,14 @@ fn stream(addr: &str) -> Seen {
     let seen: Seen = Arc::default();
     let sink = seen.clone();
     let mut s = TcpStream::connect(addr).unwrap();
-    s.write_all(format!("GET /api/events HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
-        .unwrap();
+    s.write_all(
+        format!(
+            "GET /api/events HTTP/1.1\r\nHost: {addr}\r\n{}\r\n\r\n",
+            common::bearer()
+        )
+        .as_bytes(),
+    )
+    .unwrap();
     std::thread::spawn(move || {
         let mut created = false;
         for line in BufReader::new(s).lines() {

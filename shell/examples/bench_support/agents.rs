@@ -78,7 +78,7 @@ impl Agent {
             "POST",
             &path,
             body,
-            None,
+            Some(super::server::TOKEN),
             Duration::from_secs(30),
         );
         if !matches!(answer, Ok((200, _))) {

@@ -8,6 +8,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+/// The token every bench server requires and every bench client sends.
+pub const TOKEN: &str = "headspacebenchtoken";
+
 /// One running `headspace serve`.
 pub struct Server {
     child: Child,
@@ -35,6 +38,8 @@ impl Server {
             .args(["serve", "--addr", "127.0.0.1:0"])
             .args(args)
             .env("RUST_LOG", "warn")
+            .env("HEADSPACE_TOKEN", TOKEN)
+            .env_remove("HEADSPACE_TOKEN_FILE")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

@@ -25,7 +25,11 @@ pub fn follow(addr: &str, seen: Seen) {
                 .map(|l| format!("Last-Event-ID: {l}\r\n"))
                 .unwrap_or_default();
             if s.write_all(
-                format!("GET /api/events HTTP/1.1\r\nHost: {addr}\r\n{resume}\r\n").as_bytes(),
+                format!(
+                    "GET /api/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n{resume}\r\n",
+                    super::server::TOKEN
+                )
+                .as_bytes(),
             )
             .is_err()
             {

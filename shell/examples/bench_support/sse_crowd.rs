@@ -83,7 +83,10 @@ async fn client(
         got.dropped = true;
         return got;
     };
-    let request = format!("GET /api/events HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    let request = format!(
+        "GET /api/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\r\n",
+        super::server::TOKEN
+    );
     if s.write_all(request.as_bytes()).await.is_err() {
         got.dropped = true;
         return got;

@@ -172,19 +172,20 @@ pub(super) async fn agent_usage(app: &App, agent_id: u64) -> Response<Body> {
 /// from the server's own figures (the runner never rereads a transcript to price a step).
 pub(super) async fn agent_usage_since(app: &App, agent_id: u64, since: &str) -> Response<Body> {
     let since = headspace_core::access::percent_decode(since);
-    let from =
-        match since.parse::<i64>() {
-            Ok(ms) => headspace_core::Timestamp(ms),
-            Err(_) => match headspace_core::Timestamp::parse_rfc3339(&since) {
-                Some(t) => t,
-                None => return error(
+    let from = match since.parse::<i64>() {
+        Ok(ms) => headspace_core::Timestamp(ms),
+        Err(_) => match headspace_core::Timestamp::parse_rfc3339(&since) {
+            Some(t) => t,
+            None => {
+                return error(
                     StatusCode::BAD_REQUEST,
                     format!(
                         "since={since:?}: give an RFC 3339 time or milliseconds since the epoch"
                     ),
-                ),
-            },
-        };
+                )
+            }
+        },
+    };
     let rows = match app.store.usage_rows(agent_id, Some(from), None).await {
         Ok(r) => r,
         Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
