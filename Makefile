@@ -53,7 +53,7 @@ run: deps build
 
 ## Benchmarks: figures printed side by side against their baselines, the server's on a
 ## cluster with the embedded database's settings (fsync on); one closing table of goals.
-bench: deps
+bench: deps claude-code
 	$(CARGO) build --release -p headspace --bins --examples
 	$(CARGO) build --release -p headspace-core --examples
 	CARGO="$(CARGO)" scripts/bench.sh

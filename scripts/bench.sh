@@ -22,6 +22,7 @@ scripts/with-test-postgres.sh --durable bash -c "
   '$target/release/examples/turn_insert_bench'
   '$target/release/examples/cluster_bench'
   $cargo test --release -p headspace --test scale_bench -- --ignored --nocapture --test-threads=1
+  $cargo test --release -p headspace --test real_claude -- --ignored --nocapture --test-threads=1
 "
 
 echo

@@ -267,6 +267,18 @@ impl Client {
 
     /// Starts Claude Code in a new tmux server named `tmux`, configured by [`Client::configure`].
     fn launch(bin: &Path, root: &Path, tmux: &str, transport: &str) -> Client {
+        Client::launch_counted(bin, root, tmux, transport, None)
+    }
+
+    /// [`Client::launch`], under `testkit/model-api/reaper.py` when `cpu` is given: the CPU
+    /// the client and everything it starts used is written there when it exits.
+    fn launch_counted(
+        bin: &Path,
+        root: &Path,
+        tmux: &str,
+        transport: &str,
+        cpu: Option<&Path>,
+    ) -> Client {
         let config = root.join("cfg");
         let project = std::fs::canonicalize(root.join("project")).unwrap();
         let env = root.join("env.sh");
@@ -291,8 +303,14 @@ impl Client {
             "-c",
             project.to_str().unwrap(),
             &format!(
-                "bash -c '. {}; exec {} --session-id {session} --model stand-in-model'",
+                "bash -c '. {}; exec {}{} --session-id {session} --model stand-in-model'",
                 env.display(),
+                cpu.map(|out| format!(
+                    "python3 {}/../testkit/model-api/reaper.py {} ",
+                    env!("CARGO_MANIFEST_DIR"),
+                    out.display()
+                ))
+                .unwrap_or_default(),
                 bin.display()
             ),
         ]);
@@ -560,4 +578,180 @@ fn the_real_client_over_command_hooks_loses_and_doubles_nothing() {
 #[test]
 fn the_real_client_over_http_hooks_loses_and_doubles_nothing() {
     conversation("http");
+}
+
+/// When each `turn_created` text reached an SSE reader of `addr`.
+fn turn_arrivals(addr: &str) -> Arc<std::sync::Mutex<std::collections::HashMap<String, Instant>>> {
+    use std::io::BufRead;
+    let seen: Arc<std::sync::Mutex<std::collections::HashMap<String, Instant>>> = Arc::default();
+    let sink = seen.clone();
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(format!("GET /api/events HTTP/1.1\r\nHost: {addr}\r\n{}\r\n\r\n", bearer()).as_bytes())
+        .unwrap();
+    std::thread::spawn(move || {
+        let mut created = false;
+        for line in std::io::BufReader::new(s).lines() {
+            let Ok(line) = line else { break };
+            if line.starts_with("event: ") {
+                created = line == "event: turn_created";
+            } else if let Some(data) = line.strip_prefix("data: ") {
+                if let (true, Ok(v)) = (created, serde_json::from_str::<Value>(data)) {
+                    if let Some(t) = v["text"].as_str() {
+                        sink.lock().unwrap().entry(t.to_string()).or_insert_with(Instant::now);
+                    }
+                }
+            }
+        }
+    });
+    seen
+}
+
+/// What one transport costs the agent's machine and how soon its turns show.
+struct Figures {
+    cpu_s: f64,
+    events: u64,
+    latencies_ms: Vec<f64>,
+}
+
+/// Runs `prompts` prompts, each with one shell tool call, through the real client with
+/// `transport` hooks (`none`: no hooks): four hook events each (prompt, tool before and after,
+/// Stop).
+fn bench_transport(bin: &Path, transport: &str, prompts: usize) -> Figures {
+    let db = fresh_db(&format!("real_bench_{transport}")).unwrap();
+    let root = temp_dir(&format!("real-bench-{transport}"));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let mut replies = Vec::new();
+    for i in 0..prompts {
+        replies.push(json!({"tool_use": {"name": "Bash", "input": {"command": "true", "description": "Nothing"}}}));
+        replies.push(json!({"text": format!("done {i}")}));
+    }
+    let (_api, api) = model_api(&root, &json!({"replies": replies, "side_text": "Bench"}));
+    let client_dir = root.join("client");
+    let config = Client::configure(&client_dir, &api);
+    let tmux_name = format!("hs-bench-{transport}-{}", std::process::id());
+    let server = Server::start(&db, &config, &["--tmux-socket", tmux_name.as_str()]);
+    if transport != "none" {
+        let out = headspace()
+            .args(["hooks", "install", "--transport", transport, "--url", &format!("http://{}", server.addr)])
+            .arg("--settings")
+            .arg(config.join("settings.json"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let seen = turn_arrivals(&server.addr);
+    let cpu_file = root.join("cpu.json");
+    let client = Client::launch_counted(bin, &client_dir, &tmux_name, transport, Some(&cpu_file));
+    client.until_idle("the first screen");
+    let mut latencies_ms = Vec::new();
+    for i in 0..prompts {
+        let text = format!("bench prompt {i}");
+        let typed = Instant::now();
+        client.type_prompt(&text);
+        let done = wait_for(Duration::from_secs(60), || client.replied(&format!("done {i}")).then_some(()));
+        assert!(done.is_some(), "{transport}: prompt {i} never answered:\n{}", client.screen());
+        client.until_idle("after a bench prompt");
+        if let Some(at) = seen.lock().unwrap().get(&text) {
+            latencies_ms.push(at.duration_since(typed).as_secs_f64() * 1000.0);
+        }
+    }
+    client.type_prompt("/exit");
+    let cpu = wait_for(Duration::from_secs(30), || {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&cpu_file).ok()?).ok()?;
+        Some(v["user_s"].as_f64()? + v["system_s"].as_f64()?)
+    })
+    .expect("the client exits and its CPU is counted");
+    latencies_ms.sort_by(f64::total_cmp);
+    Figures {
+        cpu_s: cpu,
+        events: if transport == "none" { 0 } else { 4 * prompts as u64 },
+        latencies_ms,
+    }
+}
+
+/// `make bench`: side by side in one run, the real client with no hooks, command hooks and
+/// HTTP hooks: the CPU each hook event costs the agent's machine outside Headspace's server
+/// (the client's own and every process it starts, counted by a subreaper), and how long a
+/// typed prompt takes to be a turn on the SSE stream (p50, p99).
+#[test]
+#[ignore = "a benchmark: make bench"]
+fn real_client_hook_transports() {
+    let Some(bin) = claude_bin() else { return };
+    if cluster_url().is_none() {
+        return;
+    }
+    let prompts = 20;
+    // Two rounds, alternated: the client's own CPU varies from run to run, and the fewer of
+    // each transport's two is the one least disturbed.
+    let fewer = |a: Figures, b: Figures| {
+        let mut latencies_ms = [a.latencies_ms, b.latencies_ms].concat();
+        latencies_ms.sort_by(f64::total_cmp);
+        Figures {
+            cpu_s: a.cpu_s.min(b.cpu_s),
+            events: a.events,
+            latencies_ms,
+        }
+    };
+    let first: Vec<Figures> = ["none", "command", "http"]
+        .iter()
+        .map(|t| bench_transport(&bin, t, prompts))
+        .collect();
+    let mut second: Vec<Figures> = ["none", "command", "http"]
+        .iter()
+        .map(|t| bench_transport(&bin, t, prompts))
+        .collect();
+    let mut first = first.into_iter();
+    let none = fewer(first.next().unwrap(), second.remove(0));
+    let command = fewer(first.next().unwrap(), second.remove(0));
+    let http = fewer(first.next().unwrap(), second.remove(0));
+    let per_event = |f: &Figures| (f.cpu_s - none.cpu_s).max(0.0) * 1000.0 / f.events as f64;
+    let pct = |f: &Figures, p: f64| {
+        let v = &f.latencies_ms;
+        if v.is_empty() { f64::NAN } else { v[((v.len() - 1) as f64 * p).round() as usize] }
+    };
+    println!("real client, {prompts} prompts of one tool call each (4 hook events a prompt), best of two runs");
+    for (name, f) in [("none", &none), ("command", &command), ("http", &http)] {
+        println!(
+            "  {name:<8} client CPU {:.2} s; prompt typed → turn on SSE p50 {:.0} ms, p99 {:.0} ms ({} seen)",
+            f.cpu_s,
+            pct(f, 0.5),
+            pct(f, 0.99),
+            f.latencies_ms.len()
+        );
+    }
+    let (cmd_ms, http_ms) = (per_event(&command), per_event(&http));
+    println!("  CPU per hook event: command {cmd_ms:.2} ms, http {http_ms:.2} ms ({:.2}×)", http_ms / cmd_ms);
+    table_row(
+        "real client: CPU per hook event, HTTP vs command",
+        &format!("{http_ms:.2} vs {cmd_ms:.2} ms = {:.2}×", http_ms / cmd_ms),
+        "≤ 0.2×",
+        Some(http_ms <= 0.2 * cmd_ms),
+    );
+    let p99 = pct(&http, 0.99);
+    table_row(
+        "real client: prompt typed → turn on SSE p99, HTTP hooks",
+        &format!("{p99:.0} ms (p50 {:.0} ms; command hooks p99 {:.0} ms)", pct(&http, 0.5), pct(&command, 0.99)),
+        "≤ 20 ms",
+        Some(p99 <= 20.0),
+    );
+}
+
+/// A row of `make bench`'s closing table (as `shell/examples/bench_support/table.rs`).
+fn table_row(measure: &str, measured: &str, goal: &str, met: Option<bool>) {
+    let met = match met {
+        Some(true) => "yes",
+        Some(false) => "NO",
+        None => "—",
+    };
+    let line = format!("{measure}\t{measured}\t{goal}\t{met}\n");
+    match std::env::var_os("BENCH_TABLE") {
+        Some(path) => std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(line.as_bytes()))
+            .expect("BENCH_TABLE file"),
+        None => print!("table: {}", line.replace('\t', " | ")),
+    }
 }
