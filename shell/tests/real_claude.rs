@@ -586,8 +586,14 @@ fn turn_arrivals(addr: &str) -> Arc<std::sync::Mutex<std::collections::HashMap<S
     let seen: Arc<std::sync::Mutex<std::collections::HashMap<String, Instant>>> = Arc::default();
     let sink = seen.clone();
     let mut s = TcpStream::connect(addr).unwrap();
-    s.write_all(format!("GET /api/events HTTP/1.1\r\nHost: {addr}\r\n{}\r\n\r\n", bearer()).as_bytes())
-        .unwrap();
+    s.write_all(
+        format!(
+            "GET /api/events HTTP/1.1\r\nHost: {addr}\r\n{}\r\n\r\n",
+            bearer()
+        )
+        .as_bytes(),
+    )
+    .unwrap();
     std::thread::spawn(move || {
         let mut created = false;
         for line in std::io::BufReader::new(s).lines() {
@@ -597,7 +603,10 @@ fn turn_arrivals(addr: &str) -> Arc<std::sync::Mutex<std::collections::HashMap<S
             } else if let Some(data) = line.strip_prefix("data: ") {
                 if let (true, Ok(v)) = (created, serde_json::from_str::<Value>(data)) {
                     if let Some(t) = v["text"].as_str() {
-                        sink.lock().unwrap().entry(t.to_string()).or_insert_with(Instant::now);
+                        sink.lock()
+                            .unwrap()
+                            .entry(t.to_string())
+                            .or_insert_with(Instant::now);
                     }
                 }
             }
@@ -633,12 +642,23 @@ fn bench_transport(bin: &Path, transport: &str, prompts: usize) -> Figures {
     let server = Server::start(&db, &config, &["--tmux-socket", tmux_name.as_str()]);
     if transport != "none" {
         let out = headspace()
-            .args(["hooks", "install", "--transport", transport, "--url", &format!("http://{}", server.addr)])
+            .args([
+                "hooks",
+                "install",
+                "--transport",
+                transport,
+                "--url",
+                &format!("http://{}", server.addr),
+            ])
             .arg("--settings")
             .arg(config.join("settings.json"))
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let seen = turn_arrivals(&server.addr);
     let cpu_file = root.join("cpu.json");
@@ -649,8 +669,14 @@ fn bench_transport(bin: &Path, transport: &str, prompts: usize) -> Figures {
         let text = format!("bench prompt {i}");
         let typed = Instant::now();
         client.type_prompt(&text);
-        let done = wait_for(Duration::from_secs(60), || client.replied(&format!("done {i}")).then_some(()));
-        assert!(done.is_some(), "{transport}: prompt {i} never answered:\n{}", client.screen());
+        let done = wait_for(Duration::from_secs(60), || {
+            client.replied(&format!("done {i}")).then_some(())
+        });
+        assert!(
+            done.is_some(),
+            "{transport}: prompt {i} never answered:\n{}",
+            client.screen()
+        );
         client.until_idle("after a bench prompt");
         if let Some(at) = seen.lock().unwrap().get(&text) {
             latencies_ms.push(at.duration_since(typed).as_secs_f64() * 1000.0);
@@ -665,7 +691,11 @@ fn bench_transport(bin: &Path, transport: &str, prompts: usize) -> Figures {
     latencies_ms.sort_by(f64::total_cmp);
     Figures {
         cpu_s: cpu,
-        events: if transport == "none" { 0 } else { 4 * prompts as u64 },
+        events: if transport == "none" {
+            0
+        } else {
+            4 * prompts as u64
+        },
         latencies_ms,
     }
 }
@@ -708,7 +738,11 @@ fn real_client_hook_transports() {
     let per_event = |f: &Figures| (f.cpu_s - none.cpu_s).max(0.0) * 1000.0 / f.events as f64;
     let pct = |f: &Figures, p: f64| {
         let v = &f.latencies_ms;
-        if v.is_empty() { f64::NAN } else { v[((v.len() - 1) as f64 * p).round() as usize] }
+        if v.is_empty() {
+            f64::NAN
+        } else {
+            v[((v.len() - 1) as f64 * p).round() as usize]
+        }
     };
     println!("real client, {prompts} prompts of one tool call each (4 hook events a prompt), best of two runs");
     for (name, f) in [("none", &none), ("command", &command), ("http", &http)] {
@@ -721,7 +755,10 @@ fn real_client_hook_transports() {
         );
     }
     let (cmd_ms, http_ms) = (per_event(&command), per_event(&http));
-    println!("  CPU per hook event: command {cmd_ms:.2} ms, http {http_ms:.2} ms ({:.2}×)", http_ms / cmd_ms);
+    println!(
+        "  CPU per hook event: command {cmd_ms:.2} ms, http {http_ms:.2} ms ({:.2}×)",
+        http_ms / cmd_ms
+    );
     table_row(
         "real client: CPU per hook event, HTTP vs command",
         &format!("{http_ms:.2} vs {cmd_ms:.2} ms = {:.2}×", http_ms / cmd_ms),
@@ -731,7 +768,11 @@ fn real_client_hook_transports() {
     let p99 = pct(&http, 0.99);
     table_row(
         "real client: prompt typed → turn on SSE p99, HTTP hooks",
-        &format!("{p99:.0} ms (p50 {:.0} ms; command hooks p99 {:.0} ms)", pct(&http, 0.5), pct(&command, 0.99)),
+        &format!(
+            "{p99:.0} ms (p50 {:.0} ms; command hooks p99 {:.0} ms)",
+            pct(&http, 0.5),
+            pct(&command, 0.99)
+        ),
         "≤ 20 ms",
         Some(p99 <= 20.0),
     );

@@ -71,6 +71,11 @@ pub struct AgentPlan {
     pub new_shape: bool,
     /// Writes `turn_duration` at each turn end.
     pub turn_duration: bool,
+    /// Its hooks come over Claude Code's own HTTP transport: posted one at a time, in order,
+    /// each waited for (at most 2 s) before the agent goes on, with no emission stamp; lost
+    /// when the server does not take them, never reordered, doubled or late. SessionStart
+    /// still comes through the command hook.
+    pub http_hooks: bool,
     /// What the user does.
     pub steps: Vec<Step>,
 }
@@ -192,6 +197,9 @@ impl Plan {
                     start_ms: 500 + i as u64 * 37 + rng.range(0, 2_000),
                     new_shape: rng.chance(0.6),
                     turn_duration: rng.chance(0.5),
+                    // Every other agent: drawn from no randomness, so each seed's plan is
+                    // otherwise what it was.
+                    http_hooks: i % 2 == 1,
                     steps,
                 }
             })

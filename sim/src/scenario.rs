@@ -20,6 +20,7 @@ fn agent(new_shape: bool, steps: Vec<Step>) -> AgentPlan {
         start_ms: 500,
         new_shape,
         turn_duration: false,
+        http_hooks: false,
         steps,
     }
 }

@@ -111,6 +111,8 @@ struct Agent {
     w: SessionWriter,
     sessions: u64,
     new_shape: bool,
+    /// Its hooks come over the HTTP transport ([`crate::plan::AgentPlan::http_hooks`]).
+    http_hooks: bool,
     turn_duration: bool,
     files: mpsc::UnboundedSender<Chunk>,
     /// Hooks in flight: the agent's host lives until they are delivered or lost.
@@ -170,8 +172,39 @@ impl Agent {
         );
     }
 
-    /// Fires a hook as the script does: stamped now, posted in the background.
-    fn hook(&mut self, event: &str, extra: Value, fate: Fate) {
+    /// Fires a hook: as the command hook does (stamped now, posted in the background, with
+    /// the run's faults), or over Claude Code's HTTP transport ([`Agent::http_hook`]).
+    async fn hook(&mut self, event: &str, extra: Value, fate: Fate) {
+        if self.http_hooks && event != "SessionStart" && matches!(fate, Fate::Drawn) {
+            return self.http_hook(event, extra).await;
+        }
+        self.command_hook(event, extra, fate);
+    }
+
+    /// A hook as Claude Code's HTTP transport sends it: no emission stamp, posted now and
+    /// waited for (at most its 2 s timeout) before the agent goes on; lost when the server
+    /// does not answer 2xx (down, or the run's hook loss), never retried.
+    async fn http_hook(&mut self, event: &str, extra: Value) {
+        let body = self.w.hook(event, Some(&self.pane), None, extra);
+        let hostile = self.world.lock().hostile;
+        if hostile && self.rng.chance(self.faults.hook_drop) {
+            return;
+        }
+        let host = self.world.lock().host;
+        let path = format!("/hook/{event}");
+        let posted =
+            tokio::time::timeout(Duration::from_secs(2), post_to(host, &path, &body)).await;
+        if matches!(posted, Ok(Some(s)) if s < 300) {
+            self.world
+                .lock()
+                .checker
+                .named_panes
+                .insert(self.pane.clone());
+        }
+    }
+
+    /// Fires a hook as the command hook does: stamped now, posted in the background.
+    fn command_hook(&mut self, event: &str, extra: Value, fate: Fate) {
         let stamp = sim_now();
         let body = self.w.hook(event, Some(&self.pane), Some(stamp), extra);
         let hostile = self.world.lock().hostile;
@@ -255,7 +288,7 @@ impl Agent {
             extra["prompt_id"] = json!(p);
         }
         self.world.show(&self.pane, Screen::Busy);
-        self.hook("UserPromptSubmit", extra, x.prompt_hook);
+        self.hook("UserPromptSubmit", extra, x.prompt_hook).await;
         let line = self.w.typed(&x.prompt, prompt_id.as_deref());
         let puuid = line.uuid.clone();
         self.phase(Activity::Running, Some(puuid.clone()), prompt_id.clone());
@@ -291,11 +324,13 @@ impl Agent {
                         "PreToolUse",
                         json!({"tool_name": "Bash", "tool_input": {"command": "ls"}}),
                         Fate::Drawn,
-                    );
+                    )
+                    .await;
                     let [call, result] = self.w.tool("Bash", json!({"command": "ls"}), "ok");
                     self.write(&call, None);
                     self.write(&result, None);
-                    self.hook("PostToolUse", json!({"tool_name": "Bash"}), Fate::Drawn);
+                    self.hook("PostToolUse", json!({"tool_name": "Bash"}), Fate::Drawn)
+                        .await;
                 }
                 1 => {
                     let (q, id, input) = self.w.question("Which option?", &["a", "b"]);
@@ -303,7 +338,7 @@ impl Agent {
                         "PreToolUse",
                         json!({"tool_name": "AskUserQuestion", "tool_use_id": id, "tool_input": input}),
                         Fate::Drawn,
-                    );
+                    ).await;
                     self.write(
                         &q,
                         Some((Some("Which option?".into()), puuid.clone(), false)),
@@ -318,7 +353,8 @@ impl Agent {
                         "PostToolUse",
                         json!({"tool_name": "AskUserQuestion", "tool_use_id": id}),
                         Fate::Drawn,
-                    );
+                    )
+                    .await;
                     self.world.show(&self.pane, Screen::Busy);
                     self.phase(Activity::Running, Some(puuid.clone()), prompt_id.clone());
                 }
@@ -327,7 +363,8 @@ impl Agent {
                         "PermissionRequest",
                         json!({"tool_name": "Bash", "tool_input": {"command": "cargo test"}}),
                         Fate::Drawn,
-                    );
+                    )
+                    .await;
                     self.world.show(&self.pane, Screen::Permission);
                     sleep_ms(self.rng.range(500, 4_000)).await;
                     self.tick();
@@ -335,7 +372,8 @@ impl Agent {
                         self.w.tool("Bash", json!({"command": "cargo test"}), "ok");
                     self.write(&call, None);
                     self.write(&result, None);
-                    self.hook("PostToolUse", json!({"tool_name": "Bash"}), Fate::Drawn);
+                    self.hook("PostToolUse", json!({"tool_name": "Bash"}), Fate::Drawn)
+                        .await;
                     self.world.show(&self.pane, Screen::Busy);
                 }
             }
@@ -362,7 +400,12 @@ impl Agent {
             if self.new_shape {
                 extra["last_assistant_message"] = json!(x.last);
             }
-            self.hook("Stop", extra, x.stop_hook);
+            if self.http_hooks {
+                // The turn is over when Claude Code runs its Stop hooks; over HTTP it waits
+                // for them before drawing its prompt, but works on nothing meanwhile.
+                self.phase(Activity::Idle, None, None);
+            }
+            self.hook("Stop", extra, x.stop_hook).await;
             if self.new_shape {
                 let s = self.w.stop_hook_summary();
                 self.write(&s, None);
@@ -388,7 +431,8 @@ impl Agent {
                     "SessionEnd",
                     json!({"reason": "prompt_input_exit"}),
                     Fate::Drawn,
-                );
+                )
+                .await;
                 None
             }
             1 => Some(PaneProgram::Shell),
@@ -410,7 +454,8 @@ impl Agent {
         self.sessions += 1;
         self.tick();
         self.w = self.w.next_session(self.sessions);
-        self.hook("SessionStart", json!({"source": source}), Fate::Drawn);
+        // Claude Code never sends SessionStart over HTTP: always the command hook.
+        self.command_hook("SessionStart", json!({"source": source}), Fate::Drawn);
     }
 
     async fn clear(&mut self, stop_hook: Fate) {
@@ -419,11 +464,14 @@ impl Agent {
             self.typed("/clear").await;
         }
         self.tick();
-        self.hook("UserPromptSubmit", json!({"prompt": "/clear"}), Fate::Drawn);
+        self.hook("UserPromptSubmit", json!({"prompt": "/clear"}), Fate::Drawn)
+            .await;
         let l = self.w.local_command("clear");
         self.write(&l, None);
-        self.hook("Stop", json!({"stop_hook_active": false}), stop_hook);
-        self.hook("SessionEnd", json!({"reason": "clear"}), Fate::Drawn);
+        self.hook("Stop", json!({"stop_hook_active": false}), stop_hook)
+            .await;
+        self.hook("SessionEnd", json!({"reason": "clear"}), Fate::Drawn)
+            .await;
         self.new_session("clear");
         self.world.show(&self.pane, Screen::Idle);
     }
@@ -467,6 +515,7 @@ pub async fn run_agent(
         sessions: 1,
         new_shape: plan.new_shape,
         turn_duration: plan.turn_duration,
+        http_hooks: plan.http_hooks,
         files: tx,
         in_flight: Vec::new(),
     };
@@ -486,13 +535,15 @@ pub async fn run_agent(
     } else {
         Fate::Drawn
     };
-    agent.hook("SessionStart", json!({"source": "startup"}), start);
+    agent.command_hook("SessionStart", json!({"source": "startup"}), start);
     for (n, step) in plan.steps.iter().enumerate() {
         match step {
             Step::Prompt(x) => agent.exchange(x, n).await,
             Step::Clear { stop_hook } => agent.clear(*stop_hook).await,
             Step::Compact => {
-                agent.hook("PreCompact", json!({"trigger": "auto"}), Fate::Drawn);
+                agent
+                    .hook("PreCompact", json!({"trigger": "auto"}), Fate::Drawn)
+                    .await;
                 agent.new_session("compact");
             }
             Step::Pause(ms) => sleep_ms(*ms).await,
