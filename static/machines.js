@@ -34,7 +34,7 @@ function multiMachine() {
 /// When the agent's machine was last heard from (ISO time), if known.
 function machineLastSeen(name, a) {
   const m = machines.list.get(name);
-  return (m && m.last_seen) || (a && a.machine_last_seen) || null;
+  return (m && (m.last_seen_at || m.last_seen)) || (a && a.machine_last_seen) || null;
 }
 
 /// "offline since 10:42" (or just "offline" when it never reported).

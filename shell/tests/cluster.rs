@@ -219,7 +219,7 @@ fn two_edges_two_hubs_every_turn_once_and_every_event_in_order() {
             .as_array()
             .unwrap()
             .iter()
-            .all(|m| m["agents"] == 2 && m["online"] == true),
+            .all(|m| m["agents"] == 2 && m["online"] == true && m["last_seen_at"].is_string()),
         "{machines}"
     );
     assert_eq!(

@@ -29,13 +29,16 @@ pub struct MachineRow {
 }
 
 impl MachineRow {
-    /// The row as `GET /api/machines` shows it.
+    /// The row as `GET /api/machines` shows it: `last_seen_at` as the contract names it (and
+    /// `last_seen`, its name before, for older clients).
     pub fn to_json(&self) -> Value {
+        let seen = headspace_core::Timestamp(self.last_seen_ms);
         json!({
             "name": self.name,
             "id": self.id,
             "online": self.online,
-            "last_seen": headspace_core::Timestamp(self.last_seen_ms),
+            "last_seen_at": seen,
+            "last_seen": seen,
             "version": self.version,
             "agents": self.agents,
         })
