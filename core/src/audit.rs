@@ -59,7 +59,7 @@ fn conversational(questions: &mut HashSet<u128>, line: Line<'_>) -> Option<Entry
         }
     };
     match &e {
-        Entry::UserPrompt { .. } | Entry::AgentText { .. } => Some(e),
+        Entry::UserPrompt { .. } | Entry::AgentText { .. } | Entry::Notice { .. } => Some(e),
         Entry::AgentQuestion { tool_use_id, .. } => {
             if let Some(id) = tool_use_id {
                 questions.insert(hash128(id.as_bytes()));

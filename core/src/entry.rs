@@ -66,6 +66,17 @@ pub enum Entry {
         /// The result's text content.
         text: String,
     },
+    /// Claude Code's notice in place of a prompt a UserPromptSubmit hook blocked
+    /// (`Operation stopped by hook: REASON`): the user saw it, so it is a turn (actor agent,
+    /// intent end of task), and like an interrupt it ends the turn (the model never ran).
+    Notice {
+        /// The line's `uuid`.
+        uuid: String,
+        /// The line's timestamp.
+        timestamp: Option<Timestamp>,
+        /// The notice as Claude Code shows it.
+        text: String,
+    },
     /// A line that is not a turn but tells about the agent's activity.
     Signal {
         /// The line's timestamp.
@@ -83,6 +94,7 @@ impl Entry {
         match self {
             Entry::UserPrompt { uuid, .. }
             | Entry::AgentText { uuid, .. }
+            | Entry::Notice { uuid, .. }
             | Entry::AgentQuestion { uuid, .. }
             | Entry::ToolResult { uuid, .. } => Some(uuid),
             Entry::Signal { .. } | Entry::Ignored => None,
@@ -94,6 +106,7 @@ impl Entry {
         match self {
             Entry::UserPrompt { timestamp, .. }
             | Entry::AgentText { timestamp, .. }
+            | Entry::Notice { timestamp, .. }
             | Entry::AgentQuestion { timestamp, .. }
             | Entry::ToolResult { timestamp, .. }
             | Entry::Signal { timestamp, .. } => *timestamp,
@@ -112,7 +125,9 @@ impl Entry {
                 prompt_id,
                 ..
             } => nul(uuid) + nul(text) + opt(prompt_id),
-            Entry::AgentText { uuid, text, .. } => nul(uuid) + nul(text),
+            Entry::AgentText { uuid, text, .. } | Entry::Notice { uuid, text, .. } => {
+                nul(uuid) + nul(text)
+            }
             Entry::AgentQuestion {
                 uuid,
                 tool_use_id,
@@ -418,7 +433,17 @@ pub fn user_text_entry(
     let typed = custom_command(text);
     let text = typed.as_deref().unwrap_or(text.trim());
     // A prompt a UserPromptSubmit hook blocked: Claude Code writes this notice as a user line
-    // and the model never runs, so no Stop comes; like an interrupt, it ends the turn.
+    // and the model never runs, so no Stop comes; like an interrupt, it ends the turn. The
+    // user saw the notice in place of the prompt: it is a turn too.
+    if text.starts_with(BLOCKED_BY_HOOK) {
+        if let Some(uuid) = uuid {
+            return Entry::Notice {
+                uuid,
+                timestamp,
+                text: text.to_string(),
+            };
+        }
+    }
     if text.starts_with("[Request interrupted by user") || text.starts_with(BLOCKED_BY_HOOK) {
         return signal(timestamp, Signal::Interrupt);
     }

@@ -1538,3 +1538,37 @@ fn a_prompt_typed_after_the_pane_went_idle_reopens_the_turn() {
         "the prompt came after the screen went idle"
     );
 }
+
+/// A prompt a UserPromptSubmit hook blocked: Claude Code writes its notice in the prompt's
+/// place and the model never runs. The user saw that notice, so it is a turn of its own (the
+/// agent's, ending the task), exactly once however often the line is read, and the agent is
+/// idle after it. Before, the conversation showed the prompt and then nothing.
+#[test]
+fn a_prompt_a_hook_blocked_shows_its_notice_once() {
+    use headspace_core::intent::{Actor, Intent};
+    let mut w = World::new();
+    w.prompt_hook("deploy to prod");
+    let notice = w.s.blocked_by_hook("deployments are frozen until Monday");
+    w.append(&notice);
+    let check = |w: &World| {
+        let t = w.turns();
+        assert_eq!(t.len(), 2, "{t:?}");
+        assert_eq!(
+            (t[0].actor, t[0].text.as_str()),
+            (Actor::User, "deploy to prod")
+        );
+        assert_eq!((t[1].actor, t[1].intent), (Actor::Agent, Intent::EndOfTask));
+        assert_eq!(
+            t[1].text,
+            "Operation stopped by hook: deployments are frozen until Monday"
+        );
+        assert_eq!(t[1].entry_uuid.as_deref(), Some(notice.uuid.as_str()));
+    };
+    check(&w);
+    assert_eq!(w.activity(), headspace_core::Activity::Idle);
+    w.reconcile();
+    check(&w);
+    w.restart();
+    w.reconcile();
+    check(&w);
+}

@@ -242,12 +242,13 @@ const FIXTURE_TURNS: &[(&str, &str, Counts)] = &[
     // none of the sub-agent's (they are inside `agent_progress` lines).
     ("2.1.19", "v2.1.19_task_subagent.jsonl", counts(1, 2, 0, 0)),
     // Three typed prompts ("fix the failing test" twice, then "change the test instead; the
-    // code is correct"); Claude Code's "Operation stopped by hook: …" notice is not one (it
-    // ends the blocked turn, like an interrupt). Four texts.
+    // code is correct"); Claude Code's "Operation stopped by hook: …" notice is no prompt: it
+    // is a turn of its own (the user saw it; it ends the blocked turn, like an interrupt).
+    // Four texts and the notice.
     (
         "2.1.29",
         "v2.1.29_interrupted_rejected.jsonl",
-        counts(3, 4, 0, 0),
+        counts(3, 5, 0, 0),
     ),
     // One prompt, three texts, the question and its answer.
     (
@@ -299,10 +300,11 @@ const REAL_TURNS: &[(&str, &str, Counts)] = &[
         "entire_2.1.19_task_subagent_progress.jsonl",
         counts(1, 2, 0, 0),
     ),
+    // Its "Operation stopped by hook: …" notice is a turn of the agent's.
     (
         "2.1.29",
         "entire_2.1.29_interrupted.jsonl",
-        counts(3, 5, 0, 0),
+        counts(3, 6, 0, 0),
     ),
     (
         "2.1.33",

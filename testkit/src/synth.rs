@@ -213,6 +213,16 @@ impl SessionWriter {
     }
 
     /// `[Request interrupted by user]`.
+    /// Claude Code's notice in place of a prompt a UserPromptSubmit hook blocked (a turn:
+    /// the user saw it).
+    pub fn blocked_by_hook(&mut self, reason: &str) -> Line {
+        self.line(
+            json!({"type": "user", "message": {"role": "user", "content": format!("Operation stopped by hook: {reason}")}}),
+            true,
+        )
+    }
+
+    /// `[Request interrupted by user]`.
     pub fn interrupt(&mut self) -> Line {
         self.line(json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user]"}]}}), false)
     }

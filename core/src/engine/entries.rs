@@ -129,22 +129,29 @@ impl Core {
                     self.add_entry_turn(row, None);
                 }
             }
+            Entry::Notice {
+                ref uuid,
+                timestamp,
+                ..
+            } => {
+                if !self.first_sight(agent_id, uuid) {
+                    return;
+                }
+                let task = self.entry_task(path, agent_id, timestamp);
+                if let Some(row) =
+                    self.entry_row(agent_id, task, e.clone(), Intent::Command, &session)
+                {
+                    self.add_entry_turn(row, None);
+                }
+                self.end_turn_from_transcript(path, agent_id);
+            }
             Entry::Signal { timestamp, signal } => {
                 let Some(task_id) = self.files[path].task else {
                     return;
                 };
                 match signal {
                     Signal::Interrupt | Signal::TurnDuration | Signal::StopHookSummary => {
-                        let task = self.task_mut(agent_id, task_id);
-                        let before = (task.transcript_state, task.hook_turn_end_at);
-                        if let Some(s) = on_turn_end(task.transcript_state) {
-                            task.transcript_state = s;
-                        }
-                        task.hook_turn_end_at = None; // confirmed by the transcript
-                        if before != (task.transcript_state, task.hook_turn_end_at) {
-                            self.mark_task(agent_id, task_id);
-                            self.recompute(agent_id, task_id);
-                        }
+                        self.end_turn_from_transcript(path, agent_id);
                     }
                     Signal::ToolUse => {
                         self.overtake_hook_turn_end(agent_id, task_id, timestamp);
@@ -156,6 +163,24 @@ impl Core {
                 }
             }
             Entry::Ignored => {}
+        }
+    }
+
+    /// The transcript says the turn of the task its file is in ended (an interrupt, a blocked
+    /// prompt's notice, `turn_duration`, `stop_hook_summary`).
+    fn end_turn_from_transcript(&mut self, path: &str, agent_id: AgentId) {
+        let Some(task_id) = self.files[path].task else {
+            return;
+        };
+        let task = self.task_mut(agent_id, task_id);
+        let before = (task.transcript_state, task.hook_turn_end_at);
+        if let Some(s) = on_turn_end(task.transcript_state) {
+            task.transcript_state = s;
+        }
+        task.hook_turn_end_at = None; // confirmed by the transcript
+        if before != (task.transcript_state, task.hook_turn_end_at) {
+            self.mark_task(agent_id, task_id);
+            self.recompute(agent_id, task_id);
         }
     }
 
@@ -285,6 +310,20 @@ impl Core {
                     session,
                 )
             },
+            Entry::Notice {
+                uuid,
+                timestamp,
+                text,
+            } => self.entry_turn(
+                agent_id,
+                task,
+                Actor::Agent,
+                Intent::EndOfTask,
+                text,
+                timestamp,
+                uuid,
+                session,
+            ),
             Entry::AgentText {
                 uuid,
                 timestamp,

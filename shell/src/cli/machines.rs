@@ -44,7 +44,8 @@ pub(crate) fn machines(json: bool, server: &ServerArg) -> ExitCode {
 
 /// One machine's line: `desk-2  offline since 2026-11-24T10:42:03.120Z  5m ago  2`.
 fn line(m: &Value, now_ms: i64) -> String {
-    let seen = Timestamp::from_json(&m["last_seen_at"]).or_else(|| Timestamp::from_json(&m["last_seen"]));
+    let seen =
+        Timestamp::from_json(&m["last_seen_at"]).or_else(|| Timestamp::from_json(&m["last_seen"]));
     let status = match (m["online"].as_bool(), seen) {
         (Some(true), _) => "online".to_string(),
         (_, Some(at)) => format!("offline since {at}"),
