@@ -7,90 +7,18 @@
 
 mod common;
 use common::browser::*;
+use common::pages::*;
 use common::*;
 use headspace_core::Timestamp;
 use headspace_testkit::synth::SessionWriter;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-/// Tmux panes with a server, and a browser; `None` (the test skips) when either is missing.
-fn world_and_browser(name: &str) -> Option<(PaneWorld, Browser)> {
-    let world = PaneWorld::start(name)?;
-    Some((world, Browser::start()?))
-}
-
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64
-}
-
-/// Waits until agent `id`'s card is on the page.
-fn until_card(browser: &Browser, id: u64) {
-    browser.until(
-        "the card",
-        &format!("return !!document.querySelector('.card[data-id=\"{id}\"]')"),
-    );
-}
-
-/// Starts a stand-in agent in its own tmux session, in folder `project` (its project name),
-/// playing `turns`.
-fn stand_in(world: &PaneWorld, session: &str, project: &str, turns: Value) {
-    let dir = world.claude.join("work").join(project);
-    std::fs::create_dir_all(&dir).unwrap();
-    let script = world.claude.join(format!("{session}.json"));
-    std::fs::write(&script, json!({ "turns": turns }).to_string()).unwrap();
-    let cmd = format!(
-        "{} --claude-dir {} --script {} --session {session} --think-ms 200 --stay",
-        headspace_testkit::stand_in::stand_in_agent(),
-        world.claude.display(),
-        script.display()
-    );
-    world.tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        session,
-        "-x",
-        "120",
-        "-y",
-        "40",
-        "-c",
-        dir.to_str().unwrap(),
-        &cmd,
-    ]);
-    let registered = wait_for(Duration::from_secs(15), || {
-        world
-            .server
-            .try_json(&format!("/api/agents/{session}"))
-            .filter(|a| a["activity"] == "idle" && !a["tmux_pane"].is_null())
-    });
-    assert!(registered.is_some(), "{session} registers, idle");
-}
-
-fn agent_id(world: &PaneWorld, session: &str) -> u64 {
-    world.server.json(&format!("/api/agents/{session}"))["id"]
-        .as_u64()
-        .unwrap()
-}
-
-fn send(world: &PaneWorld, session: &str, text: &str) {
-    let (status, body) = world.server.post(
-        &format!("/api/agents/{session}/send"),
-        json!({ "text": text }).to_string().as_bytes(),
-    );
-    assert_eq!(status, 200, "{body}");
-}
-
-fn waiting(world: &PaneWorld, session: &str) -> Value {
-    wait_for(Duration::from_secs(20), || {
-        world
-            .server
-            .try_json(&format!("/api/agents/{session}"))
-            .filter(|a| a["activity"] == "waiting" && !a["question"].is_null())
-    })
-    .unwrap_or_else(|| panic!("{session} waits: {}", world.server.log()))
 }
 
 /// Asserts that `session` still waits on the request it was asked (nothing answered it).
@@ -143,6 +71,7 @@ fn a_number_key_answers_only_the_request_named_on_screen_for_it() {
         &world,
         "keys-a",
         "shop",
+        120,
         json!([{"prompt": "draw the diagram", "replies": ["Looking.", "Drawn."],
                 "question": {"question": "Where should the diagram go?", "options": ["docs/diagrams/", "docs/design/"], "answer": "docs/diagrams/"}}]),
     );
@@ -150,6 +79,7 @@ fn a_number_key_answers_only_the_request_named_on_screen_for_it() {
         &world,
         "keys-b",
         "garden",
+        120,
         json!([{"prompt": "tidy the build", "replies": ["Looking.", "Done."], "permission": true}]),
     );
     let (a, b) = (agent_id(&world, "keys-a"), agent_id(&world, "keys-b"));

@@ -9,97 +9,12 @@
 
 mod common;
 use common::browser::*;
+use common::pages::*;
 use common::*;
 use headspace_core::Timestamp;
 use headspace_testkit::synth::SessionWriter;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::time::Duration;
-
-/// Tmux panes with a server, and a browser; `None` (the test skips) when either is missing.
-fn world_and_browser(name: &str) -> Option<(PaneWorld, Browser)> {
-    let world = PaneWorld::start(name)?;
-    Some((world, Browser::start()?))
-}
-
-/// Waits until agent `id`'s card is on the page.
-fn until_card(browser: &Browser, id: u64) {
-    browser.until(
-        "the card",
-        &format!("return !!document.querySelector('.card[data-id=\"{id}\"]')"),
-    );
-}
-
-/// Waits until `prompt` was typed into agent `session`'s pane (its screen shows `> prompt`).
-fn until_typed(world: &PaneWorld, session: &str, prompt: &str) {
-    let pane = world.server.json(&format!("/api/agents/{session}"))["tmux_pane"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let typed = wait_for(Duration::from_secs(15), || {
-        let screen = world.tmux.run(&["capture-pane", "-p", "-t", &pane]);
-        screen.contains(&format!("> {prompt}")).then_some(screen)
-    });
-    assert!(typed.is_some(), "the prompt reached the pane");
-}
-
-/// Starts a stand-in agent in its own tmux session, in folder `project` (its project name),
-/// `columns` wide, playing `turns`.
-fn stand_in(world: &PaneWorld, session: &str, project: &str, columns: u32, turns: Value) {
-    let dir = world.claude.join("work").join(project);
-    std::fs::create_dir_all(&dir).unwrap();
-    let script = world.claude.join(format!("{session}.json"));
-    std::fs::write(&script, json!({ "turns": turns }).to_string()).unwrap();
-    let cmd = format!(
-        "{} --claude-dir {} --script {} --session {session} --think-ms 200 --stay",
-        headspace_testkit::stand_in::stand_in_agent(),
-        world.claude.display(),
-        script.display()
-    );
-    world.tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        session,
-        "-x",
-        &columns.to_string(),
-        "-y",
-        "40",
-        "-c",
-        dir.to_str().unwrap(),
-        &cmd,
-    ]);
-    let registered = wait_for(Duration::from_secs(15), || {
-        world
-            .server
-            .try_json(&format!("/api/agents/{session}"))
-            .filter(|a| a["activity"] == "idle" && !a["tmux_pane"].is_null())
-    });
-    assert!(registered.is_some(), "{session} registers, idle");
-}
-
-fn agent_id(world: &PaneWorld, session: &str) -> u64 {
-    world.server.json(&format!("/api/agents/{session}"))["id"]
-        .as_u64()
-        .unwrap()
-}
-
-fn send(world: &PaneWorld, session: &str, text: &str) {
-    let (status, body) = world.server.post(
-        &format!("/api/agents/{session}/send"),
-        json!({ "text": text }).to_string().as_bytes(),
-    );
-    assert_eq!(status, 200, "{body}");
-}
-
-fn waiting(world: &PaneWorld, session: &str) -> Value {
-    wait_for(Duration::from_secs(20), || {
-        world
-            .server
-            .try_json(&format!("/api/agents/{session}"))
-            .filter(|a| a["activity"] == "waiting" && !a["question"].is_null())
-    })
-    .unwrap_or_else(|| panic!("{session} waits: {}", world.server.log()))
-}
 
 #[test]
 fn a_prompt_typed_in_the_page_reaches_the_pane_and_comes_back_as_its_turn() {

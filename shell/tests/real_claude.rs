@@ -373,6 +373,22 @@ impl Client {
     }
 }
 
+/// `headspace hooks install` into the client's settings, posting to `addr` over `transport`.
+fn install_hooks_into(config: &Path, transport: &str, addr: &str) {
+    let out = headspace()
+        .args(["hooks", "install", "--transport", transport])
+        .args(["--url", &format!("http://{addr}")])
+        .arg("--settings")
+        .arg(config.join("settings.json"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// `headspace wait PANE` against `server`: it must not return before `reply` is written.
 fn wait_then_replied(server: &Server, client: &Client, reply: &str) {
     let started = Instant::now();
@@ -447,24 +463,7 @@ fn conversation(transport: &str) {
     let mut server = Server::start(&db, &config, &extra);
     let addr = server.addr.clone();
     let proxy = Proxy::start(addr.clone());
-    let out = headspace()
-        .args([
-            "hooks",
-            "install",
-            "--transport",
-            transport,
-            "--url",
-            &format!("http://{}", proxy.addr),
-        ])
-        .arg("--settings")
-        .arg(config.join("settings.json"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    install_hooks_into(&config, transport, &proxy.addr);
     let client = Client::launch(&bin, &client_dir, &tmux_name, transport);
     client.until_idle("the first screen");
     let pane_ref = client.pane.replace('%', "%25");
@@ -641,24 +640,7 @@ fn bench_transport(bin: &Path, transport: &str, prompts: usize) -> Figures {
     let tmux_name = format!("hs-bench-{transport}-{}", std::process::id());
     let server = Server::start(&db, &config, &["--tmux-socket", tmux_name.as_str()]);
     if transport != "none" {
-        let out = headspace()
-            .args([
-                "hooks",
-                "install",
-                "--transport",
-                transport,
-                "--url",
-                &format!("http://{}", server.addr),
-            ])
-            .arg("--settings")
-            .arg(config.join("settings.json"))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        install_hooks_into(&config, transport, &server.addr);
     }
     let seen = turn_arrivals(&server.addr);
     let cpu_file = root.join("cpu.json");
@@ -776,23 +758,4 @@ fn real_client_hook_transports() {
         "≤ 20 ms",
         Some(p99 <= 20.0),
     );
-}
-
-/// A row of `make bench`'s closing table (as `shell/examples/bench_support/table.rs`).
-fn table_row(measure: &str, measured: &str, goal: &str, met: Option<bool>) {
-    let met = match met {
-        Some(true) => "yes",
-        Some(false) => "NO",
-        None => "—",
-    };
-    let line = format!("{measure}\t{measured}\t{goal}\t{met}\n");
-    match std::env::var_os("BENCH_TABLE") {
-        Some(path) => std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .and_then(|mut f| f.write_all(line.as_bytes()))
-            .expect("BENCH_TABLE file"),
-        None => print!("table: {}", line.replace('\t', " | ")),
-    }
 }

@@ -8,7 +8,7 @@
 mod common;
 
 use common::browser::Browser;
-use common::{cpu_ticks, fresh_db, hook, proc_kb, psql, temp_dir, wait_for};
+use common::{cpu_ticks, fresh_db, hook, proc_kb, psql, table_row, temp_dir, wait_for};
 use headspace_core::Timestamp;
 use headspace_testkit::synth::SessionWriter;
 use serde_json::{json, Value};
@@ -107,25 +107,6 @@ fn stream(addr: &str) -> Seen {
         }
     });
     seen
-}
-
-/// A row of the closing table (see shell/examples/bench_support/table.rs).
-fn table_row(measure: &str, measured: &str, goal: &str, met: Option<bool>) {
-    let met = match met {
-        Some(true) => "yes",
-        Some(false) => "NO",
-        None => "—",
-    };
-    let line = format!("{measure}\t{measured}\t{goal}\t{met}\n");
-    match std::env::var_os("BENCH_TABLE") {
-        Some(path) => std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .and_then(|mut f| f.write_all(line.as_bytes()))
-            .expect("BENCH_TABLE file"),
-        None => print!("table: {}", line.replace('\t', " | ")),
-    }
 }
 
 fn got_at(seen: &Seen, text: &str) -> Option<Instant> {

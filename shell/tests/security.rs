@@ -336,6 +336,20 @@ fn as_nobody_possible() -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Whether this test can act as `nobody` (it must on CI, where tests run as root); when not,
+/// it says the test is skipped.
+fn nobody_or_skip() -> bool {
+    let can = as_nobody_possible();
+    if !can {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "runuser -u nobody must work on CI"
+        );
+        eprintln!("skipped: cannot run as nobody here");
+    }
+    can
+}
+
 /// Runs a Python program as `nobody` (another local account with no files of the user's).
 fn python_as_nobody(program: &str, args: &[&str]) -> std::process::Output {
     Command::new("runuser")
@@ -427,12 +441,7 @@ fn a_request_whose_socket_closed_before_accept_is_nobodys_not_roots() {
         return;
     };
     v.agent(None);
-    if !as_nobody_possible() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "runuser -u nobody must work on CI"
-        );
-        eprintln!("skipped: cannot run as nobody here");
+    if !nobody_or_skip() {
         return;
     }
     let (host, port) = v.server.addr.rsplit_once(':').unwrap();
@@ -473,12 +482,7 @@ fn a_flood_of_reset_connections_never_slows_the_users_requests() {
     let Some(v) = Victim::start("sec_resets", &[]) else {
         return;
     };
-    if !as_nobody_possible() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "runuser -u nobody must work on CI"
-        );
-        eprintln!("skipped: cannot run as nobody here");
+    if !nobody_or_skip() {
         return;
     }
     let (host, port) = v.server.addr.rsplit_once(':').unwrap();

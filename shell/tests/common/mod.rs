@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod pages;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -646,4 +647,24 @@ pub fn raw(addr: &str, method: &str, path: &str, headers: &[&str], body: &str) -
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
     (status, answer)
+}
+
+/// A row of `make bench`'s closing table (`BENCH_TABLE`; as
+/// shell/examples/bench_support/table.rs writes it), or printed when run alone.
+pub fn table_row(measure: &str, measured: &str, goal: &str, met: Option<bool>) {
+    let met = match met {
+        Some(true) => "yes",
+        Some(false) => "NO",
+        None => "—",
+    };
+    let line = format!("{measure}\t{measured}\t{goal}\t{met}\n");
+    match std::env::var_os("BENCH_TABLE") {
+        Some(path) => std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(line.as_bytes()))
+            .expect("BENCH_TABLE file"),
+        None => print!("table: {}", line.replace('\t', " | ")),
+    }
 }
