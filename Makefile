@@ -84,13 +84,14 @@ cluster: deps build
 fmt:
 	$(CARGO) fmt --all
 
-## Formatting and clippy with -D warnings; core/clippy.toml bans the clock, I/O, processes
-## and hash-map iteration in the core. CI runs it before the tests.
+## Formatting, clippy with -D warnings (core/clippy.toml bans the clock, I/O, processes and
+## hash-map iteration in the core) and the docs' intra-doc links. CI runs it before the tests.
 lint:
 	@if $(CARGO) fmt --version >/dev/null 2>&1; then $(CARGO) fmt --all -- --check; \
 	  else echo "lint: rustfmt is not installed here (rustup component add rustfmt); formatting NOT checked"; fi
 	@if $(CARGO) clippy --version >/dev/null 2>&1; then $(CARGO) clippy --workspace --all-targets -- -D warnings; \
 	  else echo "lint: clippy is not installed here (rustup component add clippy); lints NOT checked"; fi
+	RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links" $(CARGO) doc --workspace --no-deps --quiet
 
 clean:
 	$(CARGO) clean

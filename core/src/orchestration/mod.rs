@@ -8,7 +8,7 @@
 //!
 //! | piece | what it is |
 //! |---|---|
-//! | [`state`] | the two files' types: [`OrchestrationState`] (`.specflow/orchestration-state.json`) and [`OrchestrationExecution`] (`.specflow/workflows/orchestration-{id}.json`), read leniently and written back without loss; [`STEP_INDEX_MAP`], [`next_step`] |
+//! | [`specflow_files`] | the two files' types: [`OrchestrationState`] (`.specflow/orchestration-state.json`) and [`OrchestrationExecution`] (`.specflow/workflows/orchestration-{id}.json`), read leniently and written back without loss; [`STEP_INDEX_MAP`], [`next_step`] |
 //! | [`workflow`] | [`WorkflowView`]: what the shell found when it looked up the linked workflow |
 //! | [`decision`] | [`Decision`] and [`Action`]: `{"action": "wait", "reason": "…", …}` |
 //! | [`decide`](mod@decide) | [`decide()`](decide::decide): gates (budget, duration), batches ([`decide_batch`]), workflow status, step status (G1, G2) |
@@ -18,7 +18,7 @@
 //! | [`spawn`] | the spawn-intent guard: [`spawn_intent_is_stale`], [`spawn_check`] |
 //! | [`observe`] | [`observe_workflow`]: the linked workflow's cost and end folded into the files before deciding |
 //! | [`recovery`] | the helper's three cases and their fallback chains: [`recovered_state`], [`stale_recovery`], [`failed_recovery`] |
-//! | [`tasks`] | [`parse_batches`]: implement's batches from `tasks.md` |
+//! | [`tasks_md`] | [`parse_batches`]: implement's batches from `tasks.md` |
 //! | [`lenient`] | unknown names kept as `Unknown(..)`, `null` kept as `null` |
 //! | [`iteration`] | the rules around the matrix: [`evaluate`] (with the spawn guard), [`next_after`], [`is_repeat`], [`escalate`], [`log`] |
 //! | [`spawn_request`](mod@spawn_request) | [`spawn_request()`](spawn_request::spawn_request), [`prompt_for`], [`record_spawn`]: what a spawning decision starts, and how its outcome is recorded |

@@ -3,7 +3,7 @@
 //!
 //! | module | concept |
 //! |---|---|
-//! | [`files`] | the state files: locked, atomic, backed up before any recovery |
+//! | [`project_files`] | the state files: locked, atomic, backed up before any recovery |
 //! | [`runner`] | the loop: reads, feeds the core's orchestration machine, carries out its effects |
 //! | [`deps`] | [`Deps`](deps::Deps): everything the runner needs from the world |
 //! | [`wake`] | wake-ups for the loop |

@@ -31,7 +31,7 @@ impl PgStore {
         Ok(snapshot)
     }
 
-    /// What a restart rebuilds the core from ([`Store::restore_snapshot`]): the live agents'
+    /// What a restart rebuilds the core from ([`Store::restore_snapshot`](crate::server::store::Store::restore_snapshot)): the live agents'
     /// rows, tasks and turns; the others' rows alone, with their highest task and turn ids;
     /// every offset. Its time and memory grow with the live agents.
     pub async fn restore_snapshot(
