@@ -378,12 +378,6 @@ fn classify_user(raw: &RawLine<'_>, uuid: Option<String>, timestamp: Option<Time
     user_text_entry(&text, uuid, timestamp, non_empty(raw.prompt_id.as_deref()))
 }
 
-/// The working directory a transcript line names (`cwd`), read on its own: the core takes an
-/// agent's folder from its transcript when no hook gave it.
-pub fn line_cwd(line: &[u8]) -> Option<String> {
-    line_place(line).cwd
-}
-
 /// Where a transcript line says its session works: its folder and git branch.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LinePlace {
