@@ -7,7 +7,15 @@
 //! turmoil's network. The harness ([`run`]) crashes and restarts the server, the store fails
 //! commits and goes down, panes go stale; [`check`] holds the invariants of DESIGN.md.
 //!
-//! A run is a function of its plan and seed: the same seed gives the same trace, byte for byte.
+//! A run is a function of its plan and seed: the same seed gives the same trace, byte for byte,
+//! in any process and any number of times in one (tokio's own randomness seeded by turmoil:
+//! [`SEEDED_RUNTIMES`]).
+
+/// Whether this build seeds tokio's randomness from the run (tokio built with
+/// `--cfg tokio_unstable`, which `.cargo/config.toml` sets). Without it a run's `select!`
+/// branches and `watch` wake-ups follow the process's hash keys, and a seed can differ run
+/// to run; `headspace-sim` warns and the determinism tests fail.
+pub const SEEDED_RUNTIMES: bool = cfg!(tokio_unstable);
 
 pub mod check;
 pub mod cluster;

@@ -127,6 +127,11 @@ fn main() -> ExitCode {
             .with_ansi(false)
             .init();
     }
+    if !headspace_sim::SEEDED_RUNTIMES {
+        eprintln!(
+            "headspace-sim: warning: built without --cfg tokio_unstable (.cargo/config.toml sets it; a RUSTFLAGS in the environment replaces it): a seed may not replay byte for byte"
+        );
+    }
     match real_main() {
         Ok(code) => code,
         Err(e) => {
