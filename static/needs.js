@@ -7,18 +7,12 @@
 const SHOWN_LABEL = { waiting: 'needs you', working: 'working', done: 'done', idle: 'idle', unknown: 'unknown', ended: 'ended' };
 const SHOWN_ORDER = ['waiting', 'working', 'done', 'idle', 'unknown', 'ended'];
 
-/// The one state an agent is shown in. Waiting always wins: an agent on a permission dialog
-/// is waiting, whatever its task's state says.
+/// The one state an agent is shown in: the card's `shown`.
 function shownState(a) {
-  if (a.activity === 'ended') return 'ended';
-  // Its machine stopped reporting: the server says so (never a stale "running"), and a
-  // machine going offline or back reloads the cards (machines.js). The page does not decide
-  // it again from the machines list, which may be newer than the cards it counted.
-  if (a.activity === 'unknown') return 'unknown';
-  if (a.activity === 'waiting' || a.state === 'awaiting_input') return 'waiting';
-  if (a.activity === 'running') return 'working';
-  if (a.state === 'complete') return 'done';
-  return 'idle';
+  // The server decides it (core/src/shown.rs: a task awaiting input that the user just sent
+  // text to is working, not waiting; a machine that stopped reporting makes it unknown); the
+  // page draws it and never decides it again.
+  return SHOWN_LABEL[a.shown] ? a.shown : 'unknown';
 }
 
 const attention = {
@@ -302,21 +296,20 @@ function noteTransition(a) {
   if (now === 'waiting' || finished) notify(a, now);
 }
 
-// What is worth telling: the rules of core/src/notice.rs (what --notify-command is told),
-// kept alike here so that the page and the server notify of the same news. Change both.
+// How often to tell: the pacing of core/src/notice.rs (what --notify-command is told). What
+// is news (a sub-agent's session is not; a slash command's finish is not) is the card's
+// answer (core/src/shown.rs).
 const NOTICE_QUIET_MS = 30000;  // notice.rs AGENT_QUIET_MS: the same news of one agent, at most once
 const NOTICES_PER_MINUTE = 6;   // notice.rs MAX_PER_MINUTE: all agents together
 
-/// A sub-agent's session (its transcript under `subagents/`, or named `agent-…`): its
-/// parent's news is what the user follows.
+/// A sub-agent's session: its parent's news is what the user follows (the card says).
 function isSubAgent(a) {
-  const p = a.transcript_path || '';
-  return p.includes('/subagents/') || (p.split('/').pop() || '').startsWith('agent-');
+  return a.sub_agent === true;
 }
 
-/// Whether a finished task is news: not a sub-agent's, not a slash command's (`/clear`).
+/// Whether a finished task is news (the card says: not a sub-agent's, not `/clear`'s).
 function notableFinish(a) {
-  return !isSubAgent(a) && !String(a.command || '').trimStart().startsWith('/');
+  return a.notable_finish === true;
 }
 
 /// Whether agent `a` newly shown in state `now` is told, at `at` ms; if so it counts as told.

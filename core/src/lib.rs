@@ -152,6 +152,7 @@ pub mod project_machine;
 pub mod question;
 pub mod replay;
 pub mod send_check;
+pub mod shown;
 pub mod state;
 pub mod step;
 pub mod step_line;

@@ -7,6 +7,7 @@
 //! ended agent stays ended (its end is a fact, not a guess).
 
 use crate::activity::Activity;
+use crate::shown::Shown;
 use crate::time::Timestamp;
 use serde_json::{json, Value};
 
@@ -84,6 +85,7 @@ pub fn add_machine(card: &mut Value, activity: Activity, machine: &MachinePresen
     o.insert("machine_last_seen".into(), json!(machine.last_seen));
     if !machine.online {
         o.insert("activity".into(), json!(shown_activity(activity, false)));
+        o.insert("shown".into(), json!(Shown::offline(activity).as_str()));
         if o.contains_key("now") {
             o.insert("now".into(), Value::Null);
         }
@@ -144,6 +146,7 @@ mod tests {
         add_machine(&mut c, Activity::Running, &offline);
         assert_eq!(c["machine_online"], false);
         assert_eq!(c["activity"], "unknown");
+        assert_eq!(c["shown"], "unknown");
         assert!(c["now"].is_null());
         assert_eq!(c["machine_last_seen"], json!(Timestamp(5_000)));
     }

@@ -1,8 +1,10 @@
 //! What a user away from the page is told: an agent starts waiting on them, or finishes a
 //! task. The shell runs `--notify-command` with what [`Notices::observe`] returns; the
 //! decision (which changes count, which are noise, how often) is made here, without a clock.
-//! The dashboard's browser notifications follow the same rules (`worthNotice` in
-//! `static/needs.js`): change one, change both.
+//! Whether an agent is a sub-agent's and whether a finish is news are the card's answers
+//! ([`crate::shown`]); the dashboard's browser notifications read them from the card and keep
+//! the same pacing (`worthNotice` in `static/needs.js`, [`AGENT_QUIET_MS`] and
+//! [`MAX_PER_MINUTE`]).
 
 use crate::activity::Activity;
 use crate::model::AgentId;
@@ -53,17 +55,6 @@ pub struct Notices {
     recent: VecDeque<Timestamp>,
 }
 
-/// True for a sub-agent's session (its transcript lives under `subagents/`, or is named
-/// `agent-…`): its parent's news is what the user follows.
-fn is_sub_agent(view: &AgentView) -> bool {
-    view.agent.transcript_path.as_deref().is_some_and(|p| {
-        p.contains("/subagents/")
-            || p.rsplit('/')
-                .next()
-                .is_some_and(|name| name.starts_with("agent-"))
-    })
-}
-
 fn phase(view: &AgentView) -> Phase {
     match (view.activity(), view.state()) {
         (Activity::Waiting, _) => Phase::NeedsYou,
@@ -88,17 +79,14 @@ impl Notices {
         let id = view.agent.id;
         let now_phase = phase(view);
         let before = self.phases.insert(id, now_phase);
-        if before == Some(now_phase) || is_sub_agent(view) {
+        if before == Some(now_phase) || view.sub_agent() {
             return None;
         }
         let kind = match now_phase {
             Phase::NeedsYou => NoticeKind::NeedsYou,
             Phase::Finished
                 if matches!(before, Some(Phase::Working | Phase::NeedsYou))
-                    && !view
-                        .command
-                        .as_deref()
-                        .is_some_and(|c| c.trim_start().starts_with('/')) =>
+                    && view.notable_finish() =>
             {
                 NoticeKind::Finished
             }

@@ -10,6 +10,7 @@ use crate::activity::{agent_activity, agent_state, current_task, Activity};
 use crate::intent::{Actor, Intent};
 use crate::model::{AgentId, AgentRow, TaskRow, TurnRow};
 use crate::question::{open_question, preview, OpenQuestion, PREVIEW_CHARS};
+use crate::shown::{is_sub_agent, notable_finish, Shown};
 use crate::state::TaskState;
 use crate::time::Timestamp;
 use serde_json::{json, Value};
@@ -120,6 +121,24 @@ impl AgentView {
         agent_activity(&self.agent, self.task.as_ref())
     }
 
+    /// The state the card shows ([`Shown::of`]), its machine reporting.
+    pub fn shown(&self) -> Shown {
+        Shown::of(self.activity(), self.state())
+    }
+
+    /// Whether this is a sub-agent's session ([`is_sub_agent`]).
+    pub fn sub_agent(&self) -> bool {
+        is_sub_agent(self.agent.transcript_path.as_deref())
+    }
+
+    /// Whether its task's finish is news ([`notable_finish`]).
+    pub fn notable_finish(&self) -> bool {
+        notable_finish(
+            self.agent.transcript_path.as_deref(),
+            self.command.as_deref(),
+        )
+    }
+
     /// The question the agent waits on: the pane's permission dialog first, else the task's
     /// open question (see [`open_question`]).
     pub fn open_question(&self) -> Option<OpenQuestion> {
@@ -145,6 +164,9 @@ impl AgentView {
             "tmux_pane": a.tmux_pane,
             "state": self.state().as_str(),
             "activity": self.activity().as_str(),
+            "shown": self.shown().as_str(),
+            "sub_agent": self.sub_agent(),
+            "notable_finish": self.notable_finish(),
             "end_reason": a.end_reason,
             "claude_pid": a.claude_pid,
             "task_id": task.map(|t| t.id),

@@ -11,6 +11,21 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// True when Node.js runs here; false (the test skips) when it does not, except on CI
+/// (`CI` set), where `make test` installs it and its absence fails the test.
+pub fn node_or_skip() -> bool {
+    let node = Command::new("node").arg("--version").output();
+    if node.is_ok_and(|o| o.status.success()) {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "node must be installed on CI (make test installs it)"
+    );
+    eprintln!("skipped: node is not installed");
+    false
+}
+
 /// The cluster's URL, or `None` (test skipped) outside `make test`.
 pub fn cluster_url() -> Option<String> {
     match std::env::var("DATABASE_URL") {
