@@ -85,13 +85,18 @@ fmt:
 	$(CARGO) fmt --all
 
 ## Formatting, clippy with -D warnings (core/clippy.toml bans the clock, I/O, processes and
-## hash-map iteration in the core) and the docs' intra-doc links. CI runs it before the tests.
+## hash-map iteration in the core), the docs' intra-doc links, and the clock ban for the
+## shell's and the simulation's code (lint/clock/clippy.toml). CI runs it before the tests.
 lint:
 	@if $(CARGO) fmt --version >/dev/null 2>&1; then $(CARGO) fmt --all -- --check; \
 	  else echo "lint: rustfmt is not installed here (rustup component add rustfmt); formatting NOT checked"; fi
 	@if $(CARGO) clippy --version >/dev/null 2>&1; then $(CARGO) clippy --workspace --all-targets -- -D warnings; \
 	  else echo "lint: clippy is not installed here (rustup component add clippy); lints NOT checked"; fi
 	RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links" $(CARGO) doc --workspace --no-deps --quiet
+	@# The clock ban: only shell/src/clock.rs reads the time (lint/clock/clippy.toml).
+	@if $(CARGO) clippy --version >/dev/null 2>&1; then CLIPPY_CONF_DIR=$(CURDIR)/lint/clock \
+	  $(CARGO) clippy -p headspace -p headspace-sim --lib --bins -- -D clippy::disallowed_methods; \
+	  else echo "lint: clippy is not installed here; the clock ban NOT checked"; fi
 
 clean:
 	$(CARGO) clean

@@ -5,6 +5,7 @@
 //! the reading, writing and waiting; every rule is here, without a clock: times come in as
 //! arguments (the database's clock, so machines never compare their own clocks).
 
+use crate::engine::Config;
 use crate::machines::{holder, MachinePresence};
 use crate::Timestamp;
 
@@ -180,12 +181,27 @@ pub enum AwaitStep {
 /// What to do with a forwarded command in `state`, `past_deadline_ms` after its deadline
 /// (negative before it), on the database's clock: the same clock the claim's deadline is
 /// checked on, so a row withdrawn here is one no executor could still take.
-pub fn await_step(state: CommandState, past_deadline_ms: i64) -> AwaitStep {
+pub fn await_step(config: &Config, state: CommandState, past_deadline_ms: i64) -> AwaitStep {
+    if state == CommandState::Running && running_as_not_taken(config) {
+        return AwaitStep::Answer;
+    }
     match state {
         CommandState::Done | CommandState::Refused => AwaitStep::Answer,
         CommandState::Pending if past_deadline_ms >= 0 => AwaitStep::Withdraw,
         CommandState::Running if past_deadline_ms >= RUN_WITHIN_MS => AwaitStep::GiveUp,
         CommandState::Pending | CommandState::Running => AwaitStep::LookAgain,
+    }
+}
+
+/// True when the planted `running-as-not-taken` is (never without the `planted-bugs`
+/// feature).
+fn running_as_not_taken(config: &Config) -> bool {
+    #[cfg(feature = "planted-bugs")]
+    return config.planted == Some(crate::planted::Bug::RunningAsNotTaken);
+    #[cfg(not(feature = "planted-bugs"))]
+    {
+        let _ = config;
+        false
     }
 }
 

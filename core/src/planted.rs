@@ -26,15 +26,20 @@ pub enum Bug {
     /// positions: an event whose id was taken before a served one but committed after it is
     /// never served (`core/src/event_feed.rs`).
     EventsReadById,
+    /// A server waiting on a command it forwarded to another machine's pane takes one
+    /// already taken and still running for one never taken: it tells the user the command
+    /// will not run, and the other machine types it (`pane_commands::await_step`).
+    RunningAsNotTaken,
 }
 
 impl Bug {
     /// Every bug, in name order.
-    pub const ALL: [Bug; 7] = [
+    pub const ALL: [Bug; 8] = [
         Bug::EventsReadById,
         Bug::MatchWindow30s,
         Bug::PrefixHash200,
         Bug::RecoveredOnLatestTask,
+        Bug::RunningAsNotTaken,
         Bug::SingleTransactionRollback,
         Bug::SkipFenceTtl,
         Bug::SkipPartialLine,
@@ -50,6 +55,7 @@ impl Bug {
             Bug::SkipPartialLine => "skip-partial-line",
             Bug::RecoveredOnLatestTask => "recovered-on-latest-task",
             Bug::EventsReadById => "events-read-by-id",
+            Bug::RunningAsNotTaken => "running-as-not-taken",
         }
     }
 

@@ -7,7 +7,7 @@ use headspace_core::pane_commands::{
     await_step, route, AwaitStep, CommandState, PaneCommandKind, PaneRoute, CLAIM_WITHIN_MS,
     RUN_WITHIN_MS,
 };
-use headspace_core::Timestamp;
+use headspace_core::{Config, Timestamp};
 
 /// Machine `name` as the machines list reports it to server "a".
 fn reported(name: &str, online: bool) -> headspace_core::machines::MachinePresence {
@@ -86,6 +86,8 @@ fn a_hub_never_types_into_a_pane_itself() {
 #[test]
 fn a_waiting_server_answers_withdraws_a_row_not_taken_and_gives_up_on_one_without_result() {
     // The times are how far past the row's deadline the database's clock is.
+    let config = Config::new("/c");
+    let await_step = |state, past| await_step(&config, state, past);
     let before = -CLAIM_WITHIN_MS;
     for done in [CommandState::Done, CommandState::Refused] {
         assert_eq!(await_step(done, before), AwaitStep::Answer);

@@ -11,6 +11,7 @@
 //! - [`client`], [`tmux`], [`fsutil`], [`config`] — what the server and the CLI share.
 
 pub mod client;
+pub mod clock;
 pub mod config;
 pub mod fsutil;
 pub mod hooks;

@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use headspace::server::driver::CoreHome;
 use headspace::server::pane_keys::{default_trusted_file, PaneKeys};
-use headspace::server::pgstore::pane_commands::Awaited;
+use headspace::server::pane_queue::{await_result, Awaited, PgPaneQueue};
 use headspace::server::pgstore::PgStore;
 use headspace::server::world::{DiskFiles, SystemClock, TmuxPanes, World};
 use headspace::server::{start, Settings};
@@ -30,6 +30,11 @@ fn two_claimers_run_each_command_once_and_never_a_refused_or_late_one() {
     let rt = runtime();
     rt.block_on(async {
         let store = PgStore::new(&db, 4).unwrap();
+        let queue = PgPaneQueue {
+            store: store.clone(),
+            url: db.clone(),
+        };
+        let rules = headspace_core::Config::new("/c");
         let send = PaneCommandKind::Send;
         let mut pending = BTreeSet::new();
         for i in 0..40u64 {
@@ -100,7 +105,7 @@ fn two_claimers_run_each_command_once_and_never_a_refused_or_late_one() {
         // A finished row's result is what the waiting server gets.
         let first = *pending.iter().next().unwrap();
         assert_eq!(
-            store.await_pane_command(first).await.unwrap(),
+            await_result(&queue, first, &rules).await.unwrap(),
             Awaited::Result(json!({"status": 200, "body": {"ran": first}}))
         );
         // A waiting server withdraws a row not taken by its deadline (it is then refused and
@@ -113,7 +118,7 @@ fn two_claimers_run_each_command_once_and_never_a_refused_or_late_one() {
             &db,
             &format!("UPDATE pane_commands SET deadline = now() - interval '1 millisecond' WHERE id = {unheard}"),
         );
-        assert_eq!(store.await_pane_command(unheard).await.unwrap(), Awaited::NotTaken);
+        assert_eq!(await_result(&queue, unheard, &rules).await.unwrap(), Awaited::NotTaken);
         psql(
             &db,
             &format!("UPDATE pane_commands SET deadline = now() + interval '1 minute' WHERE id = {unheard}"),
@@ -128,7 +133,7 @@ fn two_claimers_run_each_command_once_and_never_a_refused_or_late_one() {
             &db,
             &format!("UPDATE pane_commands SET deadline = now() - interval '31 seconds' WHERE id = {silent}"),
         );
-        assert_eq!(store.await_pane_command(silent).await.unwrap(), Awaited::NoResult);
+        assert_eq!(await_result(&queue, silent, &rules).await.unwrap(), Awaited::NoResult);
         // Machine c's row is c's alone.
         let theirs = store.claim_pane_commands("c", 10).await.unwrap();
         assert_eq!(theirs.iter().map(|c| c.id).collect::<Vec<_>>(), [other]);
@@ -307,11 +312,15 @@ fn start_machine_b(db: &str, claude_b: &Path, tmux: &Tmux) -> tokio::runtime::Ru
             panes: Arc::new(TmuxPanes {
                 socket: Some(tmux.0.clone()),
             }),
+            pane_queue: Some(Arc::new(PgPaneQueue {
+                store,
+                url: db.to_string(),
+            })),
         };
         let app = start(&world, machine_b_settings(claude_b), None)
             .await
             .unwrap();
-        headspace::server::http::start_pane_executor(app, store, db.to_string());
+        headspace::server::http::start_pane_executor(app);
     });
     rt
 }

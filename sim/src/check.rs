@@ -27,6 +27,11 @@
 //!   position order, with its name and data, across hub switches and hub restarts, and no
 //!   `gap` (every event is retained); no committed event is left without a position.
 //!
+//! - C1 commands: a prompt a user sent through a hub to another machine's pane was typed
+//!   there exactly once when the hub answered 200, never when it answered that the command
+//!   will not run (503 offline, 504 not taken, any other refusal), and at most once when the
+//!   answer says nothing sure (no answer, or 504 taken without a result).
+//!
 //! L3 (determinism) is checked by running a seed twice (see `run`).
 
 use headspace_core::activity::{agent_activity, current_task, Activity};
@@ -78,6 +83,42 @@ pub struct Violation {
     pub detail: String,
 }
 
+/// A prompt a user sent through a hub (the `cluster` scenario), and what the hub answered.
+#[derive(Clone, Debug)]
+pub struct SendRecord {
+    /// The agent's pane.
+    pub pane: String,
+    /// The text.
+    pub text: String,
+    /// The hub asked.
+    pub hub: &'static str,
+    /// Its answer (status, body); `None` when none came.
+    pub answer: Option<(u16, String)>,
+    /// When it was asked.
+    pub at: Timestamp,
+}
+
+/// What a send's answer promises about its text being typed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Promise {
+    /// Typed once.
+    Typed,
+    /// Never typed.
+    NotTyped,
+    /// Nothing sure: typed at most once.
+    AtMostOnce,
+}
+
+fn promise(answer: &Option<(u16, String)>) -> Promise {
+    match answer {
+        Some((200, _)) => Promise::Typed,
+        // Taken without a result in time: it may still have run.
+        Some((504, body)) if body.contains("took the command") => Promise::AtMostOnce,
+        Some(_) => Promise::NotTyped,
+        None => Promise::AtMostOnce,
+    }
+}
+
 /// Ground truth and the checks against it.
 #[derive(Debug, Default)]
 pub struct Checker {
@@ -95,6 +136,8 @@ pub struct Checker {
     /// Panes a successful pane listing showed with their Claude Code process while the store
     /// tied them to an agent.
     pub seen_alive: BTreeSet<String>,
+    /// Prompts sent through a hub, with the hub's answers (C1).
+    pub sends: Vec<SendRecord>,
     store_violations: usize,
     /// Committed turns by entry uuid and by prompt id.
     entries: BTreeMap<String, u64>,
@@ -331,6 +374,44 @@ impl Checker {
                     );
                 }
             }
+        }
+    }
+
+    /// C1 at the end: each text sent through a hub, typed as its answers promise. `typed` is
+    /// every text typed into a pane, in order (pane, text).
+    pub fn check_commands(&mut self, now: Timestamp, typed: &[(String, String)]) {
+        let mut by_text: BTreeMap<(&str, &str), (usize, usize, Vec<String>)> = BTreeMap::new();
+        for s in &self.sends {
+            let e = by_text.entry((&s.pane, &s.text)).or_default();
+            match promise(&s.answer) {
+                Promise::Typed => {
+                    e.0 += 1;
+                    e.1 += 1;
+                }
+                Promise::AtMostOnce => e.1 += 1,
+                Promise::NotTyped => {}
+            }
+            e.2.push(format!(
+                "{} at {} answered {}",
+                s.hub,
+                s.at,
+                s.answer
+                    .as_ref()
+                    .map_or("nothing".to_string(), |(st, b)| format!("{st} {b}"))
+            ));
+        }
+        let mut problems = Vec::new();
+        for ((pane, text), (least, most, answers)) in &by_text {
+            let n = typed.iter().filter(|(p, t)| p == pane && t == text).count();
+            if n < *least || n > *most {
+                problems.push(format!(
+                    "{text:?} sent to pane {pane} was typed {n} times; its sends: {}",
+                    answers.join("; ")
+                ));
+            }
+        }
+        for p in problems {
+            self.fail("C1", now, p);
         }
     }
 

@@ -13,17 +13,22 @@ use crate::rng::Rng;
 use crate::run::{server, settings, Outcome, ServerSpec, SimListener, GONE_WITHIN_MS, TICK_MS};
 use crate::session::play_agents;
 use crate::sse_client::{run_client, Phase, Streams, HUB_PORT};
+use crate::world::directory::{Directory, Heartbeats};
 use crate::world::events::{EdgeLink, HubLog, NotifyFaults, SimEvents};
-use crate::world::{AdapterFaults, SimWorld, EPOCH_MS};
+use crate::world::pane_queue::{Reach, SimPaneQueue};
+use crate::world::{AdapterFaults, ClusterLinks, SimWorld, EPOCH_MS};
 use headspace::server::fanout;
+use headspace::server::pane_keys::PaneKeys;
 use headspace::server::role::Role;
+use headspace::server::world::World;
 use headspace::server::{accept_loop, start_hub};
+use headspace_core::machines::HEARTBEAT_EVERY_MS;
 use headspace_core::planted::Bug;
 use headspace_core::Timestamp;
 use headspace_testkit::synth::CLAUDE_DIR;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The two edges.
 pub const EDGES: [ServerSpec; 2] = [
@@ -52,7 +57,7 @@ const AGENT_HOSTS: [&str; 2] = ["claude-a", "claude-b"];
 const DRAIN_MS: u64 = 4_000;
 
 /// What the shared events table and the SSE clients went through in one run.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClusterStats {
     /// Events sequenced (committed).
     pub sequenced: usize,
@@ -72,6 +77,10 @@ pub struct ClusterStats {
     pub hub_failed_reads: u64,
     /// Each SSE client's (events received, connections made).
     pub clients: Vec<(usize, u32)>,
+    /// Prompts users sent through a hub to an edge's pane, and how many the hub answered 200.
+    pub sends: (usize, usize),
+    /// Pane commands written into the shared table, taken by an edge, and wake-ups lost.
+    pub commands: (u64, u64, u64),
 }
 
 impl std::fmt::Display for ClusterStats {
@@ -83,7 +92,7 @@ impl std::fmt::Display for ClusterStats {
             .collect();
         write!(
             f,
-            "events: {} sequenced, {} commits out of id order, {} ids rolled back, notifications {} lost and {} late; {} edge and {} hub crashes, {} hub reads failed; clients: {}",
+            "events: {} sequenced, {} commits out of id order, {} ids rolled back, notifications {} lost and {} late; {} edge and {} hub crashes, {} hub reads failed; clients: {}; sends through a hub: {} ({} answered 200), pane commands {} written, {} taken, {} wake-ups lost",
             self.sequenced,
             self.out_of_order,
             self.rolled_back,
@@ -92,13 +101,33 @@ impl std::fmt::Display for ClusterStats {
             self.edge_crashes,
             self.hub_crashes,
             self.hub_failed_reads,
-            clients.join(", ")
+            clients.join(", "),
+            self.sends.0,
+            self.sends.1,
+            self.commands.0,
+            self.commands.1,
+            self.commands.2
         )
     }
 }
 
-/// A hub host: the real fan-out over the shared table, and the real hub app (API and SSE).
-async fn hub(name: &'static str, events: SimEvents, bug: Option<Bug>) -> turmoil::Result {
+/// What a hub shares with the rest of the run.
+#[derive(Clone)]
+struct HubLinks {
+    directory: Directory,
+    queue: SimPaneQueue,
+    keys: Arc<PaneKeys>,
+}
+
+/// A hub host: the real fan-out over the shared table, and the real hub app (API and SSE),
+/// whose store is the shared database's view of every edge's agents ([`Directory`]) and
+/// which forwards a command for an agent's pane through the shared pane-command table.
+async fn hub(
+    name: &'static str,
+    events: SimEvents,
+    bug: Option<Bug>,
+    links: HubLinks,
+) -> turmoil::Result {
     let log = HubLog {
         hub: name,
         events: events.clone(),
@@ -113,10 +142,17 @@ async fn hub(name: &'static str, events: SimEvents, bug: Option<Bug>) -> turmoil
         }
     };
     fanout::start(log, events.listen(name), fed.clone(), core.clone());
-    // A hub holds no agents, files or panes: an empty world's adapters (its API lists
-    // nothing; the scenario looks at its event stream).
-    let world = SimWorld::new(Rng::new(0), AdapterFaults::default()).adapters();
-    let app = start_hub(&world, settings(core, name, "", Role::Hub), fed);
+    // A hub holds no files or panes (an empty world's); it reads the agents of the shared
+    // database and forwards commands for their panes.
+    let empty = SimWorld::new(Rng::new(0), AdapterFaults::default()).adapters();
+    let world = World {
+        store: Arc::new(links.directory),
+        pane_queue: Some(Arc::new(links.queue.link(Reach::Hub(events.clone(), name)))),
+        ..empty
+    };
+    let mut settings = settings(core, name, "", Role::Hub);
+    settings.pane_keys = links.keys;
+    let app = start_hub(&world, settings, fed);
     accept_loop(SimListener(listener), app, std::future::pending()).await;
     Ok(())
 }
@@ -186,7 +222,7 @@ impl Crashable {
 
 /// Runs the multi-machine `plan` with `seed`, with `bug` planted in every server.
 pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
-    let wall = Instant::now();
+    let wall = headspace::clock::instant();
     let mut rng = Rng::new(seed);
     let f = &plan.faults;
     let horizon: u64 = plan
@@ -267,6 +303,20 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
             .collect();
         events.cut_off(h, windows);
     }
+    // The pane commands and the machines' heartbeats of the shared database, with their own
+    // draws (the run's other draws keep their values), and one key every server trusts.
+    let mut qrng = Rng::new(seed ^ 0x5eed_c0de_0000_0001);
+    let lose_wakes = qrng.range(0, 60) as f64 / 100.0;
+    let queue = SimPaneQueue::new(qrng, lose_wakes);
+    let keys = Arc::new(PaneKeys::ephemeral());
+    let heartbeats = Heartbeats::default();
+    for w in &worlds {
+        w.lock().cluster = Some(ClusterLinks {
+            queue: queue.clone(),
+            keys: keys.clone(),
+            hubs: HUBS.to_vec(),
+        });
+    }
     let mut sim = turmoil::Builder::new()
         .simulation_duration(Duration::from_secs(24 * 3600))
         .tick_duration(Duration::from_millis(TICK_MS))
@@ -280,7 +330,21 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
     }
     for name in HUBS {
         let ev = events.clone();
-        sim.host(name, move || hub(name, ev.clone(), bug));
+        let links = HubLinks {
+            directory: Directory {
+                hub: name,
+                events: events.clone(),
+                edges: EDGES
+                    .iter()
+                    .map(|e| e.machine)
+                    .zip(worlds.clone())
+                    .collect(),
+                heartbeats: heartbeats.clone(),
+            },
+            queue: queue.clone(),
+            keys: keys.clone(),
+        };
+        sim.host(name, move || hub(name, ev.clone(), bug, links.clone()));
     }
     let agents_done = Arc::new(AtomicUsize::new(0));
     for (i, share) in shares.iter().enumerate() {
@@ -321,6 +385,14 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
         events.deliver_due(now);
         let stamp = Timestamp(EPOCH_MS + now as i64);
         let hostile = settle_until.is_none();
+        // Each edge that runs and reaches the database reports, as its heartbeat loop does.
+        if now % (HEARTBEAT_EVERY_MS as u64) < TICK_MS {
+            for ((edge, world), spec) in edges.iter().zip(&worlds).zip(&EDGES) {
+                if edge.down_until.is_none() && !world.lock().down(stamp) {
+                    heartbeats.beat(spec.machine, spec.id, stamp.millis());
+                }
+            }
+        }
         if drain_until.is_none() {
             for (edge, world) in edges.iter_mut().zip(&worlds) {
                 if edge.revive(&mut sim, now) && now % 250 < TICK_MS {
@@ -343,6 +415,7 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
                 w.lock().hostile = false;
             }
             events.lock().hostile = false;
+            queue.lock().hostile = false;
             phase.calm();
             settle_until = Some(now + plan.settle_ms);
         }
@@ -361,24 +434,45 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
     let sim_ms = sim.elapsed().as_millis() as u64;
     drop(sim);
     phase.end();
-    finish(&worlds, &edges, &hubs, &events, &streams, sim_ms, wall)
+    let database = Database {
+        events: &events,
+        queue: &queue,
+    };
+    finish(&worlds, &edges, &hubs, database, &streams, sim_ms, wall)
 }
 
-/// The end-of-run checks of every edge and E1, and the outcome.
+/// The shared database's tables, at the end.
+struct Database<'a> {
+    events: &'a SimEvents,
+    queue: &'a SimPaneQueue,
+}
+
+/// The end-of-run checks of every edge (C1 among them) and E1, and the outcome.
 fn finish(
     worlds: &[SimWorld],
     edges: &[Crashable],
     hubs: &[Crashable],
-    events: &SimEvents,
+    database: Database<'_>,
     streams: &Streams,
     sim_ms: u64,
-    wall: Instant,
+    wall: tokio::time::Instant,
 ) -> Outcome {
+    let Database { events, queue } = database;
     let now = Timestamp(EPOCH_MS + sim_ms as i64);
     let mut violations = Vec::new();
     let (mut trace, mut stores, mut turns, mut commits) = (Vec::new(), Vec::new(), 0, 0);
+    let mut sends = (0, 0);
     for (spec, world) in EDGES.iter().zip(worlds) {
         let mut s = world.lock();
+        sends.0 += s.checker.sends.len();
+        sends.1 += s
+            .checker
+            .sends
+            .iter()
+            .filter(|r| r.answer.as_ref().is_some_and(|(st, _)| *st == 200))
+            .count();
+        let typed = std::mem::take(&mut s.typed_log);
+        s.checker.check_commands(now, &typed);
         s.finish(now);
         violations.extend(s.checker.violations.iter().map(|v| Violation {
             detail: format!("{}: {}", spec.machine, v.detail),
@@ -419,6 +513,11 @@ fn finish(
             .iter()
             .map(|r| (r.events.len(), r.connections))
             .collect(),
+        sends,
+        commands: {
+            let q = queue.lock();
+            (q.submitted, q.taken, q.wakes_lost)
+        },
     };
     drop(t);
     trace.extend_from_slice(format!("{stats}\n").as_bytes());
@@ -430,7 +529,7 @@ fn finish(
         violations,
         trace,
         sim_ms,
-        wall: wall.elapsed(),
+        wall: headspace::clock::since(wall),
         turns,
         crashes: edges.iter().chain(hubs).map(|h| h.crashes).sum(),
         commits,

@@ -9,13 +9,15 @@
 //!
 //! A run is a function of its plan and seed: the same seed gives the same trace, byte for byte,
 //! in any process and any number of times in one (tokio's own randomness seeded by turmoil:
-//! [`SEEDED_RUNTIMES`]).
+//! [`seeded_runtimes`]).
 
 /// Whether this build seeds tokio's randomness from the run (tokio built with
 /// `--cfg tokio_unstable`, which `.cargo/config.toml` sets). Without it a run's `select!`
 /// branches and `watch` wake-ups follow the process's hash keys, and a seed can differ run
 /// to run; `headspace-sim` warns and the determinism tests fail.
-pub const SEEDED_RUNTIMES: bool = cfg!(tokio_unstable);
+pub fn seeded_runtimes() -> bool {
+    cfg!(tokio_unstable)
+}
 
 pub mod check;
 pub mod cluster;

@@ -7,7 +7,7 @@ use headspace_sim::scenario::{find, Scenario, SCENARIOS};
 use headspace_sim::Bug;
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(Parser)]
 #[command(
@@ -127,7 +127,7 @@ fn main() -> ExitCode {
             .with_ansi(false)
             .init();
     }
-    if !headspace_sim::SEEDED_RUNTIMES {
+    if !headspace_sim::seeded_runtimes() {
         eprintln!(
             "headspace-sim: warning: built without --cfg tokio_unstable (.cargo/config.toml sets it; a RUSTFLAGS in the environment replaces it): a seed may not replay byte for byte"
         );
@@ -197,7 +197,7 @@ fn real_main() -> Result<ExitCode, String> {
                 let extra = if plan.orchestration {
                     ", O1–O2"
                 } else if plan.cluster {
-                    " (on each edge), E1"
+                    " (on each edge), C1, E1"
                 } else {
                     ""
                 };
@@ -212,13 +212,13 @@ fn real_main() -> Result<ExitCode, String> {
         Cmd::Catch { seeds } => {
             let mut missed = 0;
             for b in Bug::ALL {
-                let started = Instant::now();
+                let started = headspace::clock::instant();
                 match headspace_sim::run::catching_seed(b, 1..=seeds) {
                     Some((seed, scenario, v)) => {
                         println!(
                         "{:<28} caught at seed {seed} ({scenario}, {:.1} s): {} {} — reproduce: {}",
                         b.name(),
-                        started.elapsed().as_secs_f64(),
+                        headspace::clock::since(started).as_secs_f64(),
                         v.invariant,
                         v.detail,
                         reproduce(find(scenario).expect("a scenario of the list"), seed, Some(b))
@@ -246,7 +246,7 @@ fn real_main() -> Result<ExitCode, String> {
         } => {
             let s = scenario(&name)?;
             let b = bug(inject_bug.as_deref())?;
-            let started = Instant::now();
+            let started = headspace::clock::instant();
             let (mut passed, mut sim_ms) = (0u64, 0u64);
             let mut failures = Vec::new();
             // Orchestration seeds: how many met each fault, so a figure says what was tried.
@@ -281,7 +281,9 @@ fn real_main() -> Result<ExitCode, String> {
                     "\r[{}{}] {done}/{seeds} seeds · {failed} failed · {:.0}× real time ",
                     "#".repeat(filled),
                     ".".repeat(width as usize - filled),
-                    sim_ms as f64 / 1000.0 / started.elapsed().as_secs_f64().max(1e-9)
+                    sim_ms as f64
+                        / 1000.0
+                        / headspace::clock::since(started).as_secs_f64().max(1e-9)
                 );
                 let _ = std::io::stderr().flush();
                 if until_found && !failures.is_empty() {
@@ -292,7 +294,7 @@ fn real_main() -> Result<ExitCode, String> {
             for f in &failures {
                 println!("{f}");
             }
-            let wall = started.elapsed().max(Duration::from_millis(1));
+            let wall = headspace::clock::since(started).max(Duration::from_millis(1));
             println!(
                 "{:.0} simulated seconds in {:.1} s: {:.0}× real time",
                 sim_ms as f64 / 1000.0,

@@ -13,7 +13,7 @@ use headspace::server::{accept_loop, start, Listen, Settings};
 use headspace_core::access::AccessPolicy;
 use headspace_core::planted::Bug;
 use headspace_testkit::synth::CLAUDE_DIR;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Simulated time per turmoil step.
 pub const TICK_MS: u64 = 10;
@@ -132,7 +132,10 @@ pub(crate) async fn server(world: SimWorld, bug: Option<Bug>, spec: ServerSpec) 
     // Agents leave memory after 20 silent seconds (30 minutes in production), so the
     // simulation's faults meet agents coming back from the store all the time.
     core.evict_after_ms = 20_000;
-    let settings = settings(core, spec.host, spec.machine, spec.role);
+    let mut settings = settings(core, spec.host, spec.machine, spec.role);
+    if let Some(c) = &world.lock().cluster {
+        settings.pane_keys = c.keys.clone();
+    }
     let adapters = world.adapters();
     // While the store is down, wait, as a supervisor would before restarting us; only then
     // does the recorder mark the restart in the trace.
@@ -148,6 +151,8 @@ pub(crate) async fn server(world: SimWorld, bug: Option<Bug>, spec: ServerSpec) 
         sim_now(),
     )?;
     let app = start(&adapters, settings, Some(recorder)).await?;
+    // Commands other machines write for this one's panes (none without a shared table).
+    headspace::server::http::start_pane_executor(app.clone());
     accept_loop(SimListener(listener), app, std::future::pending()).await;
     Ok(())
 }
@@ -157,7 +162,7 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
     if plan.cluster {
         return crate::cluster::run(plan, seed, bug);
     }
-    let wall = Instant::now();
+    let wall = headspace::clock::instant();
     let mut rng = Rng::new(seed);
     let f = &plan.faults;
     // The safety phase's length, roughly: the longest agent.
@@ -336,7 +341,7 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
         violations: s.checker.violations.clone(),
         trace: std::mem::take(&mut s.trace),
         sim_ms,
-        wall: wall.elapsed(),
+        wall: headspace::clock::since(wall),
         turns: s.store.turns().count(),
         crashes: crash_count,
         commits: s.commits,

@@ -266,14 +266,9 @@ pub const SCENARIOS: &[Scenario] = &[
         plan: |rng| {
             let mut p = Plan::random(rng, 4);
             for a in &mut p.agents {
-                // Pane commands reach an edge through a hub and the database, which this
-                // scenario does not simulate: prompts are typed, never sent, and no /clear.
+                // A prompt may be sent through a hub (to the edge, through the shared
+                // pane-command table); /clear is not.
                 a.steps.retain(|s| !matches!(s, Step::Clear { .. }));
-                for s in &mut a.steps {
-                    if let Step::Prompt(x) = s {
-                        x.via_send = false;
-                    }
-                }
             }
             p.faults.reconciles = 0;
             p.cluster = true;

@@ -4,7 +4,7 @@
 //! hooks the way the installed hook script does: stamped, detached, fire-and-forget, over
 //! turmoil's network. It tells the checker what really happened.
 
-use crate::check::{LineTruth, Phase};
+use crate::check::{LineTruth, Phase, SendRecord};
 use crate::faults::Faults;
 use crate::plan::{AgentPlan, Exchange, Fate, Step};
 use crate::rng::Rng;
@@ -33,6 +33,14 @@ pub async fn post(path: &str, body: &[u8]) -> Option<u16> {
 
 /// Posts `body` to `path` on turmoil host `host` (a server or an edge), as [`post`].
 pub async fn post_to(host: &str, path: &str, body: &[u8]) -> Option<u16> {
+    post_answered(host, path, body)
+        .await
+        .map(|(status, _)| status)
+}
+
+/// Posts `body` to `path` on turmoil host `host`: the answer's status and body, or `None`
+/// when there was no answer within 5 s.
+pub async fn post_answered(host: &str, path: &str, body: &[u8]) -> Option<(u16, String)> {
     let exchange = async {
         let mut s = turmoil::net::TcpStream::connect((host, SERVER.1))
             .await
@@ -46,7 +54,9 @@ pub async fn post_to(host: &str, path: &str, body: &[u8]) -> Option<u16> {
         let mut buf = Vec::new();
         s.read_to_end(&mut buf).await.ok()?;
         let text = String::from_utf8_lossy(&buf);
-        text.split_whitespace().nth(1)?.parse().ok()
+        let status = text.split_whitespace().nth(1)?.parse().ok()?;
+        let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        Some((status, body.to_string()))
     };
     tokio::time::timeout(Duration::from_secs(5), exchange)
         .await
@@ -271,7 +281,28 @@ impl Agent {
         if x.via_send {
             let body = json!({"text": x.prompt}).to_string();
             let path = format!("/api/agents/{}/send", pane_segment(&self.pane));
-            if post(&path, body.as_bytes()).await == Some(200) {
+            let hubs = self.world.lock().cluster.as_ref().map(|c| c.hubs.clone());
+            let status = match hubs {
+                // Across machines: the user's page is a hub's, which forwards the send to
+                // this agent's edge through the shared pane-command table. The agent is named
+                // by its session: a pane id (`%1`) names a pane on every machine.
+                Some(hubs) => {
+                    let hub = *self.rng.pick(&hubs);
+                    let path = format!("/api/agents/{}/send", self.w.session_id);
+                    let answer = post_answered(hub, &path, body.as_bytes()).await;
+                    let status = answer.as_ref().map(|(s, _)| *s);
+                    self.world.lock().checker.sends.push(SendRecord {
+                        pane: self.pane.clone(),
+                        text: x.prompt.clone(),
+                        hub,
+                        answer,
+                        at: sim_now(),
+                    });
+                    status
+                }
+                None => post(&path, body.as_bytes()).await,
+            };
+            if status == Some(200) {
                 self.typed(&x.prompt).await;
             }
         }

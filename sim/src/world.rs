@@ -3,7 +3,9 @@
 //! outside the server host, so it survives the host's crashes; what the server had not
 //! committed is lost with it.
 
+pub mod directory;
 pub mod events;
+pub mod pane_queue;
 mod store;
 
 use crate::check::Checker;
@@ -137,6 +139,23 @@ pub struct State {
     /// In the multi-machine scenario: this edge's name and the shared events table its
     /// commits append to (`None`: a single server, whose commits are immediate).
     pub edge: Option<events::EdgeLink>,
+    /// In the multi-machine scenario: the shared pane-command table and the key every server
+    /// signs with and trusts, and the hubs the agents' users send prompts through.
+    pub cluster: Option<ClusterLinks>,
+    /// Every text typed into a pane by `send`, in order (pane, text): what C1 counts.
+    pub typed_log: Vec<(String, String)>,
+}
+
+/// What an edge shares with the other machines of the `cluster` scenario.
+#[derive(Clone)]
+pub struct ClusterLinks {
+    /// The pane commands of the shared database.
+    pub queue: pane_queue::SimPaneQueue,
+    /// One signing key for every server (each trusts it as its own), so an edge runs what a
+    /// hub forwards.
+    pub keys: Arc<headspace::server::pane_keys::PaneKeys>,
+    /// The hubs (turmoil hosts) a user's send goes through.
+    pub hubs: Vec<&'static str>,
 }
 
 /// The shared world: cheap to clone, one per run.
@@ -166,6 +185,8 @@ impl SimWorld {
             host: "server",
             seat: 0,
             edge: None,
+            cluster: None,
+            typed_log: Vec::new(),
         })))
     }
 
@@ -231,6 +252,10 @@ impl SimWorld {
             store: Arc::new(self.clone()),
             files: Arc::new(self.clone()),
             panes: Arc::new(self.clone()),
+            pane_queue: self.lock().cluster.as_ref().map(|c| {
+                Arc::new(c.queue.link(pane_queue::Reach::Edge(self.clone())))
+                    as Arc<dyn headspace::server::pane_queue::PaneQueue>
+            }),
         }
     }
 }
@@ -340,11 +365,12 @@ impl Panes for SimWorld {
             }
             // Typing, the pause, Enter: the agent sees the text after a moment.
             tokio::time::sleep(std::time::Duration::from_millis(150)).await;
-            self.lock()
-                .inbox
+            let mut s = self.lock();
+            s.inbox
                 .entry(pane.to_string())
                 .or_default()
                 .push_back(text.to_string());
+            s.typed_log.push((pane.to_string(), text.to_string()));
             Ok(Sent {
                 cleared_input: false,
                 retried_enter: false,
@@ -433,7 +459,8 @@ impl State {
         self.server_down = false;
     }
 
-    fn down(&mut self, now: Timestamp) -> bool {
+    /// Whether the store is unreachable at `now` (one of the run's outages, while hostile).
+    pub fn down(&mut self, now: Timestamp) -> bool {
         if !self.hostile {
             return false;
         }

@@ -26,7 +26,7 @@ fn named_scenarios_pass() {
 #[test]
 fn the_same_seed_gives_the_same_trace() {
     assert!(
-        headspace_sim::SEEDED_RUNTIMES,
+        headspace_sim::seeded_runtimes(),
         "built without --cfg tokio_unstable (.cargo/config.toml; a RUSTFLAGS in the environment replaces it): tokio's randomness is not the run's"
     );
     for (name, seed) in [
@@ -51,21 +51,13 @@ fn the_same_seed_gives_the_same_trace() {
 /// Two edges and two hubs on one simulated database: across a handful of seeds the run meets
 /// what the read side must survive (commits out of id order, rolled-back ids, lost and late
 /// notifications, hub switches and crashes, edge crashes), and every client sees every event
-/// once, in position order (E1), while each edge keeps S1–S5, L1–L2.
+/// once, in position order (E1), while each edge keeps S1–S5, L1–L2. Users send prompts
+/// through the hubs, which forward them to the edge holding the pane through the shared
+/// pane-command table: each typed as the hub's answer promised (C1).
 #[test]
 fn two_edges_and_two_hubs_lose_no_event() {
     let s = find("cluster").unwrap();
-    let mut total = headspace_sim::cluster::ClusterStats {
-        sequenced: 0,
-        out_of_order: 0,
-        rolled_back: 0,
-        notifications_lost: 0,
-        notifications_late: 0,
-        edge_crashes: 0,
-        hub_crashes: 0,
-        hub_failed_reads: 0,
-        clients: Vec::new(),
-    };
+    let mut total = headspace_sim::cluster::ClusterStats::default();
     for seed in 1..=6 {
         let o = run(&(s.plan)(&mut Rng::new(seed)), seed, None);
         assert!(
@@ -84,7 +76,16 @@ fn two_edges_and_two_hubs_lose_no_event() {
         total.hub_crashes += c.hub_crashes;
         total.hub_failed_reads += c.hub_failed_reads;
         total.clients.extend(c.clients);
+        total.sends.0 += c.sends.0;
+        total.sends.1 += c.sends.1;
+        total.commands.1 += c.commands.1;
+        total.commands.2 += c.commands.2;
     }
+    assert!(
+        total.sends.1 > 0 && total.sends.1 < total.sends.0,
+        "sends through a hub, some answered 200 and some not: {total:?}"
+    );
+    assert!(total.commands.1 > 0, "edges took commands: {total:?}");
     assert!(
         total.out_of_order > 0,
         "ids committed out of order: {total:?}"
@@ -110,6 +111,14 @@ fn two_edges_and_two_hubs_lose_no_event() {
         o.violations.iter().any(|v| v.invariant == "E1")
     });
     assert!(caught, "events-read-by-id breaks E1 in one of six seeds");
+    // A hub that takes a running command for one never taken tells the user it will not
+    // run, and the edge types it: C1 catches it.
+    let bug = Some(Bug::RunningAsNotTaken);
+    let caught = (1..=6).any(|seed| {
+        let o = run(&(s.plan)(&mut Rng::new(seed)), seed, bug);
+        o.violations.iter().any(|v| v.invariant == "C1")
+    });
+    assert!(caught, "running-as-not-taken breaks C1 in one of six seeds");
 }
 
 /// The cluster scenario is a function of its seed run to run, each run in its own process

@@ -17,9 +17,7 @@ pub(crate) fn machines(json: bool, server: &ServerArg) -> ExitCode {
                 outln!("{}", Value::Array(rows));
                 return ExitCode::SUCCESS;
             }
-            let now_ms = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as i64);
+            let now_ms = headspace::clock::wall().millis();
             outln!(
                 "{:<24} {:<34} {:<10} AGENTS",
                 "MACHINE",

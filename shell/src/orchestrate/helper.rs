@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A configured helper command.
 #[derive(Clone, Debug)]
@@ -42,11 +42,11 @@ impl HelperCommand {
             let _ = stdout.read_to_string(&mut s);
             s
         });
-        let deadline = Instant::now() + self.timeout;
+        let deadline = crate::clock::instant() + self.timeout;
         loop {
             match child.try_wait() {
                 Ok(Some(_)) => break,
-                Ok(None) if Instant::now() < deadline => {
+                Ok(None) if crate::clock::instant() < deadline => {
                     std::thread::sleep(Duration::from_millis(100))
                 }
                 _ => {

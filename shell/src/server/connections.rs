@@ -78,7 +78,7 @@ impl Connections {
             id,
             Entry {
                 busy: 0,
-                idle_since: Instant::now(),
+                idle_since: crate::clock::instant(),
                 close: Some(tx),
             },
         );
@@ -151,7 +151,7 @@ impl Drop for Busy {
         {
             e.busy = e.busy.saturating_sub(1);
             if e.busy == 0 {
-                e.idle_since = Instant::now();
+                e.idle_since = crate::clock::instant();
             }
         }
     }

@@ -47,7 +47,7 @@ pub async fn preloaded_hub<L: EventLog>(log: &L, config: &Config) -> Result<Arc<
 pub fn start<L: EventLog>(log: L, wake: Arc<Notify>, hub: Arc<Hub>, config: Config) {
     tokio::spawn(async move {
         let mut cursor = hub.last_id() as i64;
-        let mut pruned = tokio::time::Instant::now();
+        let mut pruned = crate::clock::instant();
         let mut failing = false;
         loop {
             tokio::select! {
@@ -68,8 +68,8 @@ pub fn start<L: EventLog>(log: L, wake: Arc<Notify>, hub: Arc<Hub>, config: Conf
                 }
                 Err(_) => {}
             }
-            if pruned.elapsed() >= PRUNE_EVERY {
-                pruned = tokio::time::Instant::now();
+            if crate::clock::since(pruned) >= PRUNE_EVERY {
+                pruned = crate::clock::instant();
                 match log.prune(RETAINED as i64).await {
                     Ok(n) if n > 0 => debug!("[FANOUT] pruned {n} old events"),
                     Ok(_) => {}

@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod migrate;
 pub mod notifier;
 pub mod pane_keys;
+pub mod pane_queue;
 pub mod pgstore;
 pub mod prices;
 pub mod record;
@@ -197,8 +198,12 @@ async fn serve(
     if role.indexes_turns() {
         crate::server::pgstore::search_index::start_indexer(store.clone());
     }
-    // The store as PostgreSQL, for the fan-out and the pane-command executor.
+    // The store as PostgreSQL, for the fan-out.
     let pg = store.clone();
+    let pane_queue = crate::server::pane_queue::PgPaneQueue {
+        store: store.clone(),
+        url: url.clone(),
+    };
     let world = World {
         clock: Arc::new(SystemClock),
         store: Arc::new(store),
@@ -206,6 +211,7 @@ async fn serve(
         panes: Arc::new(TmuxPanes {
             socket: args.tmux_socket.clone(),
         }),
+        pane_queue: Some(Arc::new(pane_queue)),
     };
     let recorder = match &args.record {
         Some(p) => Some(
@@ -284,7 +290,7 @@ async fn serve(
     };
     if role.has_agents() {
         // Commands other servers write for this machine's panes (docs/multi-machine.md).
-        http::start_pane_executor(app.clone(), pg, url.clone());
+        http::start_pane_executor(app.clone());
         crate::server::watcher::start_notify(claude_dir.clone(), app.core.clone());
     }
     if let Some(command) = args.notify_command.clone() {
@@ -524,11 +530,13 @@ fn assemble(
         panes: world.panes.clone(),
         files: world.files.clone(),
         max_line_bytes: settings.core.max_line_bytes,
+        rules: settings.core.clone(),
         audit,
         clock: world.clock.clone(),
         prices: Arc::new(settings.prices),
         machine: settings.machine,
         role: settings.role,
+        pane_queue: world.pane_queue.clone(),
     })
 }
 

@@ -229,11 +229,6 @@ pub trait Store: Send + Sync {
     ) -> BoxFuture<'_, Result<Vec<crate::server::machines::MachineRow>, StoreError>> {
         Box::pin(async { Ok(Vec::new()) })
     }
-    /// The PostgreSQL store this is, for what only a shared database does (commands to
-    /// panes on other machines); `None` in memory, where every pane is this server's.
-    fn postgres(&self) -> Option<&crate::server::pgstore::PgStore> {
-        None
-    }
     /// Every stored turn, under any agent, holding one of these entry uuids (for the audit).
     fn entry_turns<'a>(
         &'a self,

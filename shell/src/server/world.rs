@@ -25,10 +25,7 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> Timestamp {
-        let d = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        Timestamp(d.as_millis() as i64)
+        crate::clock::wall()
     }
 }
 
@@ -439,6 +436,10 @@ pub struct World {
     pub files: Arc<dyn Files>,
     /// The panes.
     pub panes: Arc<dyn Panes>,
+    /// The pane commands shared with the other machines of the database, when it is shared
+    /// (PostgreSQL's table; the simulation's shared database); `None` when every pane is
+    /// this server's.
+    pub pane_queue: Option<Arc<dyn crate::server::pane_queue::PaneQueue>>,
 }
 
 #[cfg(test)]

@@ -199,6 +199,12 @@ impl SimEvents {
         out
     }
 
+    /// Whether `hub` cannot reach the database now (one of its windows, while hostile).
+    pub fn is_cut_off(&self, hub: &str) -> bool {
+        let now = turmoil::sim_elapsed().unwrap_or_default().as_millis() as u64;
+        self.lock().is_cut_off(hub, now)
+    }
+
     /// `hub` cannot reach the database during `windows` (sim ms from..to).
     pub fn cut_off(&self, hub: &str, windows: Vec<(u64, u64)>) {
         self.lock().cut_off.insert(hub.to_string(), windows);

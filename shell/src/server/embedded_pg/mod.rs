@@ -21,7 +21,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod lockdown;
 use lockdown::{
@@ -573,11 +573,11 @@ impl EmbeddedPg {
             self.psql(None, "SELECT pg_reload_conf();\n"),
         )?;
         // pg_reload_conf only signals the server: wait until the password is required.
-        let end = Instant::now() + Duration::from_secs(10);
+        let end = crate::clock::instant() + Duration::from_secs(10);
         loop {
             match self.psql(None, "SELECT 1;\n") {
                 Ok(o) if !o.status.success() && output_text(&o).contains("password") => break,
-                Ok(o) if Instant::now() > end => {
+                Ok(o) if crate::clock::instant() > end => {
                     return Err(EmbeddedError::Step {
                         step: "remove trust from pg_hba.conf",
                         detail: format!(
@@ -607,7 +607,7 @@ impl EmbeddedPg {
     /// Checks that the server takes the password, to say so clearly here rather than after
     /// the migrations' retries. A server still starting up is waited for.
     fn check_password(&self, secret: &str, secret_file: &Path) -> Result<(), EmbeddedError> {
-        let end = Instant::now() + Duration::from_secs(10);
+        let end = crate::clock::instant() + Duration::from_secs(10);
         loop {
             let out = self
                 .psql(Some(secret), "SELECT 1;\n")
@@ -621,7 +621,7 @@ impl EmbeddedPg {
                     self.secret_error(secret_file, "the database refuses the password in it")
                 );
             }
-            if Instant::now() > end {
+            if crate::clock::instant() > end {
                 return Err(EmbeddedError::Step {
                     step: "connect to the embedded database",
                     detail: text.replace(secret, "<secret>"),

@@ -305,7 +305,7 @@ pub(super) async fn wait(app: &App, reference: &str, query: Option<&str>) -> Res
         }
     };
     // tokio's clock, so the simulation's virtual time drives it too.
-    let started = tokio::time::Instant::now();
+    let started = crate::clock::instant();
     let mut debounce = WaitDebounce::new(Duration::from_secs_f64(timeout));
     loop {
         // A pane on another machine cannot be read from here: its activity comes from the
@@ -323,7 +323,7 @@ pub(super) async fn wait(app: &App, reference: &str, query: Option<&str>) -> Res
             _ => None,
         };
         let activity = wait::with_screen(stored, screen.as_deref());
-        let elapsed = started.elapsed();
+        let elapsed = crate::clock::since(started);
         let waited_ms = elapsed.as_millis() as u64;
         let status = match debounce.reading(activity, elapsed) {
             WaitVerdict::Idle => "idle",

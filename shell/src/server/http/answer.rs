@@ -121,10 +121,10 @@ pub(super) async fn answer_questions_here(
     let Some(pane) = view.agent.tmux_pane.clone() else {
         return no_pane(reference);
     };
-    let started = tokio::time::Instant::now();
+    let started = crate::clock::instant();
     let mut keys = 0;
     loop {
-        if started.elapsed() > DRIVE_LIMIT {
+        if crate::clock::since(started) > DRIVE_LIMIT {
             return fail(
                 StatusCode::GATEWAY_TIMEOUT,
                 format!(

@@ -34,7 +34,7 @@ impl GuessGate {
     pub async fn pay(&self) {
         let turn = {
             let mut next = self.next.lock().expect("guess gate");
-            let now = Instant::now();
+            let now = crate::clock::instant();
             let turn = next.map_or(now, |n| n.max(now)) + self.spacing;
             *next = Some(turn);
             turn

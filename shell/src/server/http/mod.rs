@@ -96,6 +96,12 @@ pub struct App {
     pub machine: String,
     /// What this process does (`--role`): an edge serves no page, a hub no hooks.
     pub role: crate::server::role::Role,
+    /// The pane commands shared with the database's other machines: how a command for a
+    /// pane elsewhere gets there (`http/remote_panes.rs`); `None` when every pane is this server's.
+    pub pane_queue: Option<Arc<dyn crate::server::pane_queue::PaneQueue>>,
+    /// The core's configuration, for the rules a route applies itself (how the wait on a
+    /// forwarded command goes: [`headspace_core::pane_commands::await_step`]).
+    pub rules: headspace_core::Config,
 }
 
 /// Handles one request: the access checks first ([`AccessPolicy::check`]), then the route;

@@ -33,7 +33,7 @@ pub(super) async fn orchestrations(app: &App) -> Response<Body> {
     } else {
         list_here(app).await
     };
-    if app.store.postgres().is_some() {
+    if app.pane_queue.is_some() {
         let machines = app.store.machines().await.unwrap_or_default();
         // Only machines that report: an offline one cannot read its files, and asking it
         // would only write refused rows.
@@ -144,7 +144,7 @@ async fn forward_project(
     machine: Option<&str>,
     body: Value,
 ) -> Result<Option<Response<Body>>, Response<Body>> {
-    if app.store.postgres().is_none() {
+    if app.pane_queue.is_none() {
         return Ok(None);
     }
     let agents = app

@@ -1,21 +1,21 @@
 //! Commands to panes on another machine (docs/multi-machine.md, "Commands to panes"): the
 //! pane routes ask [`forward`] first; for a pane another machine holds it writes a command
 //! row, waits for that machine's result and answers with it (or 503 at once when the machine
-//! is offline). Every server with a PostgreSQL store runs an executor
-//! ([`start_pane_executor`]) that takes its machine's rows and runs them with the routes' own
-//! code (`send_here`, `interrupt_here`, `answer_here`, `answer_questions_here`). The rules are
-//! the core's ([`headspace_core::pane_commands`]).
+//! is offline). Every server whose database is shared (it has a
+//! [`PaneQueue`]) runs an executor ([`start_pane_executor`]) that takes its machine's
+//! commands and runs them with the routes' own code (`send_here`, `interrupt_here`,
+//! `answer_here`, `answer_questions_here`). The rules are the core's
+//! ([`headspace_core::pane_commands`]).
 
 use super::agents::{interrupt_here, reconcile_here, send_here};
 use super::answer::{answer_here, answer_questions_here};
 use super::body::{json_response, Body};
 use super::orchestration::orchestrate_forwarded;
 use super::App;
+use crate::clock;
 use crate::server::backoff::Backoff;
 use crate::server::machines::presence_of;
-use crate::server::pgstore::listen::wake_on;
-use crate::server::pgstore::pane_commands::{Awaited, PaneCommand, COMMANDS_CHANNEL};
-use crate::server::pgstore::PgStore;
+use crate::server::pane_queue::{await_result, Awaited, PaneCommand, PaneQueue};
 use headspace_core::dialog::answers_of;
 use headspace_core::machines::holder;
 use headspace_core::pane_commands::{
@@ -81,7 +81,7 @@ pub(super) async fn forward_outcome(
     kind: PaneCommandKind,
     body: Value,
 ) -> Option<Outcome> {
-    let pg = app.store.postgres()?;
+    let queue = app.pane_queue.as_deref()?;
     let holder = holder(row_machine, &app.machine);
     // Only a machine elsewhere needs the machines list.
     let presence = if holder == app.machine {
@@ -97,10 +97,7 @@ pub(super) async fn forward_outcome(
         PaneRoute::Offline { machine, error } => {
             let answer = json!({ "error": error });
             let result = json!({"status": 503, "body": answer});
-            if let Err(e) = pg
-                .refuse_pane_command(&machine, agent, kind, &body, &result)
-                .await
-            {
+            if let Err(e) = queue.refuse(&machine, agent, kind, &body, &result).await {
                 warn!(
                     "[PANE_COMMANDS] could not record the refused {} for machine {machine}: {e}",
                     kind.as_str()
@@ -109,7 +106,7 @@ pub(super) async fn forward_outcome(
             Some((StatusCode::SERVICE_UNAVAILABLE, answer))
         }
         PaneRoute::Forward { machine } => {
-            Some(run_elsewhere(app, pg, &machine, agent, kind, &body).await)
+            Some(run_elsewhere(app, queue, &machine, agent, kind, &body).await)
         }
     }
 }
@@ -118,7 +115,7 @@ pub(super) async fn forward_outcome(
 /// and answers with it.
 async fn run_elsewhere(
     app: &App,
-    pg: &PgStore,
+    queue: &dyn PaneQueue,
     machine: &str,
     agent: u64,
     kind: PaneCommandKind,
@@ -126,8 +123,8 @@ async fn run_elsewhere(
 ) -> Outcome {
     let now = app.clock.now().millis();
     let signed = app.pane_keys.sign(machine, agent, kind, body, now);
-    let id = match pg
-        .submit_pane_command(machine, agent, kind, body, Some(&signed))
+    let id = match queue
+        .submit(machine, agent, kind, body, Some(&signed))
         .await
     {
         Ok(id) => id,
@@ -137,7 +134,7 @@ async fn run_elsewhere(
         "[PANE_COMMANDS] {} for agent {agent} sent to machine {machine} (command {id})",
         kind.as_str()
     );
-    match pg.await_pane_command(id).await {
+    match await_result(queue, id, &app.rules).await {
         Ok(Awaited::Result(result)) => {
             let status = result["status"]
                 .as_u64()
@@ -154,7 +151,7 @@ async fn run_elsewhere(
 /// True when the agent's pane is not this server's to read (another machine's, or a hub's
 /// agent).
 pub(super) fn pane_is_elsewhere(app: &App, view: &AgentView) -> bool {
-    app.store.postgres().is_some() && route(&view.machine, &app.machine, None) != PaneRoute::Here
+    app.pane_queue.is_some() && route(&view.machine, &app.machine, None) != PaneRoute::Here
 }
 
 /// How often the executor looks for commands when no notification came (one may be lost:
@@ -166,20 +163,23 @@ const PRUNE_EVERY: Duration = Duration::from_secs(600);
 const CLAIM_BATCH: i64 = 16;
 
 /// Runs, for as long as the server runs, the commands other servers write for this machine:
-/// woken by `NOTIFY pane_commands` on a listening connection of its own, and every second
-/// without one.
-pub fn start_pane_executor(app: Arc<App>, store: PgStore, url: String) {
+/// woken by the queue ([`PaneQueue::wake_for`]: `NOTIFY pane_commands` on PostgreSQL), and
+/// every second without a wake-up. Nothing when the server has no queue.
+pub fn start_pane_executor(app: Arc<App>) {
+    let Some(store) = app.pane_queue.clone() else {
+        return;
+    };
     tokio::spawn(async move {
         info!(
             "[PANE_COMMANDS] running commands for machine {:?}",
             app.machine
         );
-        let wake = wake_on(url, COMMANDS_CHANNEL, Some(app.machine.clone()));
-        let mut prune_at = tokio::time::Instant::now();
+        let wake = store.wake_for(&app.machine);
+        let mut prune_at = clock::instant();
         loop {
-            if tokio::time::Instant::now() >= prune_at {
-                prune_at = tokio::time::Instant::now() + PRUNE_EVERY;
-                if let Err(e) = store.prune_pane_commands().await {
+            if clock::instant() >= prune_at {
+                prune_at = clock::instant() + PRUNE_EVERY;
+                if let Err(e) = store.prune().await {
                     debug!("[PANE_COMMANDS] cannot prune old commands: {e}");
                 }
             }
@@ -194,9 +194,9 @@ pub fn start_pane_executor(app: Arc<App>, store: PgStore, url: String) {
 
 /// Takes this machine's pending commands and runs each on its own task (a question wizard
 /// may take seconds; it must not hold up a send to another pane).
-async fn run_claimed(app: &Arc<App>, store: &PgStore) {
+async fn run_claimed(app: &Arc<App>, store: &Arc<dyn PaneQueue>) {
     loop {
-        let taken = match store.claim_pane_commands(&app.machine, CLAIM_BATCH).await {
+        let taken = match store.claim(&app.machine, CLAIM_BATCH).await {
             Ok(t) => t,
             Err(e) => {
                 debug!("[PANE_COMMANDS] cannot look for commands: {e}");
@@ -233,7 +233,7 @@ async fn run_claimed(app: &Arc<App>, store: &PgStore) {
                     }
                 };
                 let result = json!({"status": status.as_u16(), "body": body});
-                finish(&store, command.id, &result).await;
+                finish(store.as_ref(), command.id, &result).await;
             });
         }
         if !full {
@@ -243,10 +243,10 @@ async fn run_claimed(app: &Arc<App>, store: &PgStore) {
 }
 
 /// Writes a result, retrying a while: the asking server waits for it.
-async fn finish(store: &PgStore, id: i64, result: &Value) {
+async fn finish(store: &dyn PaneQueue, id: i64, result: &Value) {
     let mut pause = Backoff::new(Duration::from_millis(100), Duration::from_secs(13));
     for _ in 0..8 {
-        match store.finish_pane_command(id, result).await {
+        match store.finish(id, result).await {
             Ok(()) => return,
             Err(e) => {
                 warn!("[PANE_COMMANDS] could not write the result of command {id} (retrying): {e}");

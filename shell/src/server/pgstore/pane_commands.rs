@@ -10,48 +10,15 @@
 //! its row with a short backoff instead of holding a listening connection per request.
 
 use super::PgStore;
-use crate::server::backoff::Backoff;
 use crate::server::pane_keys::Signed;
 use crate::server::store::StoreError;
-use headspace_core::pane_commands::{
-    await_step, AwaitStep, CommandState, PaneCommandKind, CLAIM_WITHIN_MS,
-};
+use headspace_core::pane_commands::{CommandState, PaneCommandKind, CLAIM_WITHIN_MS};
 use serde_json::Value;
-use std::time::Duration;
 
 /// The channel that announces new commands (payload: the machine's name).
 pub const COMMANDS_CHANNEL: &str = "pane_commands";
 
-/// A command an executor took.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PaneCommand {
-    /// Its row.
-    pub id: i64,
-    /// The agent whose pane it is for.
-    pub agent_id: u64,
-    /// What to do.
-    pub kind: PaneCommandKind,
-    /// The request's arguments (and the reference it was asked with), as the row holds them:
-    /// shown, never run (the executor runs the signed envelope's).
-    pub body: Value,
-    /// The signed envelope's text ([`crate::server::pane_keys`]), if the row has one.
-    pub envelope: Option<String>,
-    /// Its signature, in hex.
-    pub signature: Option<String>,
-    /// The signer's public key, in hex.
-    pub signer: Option<String>,
-}
-
-/// How waiting on a forwarded command ended.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Awaited {
-    /// The executor's result: `{"status": N, "body": …}`.
-    Result(Value),
-    /// Not taken before its deadline: refused, it will never run.
-    NotTaken,
-    /// Taken, but no result in time (it may still finish).
-    NoResult,
-}
+pub use crate::server::pane_queue::PaneCommand;
 
 impl PgStore {
     /// Writes a pending command for `machine` (deadline [`CLAIM_WITHIN_MS`] from now), with
@@ -211,35 +178,5 @@ impl PgStore {
             Ok((parsed, r.get(1), r.get(2)))
         })
         .transpose()
-    }
-
-    /// Waits for a forwarded command's result, looking at its row with a backoff from 20 ms
-    /// to 200 ms; refuses it when it is not taken by its deadline ([`await_step`] decides, on
-    /// the database's clock).
-    pub async fn await_pane_command(&self, id: i64) -> Result<Awaited, StoreError> {
-        let mut pause = Backoff::new(Duration::from_millis(20), Duration::from_millis(200));
-        loop {
-            let (state, result, past_deadline_ms) = self
-                .pane_command(id)
-                .await?
-                .ok_or_else(|| StoreError::Database(format!("pane command {id} is gone")))?;
-            match await_step(state, past_deadline_ms) {
-                AwaitStep::Answer => {
-                    return Ok(match (state, result) {
-                        (CommandState::Done, Some(r)) => Awaited::Result(r),
-                        _ => Awaited::NotTaken,
-                    })
-                }
-                AwaitStep::Withdraw => {
-                    if self.withdraw_pane_command(id).await? {
-                        return Ok(Awaited::NotTaken);
-                    }
-                    // Taken in the meantime: it runs; wait for its result.
-                }
-                AwaitStep::GiveUp => return Ok(Awaited::NoResult),
-                AwaitStep::LookAgain => {}
-            }
-            pause.pause().await;
-        }
     }
 }

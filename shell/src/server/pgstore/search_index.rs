@@ -9,7 +9,7 @@
 
 use super::PgStore;
 use crate::server::store::StoreError;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tracing::{info, warn};
 
 /// The text a turn's vector is made of: the first 100,000 characters (a tsvector is capped
@@ -143,7 +143,7 @@ pub fn start_indexer(store: PgStore) {
         let mut backfill_finished = false;
         let mut failing = false;
         loop {
-            let started = Instant::now();
+            let started = crate::clock::instant();
             let pass = index_pass(&store, &mut backfill_finished).await;
             match pass {
                 Ok(busy) => {
@@ -153,7 +153,12 @@ pub fn start_indexer(store: PgStore) {
                     }
                     // At most half the time while there is more: a large transcript read
                     // at once leaves the writer, on the same cores, the other half.
-                    tokio::time::sleep(if busy { started.elapsed() } else { IDLE }).await;
+                    tokio::time::sleep(if busy {
+                        crate::clock::since(started)
+                    } else {
+                        IDLE
+                    })
+                    .await;
                 }
                 Err(e) => {
                     if !failing {

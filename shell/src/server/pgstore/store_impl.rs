@@ -22,10 +22,6 @@ impl Store for PgStore {
         Box::pin(PgStore::machines(self))
     }
 
-    fn postgres(&self) -> Option<&PgStore> {
-        Some(self)
-    }
-
     fn apply<'a>(&'a self, writes: &'a [Write]) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(PgStore::apply(self, writes))
     }
