@@ -192,6 +192,37 @@ pub fn names(agent: &AgentRow, reference: &str) -> bool {
         || agent.tmux_pane.as_deref() == Some(reference)
 }
 
+/// When `reference` names only a pane (no agent by id or session) and live agents on more
+/// than one machine hold that pane, the error that says so: a pane id (`%1`) names a pane on
+/// every machine, so taking one of them would type into a pane the user may not mean.
+/// `views` are every agent, each with its machine (empty for `this_machine`'s).
+pub fn ambiguous_pane<'a>(
+    views: impl IntoIterator<Item = &'a AgentView>,
+    reference: &str,
+    this_machine: &str,
+) -> Option<String> {
+    let mut machines = std::collections::BTreeSet::new();
+    for v in views {
+        let a = &v.agent;
+        if reference.parse::<AgentId>().ok() == Some(a.id)
+            || a.session_id == reference
+            || a.sessions.iter().any(|s| s == reference)
+        {
+            return None;
+        }
+        if !a.ended && a.tmux_pane.as_deref() == Some(reference) {
+            machines.insert(crate::machines::holder(&v.machine, this_machine).to_string());
+        }
+    }
+    (machines.len() > 1).then(|| {
+        let list: Vec<String> = machines.into_iter().collect();
+        format!(
+            "pane {reference} is a pane on each of the machines {}: name the agent by its id or session",
+            list.join(", ")
+        )
+    })
+}
+
 /// The agent `reference` names among `agents` (see [`names`]). Several may: an id wins over
 /// a session or a pane (a pane is reused by the next agent, a number could be both), then the
 /// agent heard from last, then the highest id.

@@ -4,7 +4,7 @@
 use headspace_core::model::{AgentRow, TaskRow, TurnRow, TurnSource};
 use headspace_core::question::PREVIEW_CHARS;
 use headspace_core::store::MemStore;
-use headspace_core::view::{clip, resolve_reference, AgentView, CLIPPED_CHARS};
+use headspace_core::view::{ambiguous_pane, clip, resolve_reference, AgentView, CLIPPED_CHARS};
 use headspace_core::{Actor, Intent, TaskState, Timestamp, Write};
 use serde_json::json;
 
@@ -261,4 +261,30 @@ fn the_memory_store_resolves_by_the_same_rule() {
     assert_eq!(s.resolve("%3"), Some(2));
     assert_eq!(s.resolve("old-s1"), Some(1));
     assert_eq!(s.agent_view(3), None);
+}
+
+/// A pane id names a pane on every machine: a reference that is only a pane held by live
+/// agents on two machines is refused with both named; one machine's pane, an ended agent's,
+/// or a reference that is also an id or a session is not.
+#[test]
+fn a_pane_held_on_two_machines_is_no_reference() {
+    let on = |id: u64, session: &str, pane: &str, machine: &str| {
+        let mut v = AgentView::from_rows(&agent(id, session, Some(pane), 0), [], []);
+        v.machine = machine.into();
+        v
+    };
+    let views = vec![on(1, "s-a", "%1", "desk"), on(2, "s-b", "%1", "laptop")];
+    let why = ambiguous_pane(&views, "%1", "hub").expect("two machines hold %1");
+    assert!(why.contains("desk, laptop"), "{why}");
+    // This server's own rows (machine empty) count as its machine.
+    let mine = vec![on(1, "s-a", "%1", ""), on(2, "s-b", "%1", "laptop")];
+    assert!(ambiguous_pane(&mine, "%1", "desk").is_some());
+    // One machine's pane, or the other agent ended: the pane names one agent.
+    assert!(ambiguous_pane(&views[..1], "%1", "hub").is_none());
+    let mut ended = views.clone();
+    ended[1].agent.ended = true;
+    assert!(ambiguous_pane(&ended, "%1", "hub").is_none());
+    // A session is never ambiguous, even one spelled like a pane.
+    let odd = vec![on(1, "%1", "%1", "desk"), on(2, "s-b", "%1", "laptop")];
+    assert!(ambiguous_pane(&odd, "%1", "hub").is_none());
 }

@@ -218,3 +218,40 @@ fn an_agent_of_an_offline_machine_shows_unknown_and_its_real_activity_once_it_re
     assert_eq!(a["activity"], "ended", "{a}");
     assert_eq!(a["machine_online"], false, "{a}");
 }
+
+/// A pane id names a pane on every machine (issue 31, found by the simulation): a send to
+/// `%1` when live agents on two machines hold `%1` is refused with both named, and types
+/// nothing; the same send by the agent's id goes to that agent.
+#[test]
+fn a_pane_held_on_two_machines_is_refused_as_a_reference() {
+    let Some(db) = fresh_db("machines_pane_twice") else {
+        return;
+    };
+    let claude = temp_dir("machines-pane-twice");
+    let server = Server::start(&db, &claude, &["--machine", "hub-1"]);
+    let (a, b): (u64, u64) = (1 << 48, 2 << 48);
+    psql(
+        &db,
+        &format!(
+            "INSERT INTO machines (name, id, heartbeat_at, version) VALUES ('desk', 1, now(), 'x'), ('laptop', 2, now(), 'x');
+             {} {}
+             UPDATE agents SET tmux_pane = '%1';",
+            agent_sql(a, "desk", "alpha", "complete"),
+            agent_sql(b, "laptop", "beta", "complete")
+        ),
+    );
+    let (status, body) = request(
+        &server.addr,
+        "POST",
+        "/api/agents/%251/send",
+        br#"{"text": "rm -rf target"}"#,
+    )
+    .expect("an answer");
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("desk, laptop"), "{body}");
+    let commands = psql(&db, "SELECT count(*) FROM pane_commands");
+    assert_eq!(commands.trim(), "0", "nothing was forwarded");
+    // By id, the agent is found: its card names its machine.
+    let card = server.json(&format!("/api/agents/{a}"));
+    assert_eq!(card["machine"], "desk", "{card}");
+}

@@ -7,7 +7,7 @@ use super::{query_param, App};
 use crate::server::driver::{Msg, ReconcileProgress};
 use crate::server::store::Waited;
 use headspace_core::pane_commands::PaneCommandKind;
-use headspace_core::view::AgentView;
+use headspace_core::view::{ambiguous_pane, AgentView};
 use headspace_core::wait::{self, WaitDebounce, WaitVerdict};
 use headspace_core::Activity;
 use headspace_core::{Input, Reply};
@@ -19,6 +19,18 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 pub(super) async fn resolve(app: &App, reference: &str) -> Result<u64, Response<Body>> {
+    // Across machines a pane id names a pane on each: refuse it when more than one live
+    // agent holds it (a database of one machine has none to confuse).
+    if app.pane_queue.is_some() && reference.starts_with('%') {
+        match app.store.agents().await {
+            Ok(views) => {
+                if let Some(why) = ambiguous_pane(&views, reference, &app.machine) {
+                    return Err(error(StatusCode::CONFLICT, why));
+                }
+            }
+            Err(e) => return Err(error(StatusCode::SERVICE_UNAVAILABLE, e)),
+        }
+    }
     match app.store.resolve(reference).await {
         Ok(Some(id)) => Ok(id),
         Ok(None) => Err(error(
