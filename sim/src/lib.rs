@@ -8,8 +8,9 @@
 //! commits and goes down, panes go stale; [`check`] holds the invariants of DESIGN.md.
 //!
 //! A run is a function of its plan and seed: the same seed gives the same trace, byte for byte,
-//! in any process and any number of times in one (tokio's own randomness seeded by turmoil:
-//! [`seeded_runtimes`]).
+//! in any process (tokio's own randomness seeded by turmoil: [`seeded_runtimes`]). In one
+//! process, a second run of a scenario whose hosts crash with many tasks (`cluster`) can
+//! differ: tokio orders a crashed runtime's task shutdown by process-wide task ids.
 
 /// Whether this build seeds tokio's randomness from the run (tokio built with
 /// `--cfg tokio_unstable`, which `.cargo/config.toml` sets). Without it a run's `select!`
