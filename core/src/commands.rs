@@ -1,7 +1,8 @@
 //! Slash commands and machinery text in transcripts and prompt hooks: Claude Code's own
 //! commands (`/clear`, `/mcp`, …), custom commands and skills, and text that is not typed.
 
-use crate::entry::BLOCKED_BY_HOOK;
+/// How Claude Code's notice begins when a UserPromptSubmit hook blocked the prompt.
+pub(crate) const BLOCKED_BY_HOOK: &str = "Operation stopped by hook:";
 
 /// Prefixes that mark a user line as machinery, not something the user typed.
 const NOT_A_PROMPT: [&str; 8] = [

@@ -4,7 +4,7 @@
 //! is optional and unknown line types are ignored. Large fields (tool results, tool inputs)
 //! are borrowed as raw JSON and never parsed unless needed.
 
-use crate::commands::custom_command;
+use crate::commands::{custom_command, BLOCKED_BY_HOOK};
 pub use crate::commands::{is_local_command, is_machinery_text, slash_command};
 use crate::mend::{self, Mended};
 use crate::time::Timestamp;
@@ -211,9 +211,6 @@ struct RawBlock<'a> {
     #[serde(borrow, default)]
     content: Option<&'a RawValue>,
 }
-
-/// How Claude Code's notice begins when a UserPromptSubmit hook blocked the prompt.
-pub(crate) const BLOCKED_BY_HOOK: &str = "Operation stopped by hook:";
 
 /// Classifies one transcript line. Blank lines are `Ignored`; a line that is not JSON is an
 /// error the caller reports and skips. Text a store or parser would refuse is mended as in

@@ -5,7 +5,6 @@
 //! guard → completion phrases → question phrases → progress. User text: answer when the task
 //! awaits input, or a bare confirmation while it is processing; otherwise a command.
 
-use crate::state::TaskState;
 use serde::{Deserialize, Serialize};
 
 /// Who spoke a turn.
@@ -247,15 +246,6 @@ pub fn is_bare_confirmation(text: &str) -> bool {
     CONFIRMATIONS.contains(&t.as_str())
 }
 
-/// Detects the intent of a user text given the state of the task it lands in.
-pub fn detect_user(text: &str, state: Option<TaskState>) -> Intent {
-    match state {
-        Some(TaskState::AwaitingInput) => Intent::Answer,
-        Some(TaskState::Processing) if is_bare_confirmation(text) => Intent::Answer,
-        _ => Intent::Command,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,30 +320,5 @@ mod tests {
             Intent::Completion
         );
         assert_eq!(detect_agent_final("Which one?"), Intent::Question);
-    }
-
-    #[test]
-    fn user_intent_depends_on_state() {
-        assert_eq!(
-            detect_user("use postgres", Some(TaskState::AwaitingInput)),
-            Intent::Answer
-        );
-        assert_eq!(
-            detect_user("yes", Some(TaskState::Processing)),
-            Intent::Answer
-        );
-        assert_eq!(
-            detect_user("Go ahead!", Some(TaskState::Processing)),
-            Intent::Answer
-        );
-        assert_eq!(
-            detect_user("refactor the parser", Some(TaskState::Processing)),
-            Intent::Command
-        );
-        assert_eq!(
-            detect_user("yes", Some(TaskState::Complete)),
-            Intent::Command
-        );
-        assert_eq!(detect_user("yes", None), Intent::Command);
     }
 }

@@ -1,6 +1,6 @@
 //! Task states and the transition table: all 60 (state × actor × intent) combinations.
 
-use crate::intent::{Actor, Intent};
+use crate::intent::{is_bare_confirmation, Actor, Intent};
 use serde::{Deserialize, Serialize};
 
 /// The state of a task.
@@ -141,6 +141,15 @@ pub const TRANSITIONS: [(TaskState, Actor, Intent, Outcome); 60] = [
     (DONE, A, EOT, To(DONE)),
 ];
 
+/// Detects the intent of a user text given the state of the task it lands in.
+pub fn detect_user(text: &str, state: Option<TaskState>) -> Intent {
+    match state {
+        Some(TaskState::AwaitingInput) => Intent::Answer,
+        Some(TaskState::Processing) if is_bare_confirmation(text) => Intent::Answer,
+        _ => Intent::Command,
+    }
+}
+
 /// Looks up what `(state, actor, intent)` does.
 pub fn transition(state: TaskState, actor: Actor, intent: Intent) -> Outcome {
     TRANSITIONS
@@ -181,6 +190,31 @@ pub fn preserved_warning(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn user_intent_depends_on_state() {
+        assert_eq!(
+            detect_user("use postgres", Some(TaskState::AwaitingInput)),
+            Intent::Answer
+        );
+        assert_eq!(
+            detect_user("yes", Some(TaskState::Processing)),
+            Intent::Answer
+        );
+        assert_eq!(
+            detect_user("Go ahead!", Some(TaskState::Processing)),
+            Intent::Answer
+        );
+        assert_eq!(
+            detect_user("refactor the parser", Some(TaskState::Processing)),
+            Intent::Command
+        );
+        assert_eq!(
+            detect_user("yes", Some(TaskState::Complete)),
+            Intent::Command
+        );
+        assert_eq!(detect_user("yes", None), Intent::Command);
+    }
 
     #[test]
     fn table_covers_every_combination_once() {

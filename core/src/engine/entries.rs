@@ -9,7 +9,7 @@ use crate::intent::{Actor, Intent};
 use crate::io::{Command, Write};
 use crate::matching::{hash128, Key, Kind, Slot};
 use crate::model::{AgentId, TaskId, TimestampSource, TurnId, TurnRow, TurnSource};
-use crate::state::{on_turn_end, preserved_warning, transition, Outcome, TaskState};
+use crate::state::{self, on_turn_end, preserved_warning, transition, Outcome, TaskState};
 use crate::time::Timestamp;
 use serde_json::json;
 use tracing::{debug, info, warn};
@@ -40,7 +40,7 @@ impl Core {
                 }
                 let file_task = self.files[path].task;
                 let tx = file_task.map(|t| self.agents[&agent_id].tasks[&t].transcript_state);
-                let intent = intent::detect_user(text, tx);
+                let intent = state::detect_user(text, tx);
                 let task = match (intent, file_task) {
                     (Intent::Answer, Some(t)) => t,
                     _ => {
@@ -212,7 +212,7 @@ impl Core {
             return slot.task_id;
         }
         let tx = self.agents[&agent_id].tasks[&slot.task_id].transcript_state;
-        let intent = intent::detect_user(text, Some(tx));
+        let intent = state::detect_user(text, Some(tx));
         match transition(tx, Actor::User, intent) {
             Outcome::OpenNew | Outcome::CompleteAndOpenNew => {
                 let session = self.files[path].session_id.clone();

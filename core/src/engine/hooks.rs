@@ -6,7 +6,7 @@ use crate::intent::{Actor, Intent};
 use crate::io::{Command, Write};
 use crate::matching::{hash128, Key, Kind, Slot};
 use crate::model::{AgentId, TaskId, TimestampSource, TurnRow, TurnSource};
-use crate::state::{preserved_warning, transition, Outcome, TaskState};
+use crate::state::{self, preserved_warning, transition, Outcome, TaskState};
 use crate::time::Timestamp;
 use crate::{entry, intent};
 use serde_json::json;
@@ -282,7 +282,7 @@ impl Core {
             .or_else(|| Some(self.agents[&agent_id].row.session_id.clone()));
         let current = self.hook_task(agent_id, session.as_deref(), stamp);
         let current_state = current.map(|t| self.agents[&agent_id].tasks[&t].state);
-        let intent = intent::detect_user(&text, current_state);
+        let intent = state::detect_user(&text, current_state);
         // A prompt hook means Claude Code started a new turn: it answers the current task
         // only while a question is open. A task that seems still to run had in fact ended
         // (its Stop is late or lost); the prompt opens the next one (found by the simulation).

@@ -12,9 +12,10 @@
 use super::{uuid_key, Core};
 use crate::audit::ConversationScan;
 use crate::entry::Entry;
-use crate::intent::{self, Intent};
+use crate::intent::Intent;
 use crate::io::{Command, ReadId, RequestId};
 use crate::model::{AgentId, Snapshot, TaskId};
+use crate::state;
 use std::collections::BTreeMap;
 use tracing::info;
 
@@ -200,7 +201,7 @@ impl Core {
             .unwrap_or_default();
         let a = r.agent_id;
         let prompt_intent = match &e {
-            Entry::UserPrompt { text, .. } => intent::detect_user(text, None),
+            Entry::UserPrompt { text, .. } => state::detect_user(text, None),
             _ => Intent::Command,
         };
         let Some(row) = self.entry_row(a, task, e, prompt_intent, &session) else {

@@ -4,24 +4,15 @@
 //! instead of starting the step a second time.
 
 use super::decision::{Action, Decision};
-use super::iteration::{Next, SPAWN_INTENT_KEY};
-use super::machine::{Orchestrator, Stage, Work};
+use super::iteration::Next;
+use super::journal::SPAWN_INTENT_KEY;
+use super::machine::{Orchestrator, Orphan, Stage, Work};
 use super::machine_io::Effect;
 use super::observe::count_cost;
 use super::spawn::{orphaned_spawn, SpawnIntent, ORPHAN_BACKOFF_MS, ORPHAN_GRACE_MS};
-use super::spawn_request::{record_spawn, SpawnRequest};
+use super::spawn_request::record_spawn;
 use super::specflow_files::Step;
 use super::workflow::{WorkflowStatus, WorkflowView};
-
-/// A dead runner's spawn, as its intent names it.
-pub(super) struct Orphan {
-    /// The workflow it started (or was about to).
-    pub(super) workflow: String,
-    /// What for.
-    pub(super) request: SpawnRequest,
-    /// When the intent was recorded.
-    pub(super) intent_ms: i64,
-}
 
 impl Orchestrator {
     /// Stretch 1 with the files read under the lock. A stale spawn intent that names its

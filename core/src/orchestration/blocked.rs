@@ -2,7 +2,7 @@
 //! [`BLOCKED_TASKS_KEY`] (`[{"task", "reason"}]`); they stay out of every later batch's
 //! prompt until the user unblocks them.
 
-use super::iteration::BLOCKED_TASKS_KEY;
+use super::journal::BLOCKED_TASKS_KEY;
 use super::specflow_files::{BatchItem, OrchestrationExecution};
 use serde_json::Value;
 

@@ -4,7 +4,8 @@
 
 use super::decide::linked_workflow_id;
 use super::decision::Decision;
-use super::iteration::{escalate, log, Next, BLOCKED_TASKS_KEY, STALE_ACK_KEY};
+use super::iteration::Next;
+use super::journal::{escalate, log, BLOCKED_TASKS_KEY, STALE_ACK_KEY};
 use super::recovery::{Recovery, RecoveryPlan};
 use super::specflow_files::{
     BatchStatus, ExecutionPhase, OrchestrationExecution, OrchestrationState, Step, StepStatus,

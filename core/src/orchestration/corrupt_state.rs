@@ -2,7 +2,8 @@
 //! corrupt (G3.2–G3.6).
 
 use super::decision::{Action, Decision};
-use super::iteration::{escalate, log as log_entry, Next};
+use super::iteration::Next;
+use super::journal::{escalate, log as log_entry};
 use super::machine::{Orchestrator, Stage, SETTLE_PAUSE_MS};
 use super::machine_io::{Effect, Input, Read, StateRead};
 use super::rebuild::{heuristic_state, started_phase};

@@ -2,14 +2,12 @@
 //! effects out, with the same shape as the turn core. See the module documentation of
 //! [`orchestration`](super) for the inputs, the effects and the drain rule.
 
-use super::adoption::Orphan;
 use super::apply::{apply, apply_to_state};
 use super::carry_out::{carry_out, failed_context, stale_context, Diagnosed};
 use super::decide::backoff_ms;
 use super::decision::{Action, Decision};
-use super::iteration::{
-    acknowledged, escalate, evaluate, is_repeat, linked, next_after, spawns, Next, SPAWN_INTENT_KEY,
-};
+use super::iteration::{acknowledged, evaluate, is_repeat, linked, next_after, spawns, Next};
+use super::journal::{escalate, SPAWN_INTENT_KEY};
 use super::machine_io::{Effect, Input, Read, StateRead};
 use super::recovery::{
     failed_needs_helper, failed_recovery, stale_recovery, HelperCase, RecoveryPlan,
@@ -36,6 +34,16 @@ enum Act {
     Spawn(SpawnRequest, String),
     Stale(Option<WorkflowView>),
     Failed,
+}
+
+/// A dead runner's spawn, as its intent names it.
+pub(super) struct Orphan {
+    /// The workflow it started (or was about to).
+    pub(super) workflow: String,
+    /// What for.
+    pub(super) request: SpawnRequest,
+    /// When the intent was recorded.
+    pub(super) intent_ms: i64,
 }
 
 /// Where the machine is: what it waits for.

@@ -90,6 +90,7 @@ pub mod corrupt_state;
 pub mod decide;
 pub mod decision;
 pub mod iteration;
+pub mod journal;
 pub mod lenient;
 pub mod machine;
 pub mod machine_io;
@@ -114,8 +115,11 @@ pub use decide::{
 };
 pub use decision::{Action, Decision};
 pub use iteration::{
-    acknowledged, escalate, evaluate, is_repeat, linked, log, mend_torn_transition, next_after,
-    spawns, Iteration, Next, BLOCKED_TASKS_KEY, MAX_SPAWN_FAILURES, PHASE_KEY, SPAWN_FAILURES_KEY,
+    acknowledged, evaluate, is_repeat, linked, mend_torn_transition, next_after, spawns, Iteration,
+    Next,
+};
+pub use journal::{
+    escalate, log, BLOCKED_TASKS_KEY, MAX_SPAWN_FAILURES, PHASE_KEY, SPAWN_FAILURES_KEY,
     SPAWN_INTENT_KEY, STALE_ACK_KEY,
 };
 pub use lenient::Nullable;

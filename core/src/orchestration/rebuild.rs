@@ -1,7 +1,7 @@
 //! Rebuilding a lost or unreadable state file when the helper could not (G3.5): from the
 //! run's own step and the phase it was started for, or the phase the git branch names.
 
-use super::iteration::PHASE_KEY;
+use super::journal::PHASE_KEY;
 use super::specflow_files::{
     ExecutionPhase, OrchestrationExecution, OrchestrationState, Step, StepStatus,
 };

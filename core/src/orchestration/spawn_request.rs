@@ -3,7 +3,7 @@
 //! or batch, or a failure counted until the run needs attention).
 
 use super::decision::{Action, Decision};
-use super::iteration::{escalate, log, MAX_SPAWN_FAILURES, SPAWN_FAILURES_KEY, SPAWN_INTENT_KEY};
+use super::journal::{escalate, log, MAX_SPAWN_FAILURES, SPAWN_FAILURES_KEY, SPAWN_INTENT_KEY};
 use super::specflow_files::{BatchStatus, OrchestrationExecution, OrchestrationState, Step};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};

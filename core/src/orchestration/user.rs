@@ -6,7 +6,7 @@
 
 use super::apply::{apply, apply_to_state};
 use super::decision::{Action, Decision};
-use super::iteration::{log, BLOCKED_TASKS_KEY, PHASE_KEY, SPAWN_FAILURES_KEY};
+use super::journal::{log, BLOCKED_TASKS_KEY, PHASE_KEY, SPAWN_FAILURES_KEY};
 use super::specflow_files::{
     ExecutionPhase, ExecutionStatus, OrchestrationExecution, OrchestrationState, Step, StepStatus,
     UserGateStatus, USER_ACTED_KEY,

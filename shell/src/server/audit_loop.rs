@@ -3,10 +3,9 @@
 //! `headspace audit`), and the result is kept for `/metrics`, `GET /api/audit/summary` and
 //! the dashboard's "all N turns accounted for". It only reads; a repair is a reconcile.
 
-use crate::server::http::audit::audit_every_agent;
 use crate::server::store::Store;
-use crate::server::world::{Clock, Files};
-use headspace_core::audit::AuditReport;
+use crate::server::world::{Clock, Files, READ_CHUNK};
+use headspace_core::audit::{audit, AuditReport, ConversationScan};
 use headspace_core::Timestamp;
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
@@ -160,6 +159,71 @@ pub fn log(s: &AuditSummary) {
             s.checked, s.missing, s.doubled, s.misassigned, s.agents
         );
     }
+}
+
+/// Keeps the reader's type in one place for the App.
+pub type SharedFiles = Arc<dyn Files>;
+
+/// Audits one agent from the store and the files.
+pub(crate) async fn audit_one(
+    store: &dyn Store,
+    files: &SharedFiles,
+    max_line: usize,
+    agent_id: u64,
+) -> Result<AuditReport, String> {
+    let paths = store
+        .agent_files(agent_id)
+        .await
+        .map_err(|e| e.to_string())?;
+    let files = files.clone();
+    let uuids =
+        tokio::task::spawn_blocking(move || conversational_uuids(&*files, &paths, max_line))
+            .await
+            .map_err(|e| e.to_string())?;
+    let stored = store.entry_turns(&uuids).await.map_err(|e| e.to_string())?;
+    Ok(audit(agent_id, &uuids, &stored))
+}
+
+/// Audits every agent the store holds (the route and the periodic audit).
+pub(crate) async fn audit_every_agent(
+    store: &dyn Store,
+    files: &SharedFiles,
+    max_line: usize,
+) -> Result<Vec<AuditReport>, String> {
+    let agents = store.agents().await.map_err(|e| e.to_string())?;
+    let mut reports = Vec::new();
+    for view in agents {
+        reports.push(audit_one(store, files, max_line, view.agent.id).await?);
+    }
+    Ok(reports)
+}
+
+/// The uuids of the conversational lines of `paths`, read chunk by chunk to each file's
+/// current end (a file gone or refused has none).
+fn conversational_uuids(files: &dyn Files, paths: &[String], max_line: usize) -> Vec<String> {
+    let mut uuids = Vec::new();
+    for path in paths {
+        let Some(stat) = files.stat(path) else {
+            continue;
+        };
+        let mut scan = ConversationScan::new(max_line);
+        let mut at = 0;
+        while at < stat.len {
+            let Ok(data) = files.read_at(path, at, (stat.len - at).min(READ_CHUNK)) else {
+                break;
+            };
+            if data.is_empty() {
+                break;
+            }
+            scan.push(at, &data, |e, _| {
+                if let Some(u) = e.uuid() {
+                    uuids.push(u.to_string());
+                }
+            });
+            at += data.len() as u64;
+        }
+    }
+    uuids
 }
 
 #[cfg(test)]

@@ -1,12 +1,10 @@
 //! This server as one machine of a shared database (issue 21): its name, the id that gives
 //! its core an id space, its heartbeat, and the rows `GET /api/machines` shows.
 
-use crate::server::pgstore::PgStore;
 use headspace_core::machines::{holder, presence, MachinePresence, HEARTBEAT_EVERY_MS};
 use headspace_core::Timestamp;
 use serde_json::{json, Value};
 use std::time::Duration;
-use tracing::{info, warn};
 
 /// How often a machine says it lives (the core's [`HEARTBEAT_EVERY_MS`]).
 pub const HEARTBEAT_EVERY: Duration = Duration::from_millis(HEARTBEAT_EVERY_MS as u64);
@@ -82,42 +80,6 @@ pub fn valid_name(name: &str) -> Result<(), String> {
             "--machine {name:?}: use 1 to 63 letters, digits, '.', '_' or '-'"
         ))
     }
-}
-
-/// Registers this machine and keeps its heartbeat going while the server runs (a failed
-/// beat is retried at the next; the database being down shows as the machine offline).
-/// `id`: the id to hold (`--role all` holds 0), or `None` for an edge's own (kept across its
-/// restarts, else the smallest free). Returns the id: the core's id space.
-pub async fn register_and_beat(
-    store: PgStore,
-    name: String,
-    id: Option<u16>,
-) -> Result<u16, String> {
-    let version = env!("CARGO_PKG_VERSION");
-    let id = match id {
-        Some(id) => store
-            .register_machine(&name, id, version)
-            .await
-            .map(|()| id),
-        None => store.register_edge(&name, version).await,
-    }
-    .map_err(|e| format!("cannot register machine {name:?}: {e}"))?;
-    info!("[MACHINE] this server is machine {name:?} (id {id})");
-    tokio::spawn(async move {
-        let mut failing = false;
-        loop {
-            tokio::time::sleep(HEARTBEAT_EVERY).await;
-            match store.heartbeat_machine(&name).await {
-                Ok(()) => failing = false,
-                Err(e) if !failing => {
-                    failing = true;
-                    warn!("[MACHINE] heartbeat failed (retrying): {e}");
-                }
-                Err(_) => {}
-            }
-        }
-    });
-    Ok(id)
 }
 
 #[cfg(test)]

@@ -186,7 +186,12 @@ async fn serve(
         machines::valid_name(&machine)?;
         let store = PgStore::for_machine(&url, 8, Some(&machine)).map_err(|e| e.to_string())?;
         let wanted = (role == Role::All).then_some(0);
-        let id = machines::register_and_beat(store.clone(), machine.clone(), wanted).await?;
+        let id = crate::server::pgstore::machines::register_and_beat(
+            store.clone(),
+            machine.clone(),
+            wanted,
+        )
+        .await?;
         let store = if role.shares_events() {
             store.sharing_events()
         } else {
@@ -200,7 +205,7 @@ async fn serve(
     }
     // The store as PostgreSQL, for the fan-out.
     let pg = store.clone();
-    let pane_queue = crate::server::pane_queue::PgPaneQueue {
+    let pane_queue = crate::server::pgstore::pane_commands::PgPaneQueue {
         store: store.clone(),
         url: url.clone(),
     };

@@ -8,6 +8,7 @@
 //! cannot make any machine type.
 
 use super::pane_queue::PaneCommand;
+pub use super::pane_queue::Signed;
 use headspace_core::pane_commands::{
     admit, Envelope, PaneCommandKind, NONCE_MEMORY_MS, SIGNED_PREFIX,
 };
@@ -16,17 +17,6 @@ use ring::signature::{Ed25519KeyPair, KeyPair, UnparsedPublicKey, ED25519};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-
-/// A command as signed: what goes into the row's `envelope`, `signature` and `signer`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Signed {
-    /// The envelope's exact JSON text.
-    pub envelope: String,
-    /// The Ed25519 signature of [`SIGNED_PREFIX`] and the envelope, in hex.
-    pub signature: String,
-    /// The signer's public key, in hex.
-    pub signer: String,
-}
 
 /// This server's signing key, the public keys it trusts, and the nonces it has seen.
 pub struct PaneKeys {

@@ -4,15 +4,11 @@
 //! command for the machine that holds the pane; that machine's executor claims it at most
 //! once, runs it and writes the result; the asking server waits for the result.
 //!
-//! PostgreSQL implements it ([`PgPaneQueue`], over `pgstore/pane_commands.rs`), and so does
+//! PostgreSQL implements it (`PgPaneQueue` in `pgstore/pane_commands.rs`), and so does
 //! the simulation's shared database, so the simulation reaches cross-machine commands. A
 //! server without a queue (its database is its alone) types into its own panes only.
 
 use crate::server::backoff::Backoff;
-use crate::server::pane_keys::Signed;
-use crate::server::pgstore::listen::wake_on;
-use crate::server::pgstore::pane_commands::COMMANDS_CHANNEL;
-use crate::server::pgstore::PgStore;
 use crate::server::store::{BoxFuture, StoreError};
 use headspace_core::pane_commands::{await_step, AwaitStep, CommandState, PaneCommandKind};
 use headspace_core::Config;
@@ -20,6 +16,17 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
+
+/// A command as signed: what goes into the row's `envelope`, `signature` and `signer`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Signed {
+    /// The envelope's exact JSON text.
+    pub envelope: String,
+    /// The Ed25519 signature of [`headspace_core::pane_commands::SIGNED_PREFIX`] and the envelope, in hex.
+    pub signature: String,
+    /// The signer's public key, in hex.
+    pub signer: String,
+}
 
 /// A command an executor took.
 #[derive(Clone, Debug, PartialEq)]
@@ -139,77 +146,5 @@ pub async fn await_result(
             AwaitStep::LookAgain => {}
         }
         pause.pause().await;
-    }
-}
-
-/// The queue on PostgreSQL: the `pane_commands` table, woken by `NOTIFY pane_commands` on a
-/// listening connection of the executor's own.
-#[derive(Clone)]
-pub struct PgPaneQueue {
-    /// The store whose database holds the table.
-    pub store: PgStore,
-    /// The database's address, for the listening connection.
-    pub url: String,
-}
-
-impl PaneQueue for PgPaneQueue {
-    fn submit<'a>(
-        &'a self,
-        machine: &'a str,
-        agent_id: u64,
-        kind: PaneCommandKind,
-        body: &'a Value,
-        signed: Option<&'a Signed>,
-    ) -> BoxFuture<'a, Result<i64, StoreError>> {
-        Box::pin(
-            self.store
-                .submit_pane_command(machine, agent_id, kind, body, signed),
-        )
-    }
-
-    fn refuse<'a>(
-        &'a self,
-        machine: &'a str,
-        agent_id: u64,
-        kind: PaneCommandKind,
-        body: &'a Value,
-        result: &'a Value,
-    ) -> BoxFuture<'a, Result<i64, StoreError>> {
-        Box::pin(
-            self.store
-                .refuse_pane_command(machine, agent_id, kind, body, result),
-        )
-    }
-
-    fn claim<'a>(
-        &'a self,
-        machine: &'a str,
-        limit: i64,
-    ) -> BoxFuture<'a, Result<Vec<PaneCommand>, StoreError>> {
-        Box::pin(self.store.claim_pane_commands(machine, limit))
-    }
-
-    fn finish<'a>(&'a self, id: i64, result: &'a Value) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(self.store.finish_pane_command(id, result))
-    }
-
-    fn look(&self, id: i64) -> BoxFuture<'_, Result<Option<Look>, StoreError>> {
-        Box::pin(self.store.pane_command(id))
-    }
-
-    fn withdraw(&self, id: i64) -> BoxFuture<'_, Result<bool, StoreError>> {
-        Box::pin(self.store.withdraw_pane_command(id))
-    }
-
-    fn prune(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
-        Box::pin(self.store.prune_pane_commands())
-    }
-
-    fn wake_for(&self, machine: &str) -> Arc<Notify> {
-        wake_on(
-            self.url.clone(),
-            COMMANDS_CHANNEL,
-            Some(machine.to_string()),
-        )
     }
 }

@@ -6,13 +6,10 @@
 use super::agents::resolve;
 use super::body::{error, json_response, Body};
 use super::App;
-use crate::server::audit_loop::AuditSummary;
-use crate::server::store::Store;
-use crate::server::world::{Files, READ_CHUNK};
-use headspace_core::audit::{audit, AuditReport, ConversationScan};
+use crate::server::audit_loop::{audit_every_agent, audit_one, AuditSummary};
+use headspace_core::audit::AuditReport;
 use hyper::{Response, StatusCode};
 use serde_json::{json, Value};
-use std::sync::Arc;
 
 /// `GET /api/agents/{id}/audit`.
 pub(super) async fn audit_agent(app: &App, reference: &str) -> Response<Body> {
@@ -64,68 +61,6 @@ async fn report(app: &App, agent_id: u64) -> Result<AuditReport, Response<Body>>
         .map_err(|e| error(StatusCode::SERVICE_UNAVAILABLE, e))
 }
 
-/// Audits one agent from the store and the files.
-async fn audit_one(
-    store: &dyn Store,
-    files: &SharedFiles,
-    max_line: usize,
-    agent_id: u64,
-) -> Result<AuditReport, String> {
-    let paths = store
-        .agent_files(agent_id)
-        .await
-        .map_err(|e| e.to_string())?;
-    let files = files.clone();
-    let uuids =
-        tokio::task::spawn_blocking(move || conversational_uuids(&*files, &paths, max_line))
-            .await
-            .map_err(|e| e.to_string())?;
-    let stored = store.entry_turns(&uuids).await.map_err(|e| e.to_string())?;
-    Ok(audit(agent_id, &uuids, &stored))
-}
-
-/// Audits every agent the store holds (the route and the periodic audit).
-pub(crate) async fn audit_every_agent(
-    store: &dyn Store,
-    files: &SharedFiles,
-    max_line: usize,
-) -> Result<Vec<AuditReport>, String> {
-    let agents = store.agents().await.map_err(|e| e.to_string())?;
-    let mut reports = Vec::new();
-    for view in agents {
-        reports.push(audit_one(store, files, max_line, view.agent.id).await?);
-    }
-    Ok(reports)
-}
-
-/// The uuids of the conversational lines of `paths`, read chunk by chunk to each file's
-/// current end (a file gone or refused has none).
-fn conversational_uuids(files: &dyn Files, paths: &[String], max_line: usize) -> Vec<String> {
-    let mut uuids = Vec::new();
-    for path in paths {
-        let Some(stat) = files.stat(path) else {
-            continue;
-        };
-        let mut scan = ConversationScan::new(max_line);
-        let mut at = 0;
-        while at < stat.len {
-            let Ok(data) = files.read_at(path, at, (stat.len - at).min(READ_CHUNK)) else {
-                break;
-            };
-            if data.is_empty() {
-                break;
-            }
-            scan.push(at, &data, |e, _| {
-                if let Some(u) = e.uuid() {
-                    uuids.push(u.to_string());
-                }
-            });
-            at += data.len() as u64;
-        }
-    }
-    uuids
-}
-
 fn report_json(r: &AuditReport) -> Value {
     json!({
         "agent_id": r.agent_id,
@@ -136,6 +71,3 @@ fn report_json(r: &AuditReport) -> Value {
         "misassigned": r.misassigned.iter().map(|(u, ids)| json!({"uuid": u, "agent_ids": ids})).collect::<Vec<_>>(),
     })
 }
-
-/// Keeps the reader's type in one place for the App.
-pub type SharedFiles = Arc<dyn Files>;

@@ -30,6 +30,7 @@ mod body;
 mod guesses;
 mod login;
 mod orchestration;
+mod pane_executor;
 mod remote_panes;
 mod search;
 mod usage;
@@ -44,7 +45,7 @@ pub use guesses::GuessGate;
 use login::*;
 pub use orchestration::revive_runners;
 use orchestration::*;
-pub use remote_panes::start_pane_executor;
+pub use pane_executor::start_pane_executor;
 
 /// Everything a request handler needs.
 pub struct App {
@@ -83,7 +84,7 @@ pub struct App {
     /// Time allowed for a request's headers, and between requests.
     pub header_timeout: Duration,
     /// The transcripts, read by the audit through the watcher's bounded reader.
-    pub files: audit::SharedFiles,
+    pub files: crate::server::audit_loop::SharedFiles,
     /// The longest transcript line kept whole (as the core reads).
     pub max_line_bytes: usize,
     /// The latest audit's summary.

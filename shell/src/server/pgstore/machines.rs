@@ -2,9 +2,10 @@
 //! and the list every dashboard shows (docs/multi-machine.md).
 
 use super::PgStore;
-use crate::server::machines::MachineRow;
+use crate::server::machines::{MachineRow, HEARTBEAT_EVERY};
 use crate::server::store::StoreError;
 use headspace_core::machines::is_online;
+use tracing::{info, warn};
 
 impl PgStore {
     /// Registers machine `name` with id `id` (started now), and gives it the agent rows no
@@ -129,4 +130,40 @@ async fn adopt_unowned(c: &deadpool_postgres::Object, name: &str) -> Result<(), 
     )
     .await?;
     Ok(())
+}
+
+/// Registers this machine and keeps its heartbeat going while the server runs (a failed
+/// beat is retried at the next; the database being down shows as the machine offline).
+/// `id`: the id to hold (`--role all` holds 0), or `None` for an edge's own (kept across its
+/// restarts, else the smallest free). Returns the id: the core's id space.
+pub async fn register_and_beat(
+    store: PgStore,
+    name: String,
+    id: Option<u16>,
+) -> Result<u16, String> {
+    let version = env!("CARGO_PKG_VERSION");
+    let id = match id {
+        Some(id) => store
+            .register_machine(&name, id, version)
+            .await
+            .map(|()| id),
+        None => store.register_edge(&name, version).await,
+    }
+    .map_err(|e| format!("cannot register machine {name:?}: {e}"))?;
+    info!("[MACHINE] this server is machine {name:?} (id {id})");
+    tokio::spawn(async move {
+        let mut failing = false;
+        loop {
+            tokio::time::sleep(HEARTBEAT_EVERY).await;
+            match store.heartbeat_machine(&name).await {
+                Ok(()) => failing = false,
+                Err(e) if !failing => {
+                    failing = true;
+                    warn!("[MACHINE] heartbeat failed (retrying): {e}");
+                }
+                Err(_) => {}
+            }
+        }
+    });
+    Ok(id)
 }

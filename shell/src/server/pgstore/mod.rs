@@ -16,7 +16,7 @@ pub mod db_url;
 pub mod events;
 mod history;
 pub mod listen;
-mod machines;
+pub mod machines;
 pub mod pane_commands;
 mod reads;
 mod search;

@@ -9,11 +9,15 @@
 //! pace, so an executor woken for another machine's row costs nothing. The asking server polls
 //! its row with a short backoff instead of holding a listening connection per request.
 
+use super::listen::wake_on;
 use super::PgStore;
-use crate::server::pane_keys::Signed;
+use crate::server::pane_queue::{Look, PaneQueue, Signed};
+use crate::server::store::BoxFuture;
 use crate::server::store::StoreError;
 use headspace_core::pane_commands::{CommandState, PaneCommandKind, CLAIM_WITHIN_MS};
 use serde_json::Value;
+use std::sync::Arc;
+use tokio::sync::Notify;
 
 /// The channel that announces new commands (payload: the machine's name).
 pub const COMMANDS_CHANNEL: &str = "pane_commands";
@@ -178,5 +182,77 @@ impl PgStore {
             Ok((parsed, r.get(1), r.get(2)))
         })
         .transpose()
+    }
+}
+
+/// The queue on PostgreSQL: the `pane_commands` table, woken by `NOTIFY pane_commands` on a
+/// listening connection of the executor's own.
+#[derive(Clone)]
+pub struct PgPaneQueue {
+    /// The store whose database holds the table.
+    pub store: PgStore,
+    /// The database's address, for the listening connection.
+    pub url: String,
+}
+
+impl PaneQueue for PgPaneQueue {
+    fn submit<'a>(
+        &'a self,
+        machine: &'a str,
+        agent_id: u64,
+        kind: PaneCommandKind,
+        body: &'a Value,
+        signed: Option<&'a Signed>,
+    ) -> BoxFuture<'a, Result<i64, StoreError>> {
+        Box::pin(
+            self.store
+                .submit_pane_command(machine, agent_id, kind, body, signed),
+        )
+    }
+
+    fn refuse<'a>(
+        &'a self,
+        machine: &'a str,
+        agent_id: u64,
+        kind: PaneCommandKind,
+        body: &'a Value,
+        result: &'a Value,
+    ) -> BoxFuture<'a, Result<i64, StoreError>> {
+        Box::pin(
+            self.store
+                .refuse_pane_command(machine, agent_id, kind, body, result),
+        )
+    }
+
+    fn claim<'a>(
+        &'a self,
+        machine: &'a str,
+        limit: i64,
+    ) -> BoxFuture<'a, Result<Vec<PaneCommand>, StoreError>> {
+        Box::pin(self.store.claim_pane_commands(machine, limit))
+    }
+
+    fn finish<'a>(&'a self, id: i64, result: &'a Value) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.store.finish_pane_command(id, result))
+    }
+
+    fn look(&self, id: i64) -> BoxFuture<'_, Result<Option<Look>, StoreError>> {
+        Box::pin(self.store.pane_command(id))
+    }
+
+    fn withdraw(&self, id: i64) -> BoxFuture<'_, Result<bool, StoreError>> {
+        Box::pin(self.store.withdraw_pane_command(id))
+    }
+
+    fn prune(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(self.store.prune_pane_commands())
+    }
+
+    fn wake_for(&self, machine: &str) -> Arc<Notify> {
+        wake_on(
+            self.url.clone(),
+            COMMANDS_CHANNEL,
+            Some(machine.to_string()),
+        )
     }
 }
