@@ -22,6 +22,7 @@ mod reads;
 mod search;
 mod search_dense;
 pub mod search_index;
+mod search_sql;
 mod steps;
 mod store_impl;
 pub mod tls;

@@ -6,7 +6,7 @@
 //! made from the planner's statistics first (its most common lexemes), and the index counted
 //! only for queries the statistics cannot bound (`or`, `-word`).
 
-use super::search::{filters, run, STEPS, STEP_WORDS, TSQUERY, TURNS};
+use super::search_sql::{filters, ranked, run, STEPS, STEP_WORDS, TSQUERY, TURNS};
 use crate::server::store::StoreError;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
@@ -15,10 +15,6 @@ use tokio_postgres::Row;
 /// [`super::search_index`]).
 const INDEXED_TURNS: &str = "(SELECT t.id AS doc_id, t.agent_id, t.actor, t.\"timestamp\" AS ts,
         w.words AS body_search FROM turns t JOIN turn_words w ON w.turn_id = t.id) d";
-
-/// How many of the newest full-text matches are ranked when the GIN index gives them: all
-/// of them for a selective query.
-pub(super) const RANKED_CANDIDATES: i64 = 1000;
 
 /// Above this many full-text matches a query is dense: its newest matches are found by
 /// walking the time index back, not by fetching every match from the GIN index. The planner
@@ -142,7 +138,7 @@ pub(super) async fn indexed_matches(
             return Ok(walked);
         }
     }
-    run(tx, &super::search::ranked(INDEXED_TURNS), params).await
+    run(tx, &ranked(INDEXED_TURNS), params).await
 }
 
 /// The walk: the newest [`WALK_TURNS`] turns the filters leave, newest first, each turn's
