@@ -5,10 +5,6 @@ use std::fs::{self, File};
 use std::io::{self, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// Makes temporary names unique within the process.
-static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Who process `pid` is, to tell it from a later process given the same pid: its start time
 /// (clock ticks after boot) and its process group, from `/proc/{pid}/stat` (Linux only;
@@ -161,12 +157,9 @@ fn replace_atomically(path: &Path, bytes: &[u8], keep: Option<Keep>) -> io::Resu
 /// A new, exclusively created temporary file next to `name` in `dir` (never an existing file
 /// or a link someone left under that name).
 fn create_temp(dir: &Path, name: &str, mode: u32) -> io::Result<(File, PathBuf)> {
-    loop {
-        let tmp = dir.join(format!(
-            ".{name}.tmp.{}.{}",
-            std::process::id(),
-            TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
+    // The exclusive create decides which name is free: no counter shared by the process.
+    for n in 0u64.. {
+        let tmp = dir.join(format!(".{name}.tmp.{}.{n}", std::process::id()));
         match fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -174,11 +167,13 @@ fn create_temp(dir: &Path, name: &str, mode: u32) -> io::Result<(File, PathBuf)>
             .open(&tmp)
         {
             Ok(f) => return Ok((f, tmp)),
-            // A leftover of an earlier process with the same pid: take the next name.
+            // Another writer's, or a leftover of an earlier process with the same pid: take
+            // the next name.
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
         }
     }
+    unreachable!("a u64 of names runs out")
 }
 
 /// Gives the open file `keep`'s owner, then its mode (in that order: a change of owner may

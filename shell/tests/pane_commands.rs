@@ -163,6 +163,7 @@ fn machine_b_settings(claude: &Path) -> Settings {
         static_dir: "/nonexistent".into(),
         core_home: CoreHome::Thread,
         prices: headspace_core::usage::PriceTable::builtin(),
+        prices_file: None,
         machine: "B".into(),
         role: headspace::server::role::Role::Edge,
         hold_limits: headspace_core::outage::HoldLimits::default(),

@@ -114,6 +114,7 @@ pub(crate) fn settings(
         static_dir: "/nonexistent".into(),
         core_home: headspace::server::driver::CoreHome::Task,
         prices: headspace_core::usage::PriceTable::builtin(),
+        prices_file: None,
         machine: machine.into(),
         role,
         hold_limits: headspace_core::outage::HoldLimits::default(),

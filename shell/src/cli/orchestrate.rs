@@ -168,6 +168,8 @@ pub(crate) fn orchestrate(action: OrchestrateAction) -> ExitCode {
         command,
         project.addr.clone(),
         project.auth.get(),
+        // A runner the command line starts inherits this process's HEADSPACE_PRICES.
+        None,
     ) {
         Ok(v) if json => {
             outln!("{v}");

@@ -7,7 +7,7 @@ use super::live::{LiveDeps, Settings};
 use super::project_files::ProjectFiles;
 use headspace_core::orchestration::ExecutionStatus;
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// A command on a project's orchestration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,6 +77,7 @@ pub fn perform(
     command: Command,
     addr: Option<String>,
     token: Option<String>,
+    prices: Option<PathBuf>,
 ) -> Result<Value, ControlError> {
     let files = ProjectFiles::open(project)?;
     let stored = files
@@ -105,6 +106,7 @@ pub fn perform(
             project,
             addr_for_runner.as_deref(),
             token_for_runner.as_deref(),
+            prices.as_deref(),
         ),
         Command::Cancel => changed(control::cancel(&deps)),
         Command::Merge => changed(control::merge(&deps)),
@@ -122,6 +124,7 @@ fn resume(
     project: &Path,
     addr: Option<&str>,
     token: Option<&str>,
+    prices: Option<&Path>,
 ) -> Result<Value, ControlError> {
     use super::runner::Deps;
     let files = deps.files();
@@ -143,7 +146,12 @@ fn resume(
     // its file: `start` gives it one.
     if gone && super::revive::relaunch(project, &exec).is_some() {
         let addr = addr.unwrap_or(crate::config::DEFAULT_ADDR);
-        match super::revive::restart(project, &exec, addr, token) {
+        let link = super::launch::RunnerLink {
+            addr,
+            token,
+            prices,
+        };
+        match super::revive::restart(project, &exec, link) {
             Ok(pid) => answer["runner"] = json!(pid),
             // The file may have changed already: the answer says what did not happen.
             Err(e) if waits_for_user => answer["runnerError"] = json!(e),

@@ -39,9 +39,21 @@ pub fn log_path(project: &Path) -> PathBuf {
     project.join(".specflow/workflows/runner.log")
 }
 
-/// Starts `headspace orchestrate start` for `launch`, talking to the server at `addr`.
+/// How a runner this process starts reaches its server and prices its steps as the cards do.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunnerLink<'a> {
+    /// The server's address.
+    pub addr: &'a str,
+    /// Its token, handed over in the runner's environment (never argv).
+    pub token: Option<&'a str>,
+    /// The server's `--prices` file, if it was started with one.
+    pub prices: Option<&'a Path>,
+}
+
+/// Starts `headspace orchestrate start` for `launch`, talking to the server `link` names.
 /// Returns the runner's pid. The runner refuses by itself when another one drives the run.
-pub fn spawn_runner(launch: &Launch, addr: &str, token: Option<&str>) -> Result<u32, String> {
+pub fn spawn_runner(launch: &Launch, link: RunnerLink<'_>) -> Result<u32, String> {
+    let (addr, token) = (link.addr, link.token);
     if !launch.project.is_dir() {
         return Err(format!(
             "project {}: no such directory",
@@ -91,7 +103,7 @@ pub fn spawn_runner(launch: &Launch, addr: &str, token: Option<&str>) -> Result<
         cmd.env("HEADSPACE_TOKEN", t);
     }
     // The server's price table, so the runner's budget gate prices tokens as the cards do.
-    if let Some(p) = crate::server::prices::PRICES_FILE.get() {
+    if let Some(p) = link.prices {
         cmd.env("HEADSPACE_PRICES", p);
     }
     // A group of its own: a Ctrl-C meant for the server does not stop the run.

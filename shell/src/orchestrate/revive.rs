@@ -5,7 +5,7 @@
 //! intent and the linked workflows keep it from doing a finished step again.
 
 use super::control::runner_gone;
-use super::launch::{spawn_runner, Launch};
+use super::launch::{spawn_runner, Launch, RunnerLink};
 use super::live::Settings;
 use super::project_files::{FileError, ProjectFiles};
 use headspace_core::orchestration::OrchestrationExecution;
@@ -41,8 +41,7 @@ pub fn relaunch(project: &Path, exec: &OrchestrationExecution) -> Option<Launch>
 pub fn restart(
     project: &Path,
     exec: &OrchestrationExecution,
-    addr: &str,
-    token: Option<&str>,
+    link: RunnerLink<'_>,
 ) -> Result<u32, String> {
     let launch = relaunch(project, exec).ok_or_else(|| {
         format!(
@@ -50,7 +49,7 @@ pub fn restart(
             exec.id
         )
     })?;
-    let pid = spawn_runner(&launch, addr, token)?;
+    let pid = spawn_runner(&launch, link)?;
     tracing::info!(orchestration = %exec.id, project = %project.display(), pid, "runner restarted");
     Ok(pid)
 }
@@ -60,8 +59,7 @@ pub fn restart(
 /// runs' ids with their runners' pids.
 pub fn revive_at_start_up<'a>(
     projects: impl IntoIterator<Item = &'a Path>,
-    addr: &str,
-    token: Option<&str>,
+    link: RunnerLink<'_>,
 ) -> Vec<(String, u32)> {
     let mut restarted = Vec::new();
     for project in projects {
@@ -73,7 +71,7 @@ pub fn revive_at_start_up<'a>(
                 "orchestration runner is gone; Resume restarts it");
             continue;
         }
-        match restart(project, &exec, addr, token) {
+        match restart(project, &exec, link) {
             Ok(pid) => restarted.push((exec.id.clone(), pid)),
             Err(e) => tracing::warn!(orchestration = %exec.id, "cannot restart the runner: {e}"),
         }

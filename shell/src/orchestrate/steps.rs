@@ -20,7 +20,6 @@ use headspace_core::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// The default headless command; the prompt is appended as its last argument.
@@ -125,8 +124,6 @@ pub struct Steps {
     prices: PriceTable,
 }
 
-static COUNTER: AtomicU64 = AtomicU64::new(0);
-
 impl Steps {
     /// Workflows for the project at `project`, recorded under `records`. A read-only
     /// `Steps` (for `orchestrate decide` and `status`) looks workflows up but writes nothing.
@@ -181,13 +178,15 @@ impl Steps {
                 .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
     }
 
-    /// Starts the workflow for `req`; its id.
+    /// Starts the workflow for `req`; its id: the first of this millisecond and process
+    /// with no record yet (a runner spawns one step at a time; no counter is shared by the
+    /// process).
     pub fn spawn(&self, req: &SpawnRequest, now_ms: i64) -> Result<String, String> {
-        let id = format!(
-            "wf-{now_ms}-{}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        );
+        let pid = std::process::id();
+        let id = (0u64..)
+            .map(|n| format!("wf-{now_ms}-{pid}-{n}"))
+            .find(|id| self.read(id).is_none())
+            .unwrap_or_default();
         self.spawn_with_id(req, &id, now_ms)
     }
 

@@ -272,6 +272,7 @@ async fn serve(
         static_dir: args.static_dir.clone().unwrap_or_else(default_static),
         core_home: CoreHome::Thread,
         prices: crate::server::prices::load(args.prices.as_deref())?,
+        prices_file: args.prices.clone(),
         machine,
         role,
         hold_limits: headspace_core::outage::HoldLimits {
@@ -404,6 +405,8 @@ pub struct Settings {
     pub core_home: CoreHome,
     /// Prices per model (the shipped table, or it overridden by `--prices`).
     pub prices: headspace_core::usage::PriceTable,
+    /// The `--prices` file, handed to the orchestration runners this server starts.
+    pub prices_file: Option<std::path::PathBuf>,
     /// This machine's name (agents' `machine`).
     pub machine: String,
     /// What the process does (`--role`).
@@ -539,6 +542,7 @@ fn assemble(
         audit,
         clock: world.clock.clone(),
         prices: Arc::new(settings.prices),
+        prices_file: settings.prices_file,
         machine: settings.machine,
         role: settings.role,
         pane_queue: world.pane_queue.clone(),

@@ -93,6 +93,8 @@ pub struct App {
     pub clock: Arc<dyn crate::server::world::Clock>,
     /// Prices per model, for the tokens cards, usage routes and `/metrics` show.
     pub prices: Arc<headspace_core::usage::PriceTable>,
+    /// The `--prices` file, handed to the orchestration runners this server starts.
+    pub prices_file: Option<PathBuf>,
     /// This machine's name (`--machine`); empty on a hub.
     pub machine: String,
     /// What this process does (`--role`): an edge serves no page, a hub no hooks.

@@ -8,7 +8,7 @@ use super::remote_panes::{fail, forward_outcome, forward_to, respond, Outcome};
 use super::App;
 use crate::orchestrate::command::{perform, Command};
 use crate::orchestrate::control::ControlError;
-use crate::orchestrate::launch::{log_path, spawn_runner, Launch};
+use crate::orchestrate::launch::{log_path, spawn_runner, Launch, RunnerLink};
 use crate::orchestrate::project_files::FileError;
 use crate::server::machines::presence_of;
 use headspace_core::machines::holder;
@@ -80,13 +80,21 @@ async fn list_here(app: &App) -> Vec<Value> {
         return Vec::new();
     };
     let (token, addr) = (Some(app.token.clone()), app.self_addr.clone());
+    let prices = app.prices_file.clone();
     let machine = app.machine.clone();
     tokio::task::spawn_blocking(move || {
         projects
             .into_iter()
             .filter(|p| p.join(".specflow/workflows").is_dir())
             .filter_map(|p| {
-                let mut v = perform(&p, Command::Status, Some(addr.clone()), token.clone()).ok()?;
+                let mut v = perform(
+                    &p,
+                    Command::Status,
+                    Some(addr.clone()),
+                    token.clone(),
+                    prices.clone(),
+                )
+                .ok()?;
                 v["project"] = json!(p);
                 v["machine"] = json!(machine);
                 Some(v)
@@ -220,7 +228,9 @@ async fn orchestrate_here(app: &App, command: Command, project: &str) -> Outcome
         Err(o) => return o,
     };
     let (token, addr) = (Some(app.token.clone()), Some(app.self_addr.clone()));
-    let done = tokio::task::spawn_blocking(move || perform(&project, command, addr, token)).await;
+    let prices = app.prices_file.clone();
+    let done =
+        tokio::task::spawn_blocking(move || perform(&project, command, addr, token, prices)).await;
     match done {
         Ok(Ok(v)) => (StatusCode::OK, v),
         Ok(Err(e)) => {
@@ -305,7 +315,12 @@ async fn start_here(app: &App, launch: Value) -> Outcome {
         );
     }
     // The runner talks back to this server at its own address, never one a request names.
-    match spawn_runner(&launch, &app.self_addr, Some(&app.token)) {
+    let link = RunnerLink {
+        addr: &app.self_addr,
+        token: Some(&app.token),
+        prices: app.prices_file.as_deref(),
+    };
+    match spawn_runner(&launch, link) {
         Ok(pid) => (
             StatusCode::OK,
             json!({"status": "started", "pid": pid, "log": log_path(&launch.project), "machine": app.machine}),
@@ -337,12 +352,14 @@ pub async fn revive_runners(app: &App) {
         return;
     };
     let (token, addr) = (Some(app.token.clone()), app.self_addr.clone());
+    let prices = app.prices_file.clone();
     let _ = tokio::task::spawn_blocking(move || {
-        crate::orchestrate::revive::revive_at_start_up(
-            projects.iter().map(PathBuf::as_path),
-            &addr,
-            token.as_deref(),
-        )
+        let link = RunnerLink {
+            addr: &addr,
+            token: token.as_deref(),
+            prices: prices.as_deref(),
+        };
+        crate::orchestrate::revive::revive_at_start_up(projects.iter().map(PathBuf::as_path), link)
     })
     .await;
 }
