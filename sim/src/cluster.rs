@@ -8,9 +8,11 @@
 //! every committed event exactly once, in position order (E1).
 
 use crate::check::{check_streams, Violation};
+use crate::host::{server, settings, ServerSpec, SimListener, GONE_WITHIN_MS, TICK_MS};
+pub use crate::outcome::ClusterStats;
+use crate::outcome::Outcome;
 use crate::plan::Plan;
 use crate::rng::Rng;
-use crate::run::{server, settings, Outcome, ServerSpec, SimListener, GONE_WITHIN_MS, TICK_MS};
 use crate::session::play_agents;
 use crate::sse_client::{run_client, Phase, Streams, HUB_PORT};
 use crate::world::directory::{Directory, Heartbeats};
@@ -55,61 +57,6 @@ const CLIENT_HOSTS: [&str; CLIENTS] = ["sse-1", "sse-2", "sse-3"];
 const AGENT_HOSTS: [&str; 2] = ["claude-a", "claude-b"];
 /// After the settle phase the edges stop; the hubs get this long to serve the last events.
 const DRAIN_MS: u64 = 4_000;
-
-/// What the shared events table and the SSE clients went through in one run.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ClusterStats {
-    /// Events sequenced (committed).
-    pub sequenced: usize,
-    /// Commits whose ids were below an id already visible.
-    pub out_of_order: u64,
-    /// Event ids taken by transactions that rolled back.
-    pub rolled_back: u64,
-    /// Notifications lost.
-    pub notifications_lost: u64,
-    /// Notifications delivered late.
-    pub notifications_late: u64,
-    /// Edge crashes (each restarted).
-    pub edge_crashes: u32,
-    /// Hub crashes (each restarted).
-    pub hub_crashes: u32,
-    /// Reads a hub tried while cut off from the database.
-    pub hub_failed_reads: u64,
-    /// Each SSE client's (events received, connections made).
-    pub clients: Vec<(usize, u32)>,
-    /// Prompts users sent through a hub to an edge's pane, and how many the hub answered 200.
-    pub sends: (usize, usize),
-    /// Pane commands written into the shared table, taken by an edge, and wake-ups lost.
-    pub commands: (u64, u64, u64),
-}
-
-impl std::fmt::Display for ClusterStats {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let clients: Vec<String> = self
-            .clients
-            .iter()
-            .map(|(e, c)| format!("{e} events over {c} connections"))
-            .collect();
-        write!(
-            f,
-            "events: {} sequenced, {} commits out of id order, {} ids rolled back, notifications {} lost and {} late; {} edge and {} hub crashes, {} hub reads failed; clients: {}; sends through a hub: {} ({} answered 200), pane commands {} written, {} taken, {} wake-ups lost",
-            self.sequenced,
-            self.out_of_order,
-            self.rolled_back,
-            self.notifications_lost,
-            self.notifications_late,
-            self.edge_crashes,
-            self.hub_crashes,
-            self.hub_failed_reads,
-            clients.join(", "),
-            self.sends.0,
-            self.sends.1,
-            self.commands.0,
-            self.commands.1,
-            self.commands.2
-        )
-    }
-}
 
 /// What a hub shares with the rest of the run.
 #[derive(Clone)]

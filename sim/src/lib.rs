@@ -23,7 +23,10 @@ pub fn seeded_runtimes() -> bool {
 pub mod check;
 pub mod cluster;
 pub mod faults;
+pub mod host;
+pub mod net;
 pub mod orchestra;
+pub mod outcome;
 pub mod plan;
 pub mod rng;
 pub mod run;

@@ -15,9 +15,9 @@
 //! - O2 over: the run completes, or stops for a stated reason (its budget, with no step
 //!   started once it was spent); it is never left running forever.
 
+use crate::net::{pane_segment, post, sleep_ms};
 use crate::rng::Rng;
-use crate::session::{pane_segment, post, sleep_ms};
-use crate::world::{sim_now, SimWorld};
+use crate::world::{sim_now, SimWorld, Truth};
 use headspace::orchestrate::control::{self, StartOptions};
 use headspace::orchestrate::live::Settings;
 use headspace::orchestrate::project_files::FileError;
@@ -31,29 +31,6 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-
-/// What really happened on the orchestration's side.
-#[derive(Debug, Default)]
-pub struct Truth {
-    /// The project folder: a real temporary folder, for the runner's real files.
-    pub project: Option<PathBuf>,
-    /// Each `/flow.*` prompt the agent really worked on, in order.
-    pub worked: Vec<String>,
-    /// The runner stopped (the run is over, or a file could not be read).
-    pub over: bool,
-    /// The run's last status.
-    pub status: Option<String>,
-    /// The runner's decisions, `action: reason`, for a failure's detail.
-    pub decisions: Vec<String>,
-    /// The run's budget, when it was given one the whole phase exceeds.
-    pub budget: Option<f64>,
-    /// Why the run stopped short of completing (`errorMessage`).
-    pub error: Option<String>,
-    /// What it cost.
-    pub cost_usd: f64,
-    /// How often the runner crashed.
-    pub runner_crashes: u32,
-}
 
 /// What each finished step costs, as its workflow reports it.
 pub const STEP_COST_USD: f64 = 1.0;

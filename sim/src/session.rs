@@ -6,6 +6,7 @@
 
 use crate::check::{LineTruth, Phase, SendRecord};
 use crate::faults::Faults;
+use crate::net::{pane_segment, post, post_answered, post_to, sleep_ms};
 use crate::plan::{AgentPlan, Exchange, Fate, Step};
 use crate::rng::Rng;
 use crate::world::{sim_now, PaneProgram, Screen, SimWorld};
@@ -15,59 +16,7 @@ use headspace_core::Timestamp;
 use headspace_testkit::synth::{Line, SessionWriter};
 use serde_json::{json, Value};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
-
-/// The server's address on turmoil's network.
-pub const SERVER: (&str, u16) = ("server", 5055);
-
-/// The token every simulated server requires and every simulated client sends (as Claude
-/// Code's hooks and the dashboard do, from the token file).
-pub const TOKEN: &str = "simtoken";
-
-/// Posts `body` to `path` on the server; the status, or `None` when it could not be reached
-/// within 5 s (like the hook script's curl timeout).
-pub async fn post(path: &str, body: &[u8]) -> Option<u16> {
-    post_to(SERVER.0, path, body).await
-}
-
-/// Posts `body` to `path` on turmoil host `host` (a server or an edge), as [`post`].
-pub async fn post_to(host: &str, path: &str, body: &[u8]) -> Option<u16> {
-    post_answered(host, path, body)
-        .await
-        .map(|(status, _)| status)
-}
-
-/// Posts `body` to `path` on turmoil host `host`: the answer's status and body, or `None`
-/// when there was no answer within 5 s.
-pub async fn post_answered(host: &str, path: &str, body: &[u8]) -> Option<(u16, String)> {
-    let exchange = async {
-        let mut s = turmoil::net::TcpStream::connect((host, SERVER.1))
-            .await
-            .ok()?;
-        let head = format!(
-            "POST {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            body.len()
-        );
-        s.write_all(head.as_bytes()).await.ok()?;
-        s.write_all(body).await.ok()?;
-        let mut buf = Vec::new();
-        s.read_to_end(&mut buf).await.ok()?;
-        let text = String::from_utf8_lossy(&buf);
-        let status = text.split_whitespace().nth(1)?.parse().ok()?;
-        let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-        Some((status, body.to_string()))
-    };
-    tokio::time::timeout(Duration::from_secs(5), exchange)
-        .await
-        .ok()
-        .flatten()
-}
-
-/// A pane id as a path segment (`%3` is `%253`).
-pub fn pane_segment(pane: &str) -> String {
-    pane.replace('%', "%25")
-}
 
 struct Chunk {
     path: String,
@@ -127,10 +76,6 @@ struct Agent {
     files: mpsc::UnboundedSender<Chunk>,
     /// Hooks in flight: the agent's host lives until they are delivered or lost.
     in_flight: Vec<tokio::task::JoinHandle<()>>,
-}
-
-pub async fn sleep_ms(ms: u64) {
-    tokio::time::sleep(Duration::from_millis(ms)).await;
 }
 
 impl Agent {

@@ -106,7 +106,7 @@ async fn read_stream(
         .unwrap_or_default();
     let head = format!(
         "GET /api/events HTTP/1.1\r\nHost: {hub}\r\nAuthorization: Bearer {}\r\nAccept: text/event-stream\r\n{resume}\r\n",
-        crate::session::TOKEN
+        crate::net::TOKEN
     );
     if s.write_all(head.as_bytes()).await.is_err() {
         return;

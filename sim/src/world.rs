@@ -17,6 +17,7 @@ use headspace_core::send_check::Sent;
 use headspace_core::store::MemStore;
 use headspace_core::Timestamp;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The epoch every simulation starts at.
@@ -103,6 +104,29 @@ pub struct AdapterFaults {
     pub slow_loads_ms: u64,
 }
 
+/// What really happened on the orchestration's side.
+#[derive(Debug, Default)]
+pub struct Truth {
+    /// The project folder: a real temporary folder, for the runner's real files.
+    pub project: Option<PathBuf>,
+    /// Each `/flow.*` prompt the agent really worked on, in order.
+    pub worked: Vec<String>,
+    /// The runner stopped (the run is over, or a file could not be read).
+    pub over: bool,
+    /// The run's last status.
+    pub status: Option<String>,
+    /// The runner's decisions, `action: reason`, for a failure's detail.
+    pub decisions: Vec<String>,
+    /// The run's budget, when it was given one the whole phase exceeds.
+    pub budget: Option<f64>,
+    /// Why the run stopped short of completing (`errorMessage`).
+    pub error: Option<String>,
+    /// What it cost.
+    pub cost_usd: f64,
+    /// How often the runner crashed.
+    pub runner_crashes: u32,
+}
+
 /// Everything the world holds.
 pub struct State {
     files: BTreeMap<String, SimFile>,
@@ -131,7 +155,7 @@ pub struct State {
     /// True from a server crash until its restart: the runner's calls fail then.
     pub server_down: bool,
     /// The orchestration's side of the world, in orchestration scenarios.
-    pub orchestra: crate::orchestra::Truth,
+    pub orchestra: Truth,
     /// The turmoil host the agents post their hooks to: `server`, or an edge's.
     pub host: &'static str,
     /// Added to the agents' numbers in their session ids, so two edges' sessions differ.
