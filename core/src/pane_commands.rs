@@ -221,6 +221,13 @@ pub fn no_result_error(machine: &str) -> String {
     )
 }
 
+/// The error (504) for a command written for `machine` whose result could not be read
+/// (`why`: the database went away while the asking server waited): it may have run, so the
+/// answer must not say it failed — a user who retries could type it twice.
+pub fn unsure_error(machine: &str, why: &str) -> String {
+    format!("the command was written for machine {machine}, but its result could not be read ({why}): it may have run")
+}
+
 /// What the server that took the user's request signs when it forwards a command (its exact
 /// JSON text is signed, after [`SIGNED_PREFIX`]), so that a row a database client wrote
 /// itself is never run: the database is shared by every machine, and a row alone is no proof

@@ -30,7 +30,8 @@
 //! - C1 commands: a prompt a user sent through a hub to another machine's pane was typed
 //!   there exactly once when the hub answered 200, never when it answered that the command
 //!   will not run (503 offline, 504 not taken, any other refusal), and at most once when the
-//!   answer says nothing sure (no answer, or 504 taken without a result).
+//!   answer says nothing sure (no answer; 504 taken without a result, or written and its
+//!   result unreadable).
 //!
 //! L3 (determinism) is checked by running a seed twice (see `run`).
 
@@ -112,8 +113,11 @@ enum Promise {
 fn promise(answer: &Option<(u16, String)>) -> Promise {
     match answer {
         Some((200, _)) => Promise::Typed,
-        // Taken without a result in time: it may still have run.
-        Some((504, body)) if body.contains("took the command") => Promise::AtMostOnce,
+        // Taken without a result in time, or written and then its result unreadable: it may
+        // have run.
+        Some((504, body)) if body.contains("took the command") || body.contains("may have run") => {
+            Promise::AtMostOnce
+        }
         Some(_) => Promise::NotTyped,
         None => Promise::AtMostOnce,
     }

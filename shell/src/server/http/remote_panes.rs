@@ -10,7 +10,7 @@ use crate::server::machines::presence_of;
 use crate::server::pane_queue::{await_result, Awaited, PaneQueue};
 use headspace_core::machines::holder;
 use headspace_core::pane_commands::{
-    no_result_error, not_taken_error, route, PaneCommandKind, PaneRoute,
+    no_result_error, not_taken_error, route, unsure_error, PaneCommandKind, PaneRoute,
 };
 use headspace_core::view::AgentView;
 use hyper::{Response, StatusCode};
@@ -133,7 +133,11 @@ async fn run_elsewhere(
         }
         Ok(Awaited::NotTaken) => fail(StatusCode::GATEWAY_TIMEOUT, not_taken_error(machine)),
         Ok(Awaited::NoResult) => fail(StatusCode::GATEWAY_TIMEOUT, no_result_error(machine)),
-        Err(e) => fail(StatusCode::SERVICE_UNAVAILABLE, e),
+        // Written, then the database went away: the other machine may still run it.
+        Err(e) => fail(
+            StatusCode::GATEWAY_TIMEOUT,
+            unsure_error(machine, &e.to_string()),
+        ),
     }
 }
 
