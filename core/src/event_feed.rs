@@ -72,13 +72,7 @@ fn by_insert_id(cursor: i64, page: &[FeedRow]) -> Served {
     served
 }
 
-/// True when the planted bug is (never without the `planted-bugs` feature).
+/// True when the planted `events-read-by-id` is.
 fn reads_by_id(config: &Config) -> bool {
-    #[cfg(feature = "planted-bugs")]
-    return config.planted == Some(crate::planted::Bug::EventsReadById);
-    #[cfg(not(feature = "planted-bugs"))]
-    {
-        let _ = config;
-        false
-    }
+    crate::planted::is_planted(config, crate::planted::Bug::EventsReadById)
 }

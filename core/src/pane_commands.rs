@@ -7,6 +7,7 @@
 
 use crate::engine::Config;
 use crate::machines::{holder, MachinePresence};
+use crate::planted::{is_planted, Bug};
 use crate::Timestamp;
 
 /// How long a forwarded command may wait to be taken by its machine: past this deadline it is
@@ -182,7 +183,7 @@ pub enum AwaitStep {
 /// (negative before it), on the database's clock: the same clock the claim's deadline is
 /// checked on, so a row withdrawn here is one no executor could still take.
 pub fn await_step(config: &Config, state: CommandState, past_deadline_ms: i64) -> AwaitStep {
-    if state == CommandState::Running && running_as_not_taken(config) {
+    if state == CommandState::Running && is_planted(config, Bug::RunningAsNotTaken) {
         return AwaitStep::Answer;
     }
     match state {
@@ -190,18 +191,6 @@ pub fn await_step(config: &Config, state: CommandState, past_deadline_ms: i64) -
         CommandState::Pending if past_deadline_ms >= 0 => AwaitStep::Withdraw,
         CommandState::Running if past_deadline_ms >= RUN_WITHIN_MS => AwaitStep::GiveUp,
         CommandState::Pending | CommandState::Running => AwaitStep::LookAgain,
-    }
-}
-
-/// True when the planted `running-as-not-taken` is (never without the `planted-bugs`
-/// feature).
-fn running_as_not_taken(config: &Config) -> bool {
-    #[cfg(feature = "planted-bugs")]
-    return config.planted == Some(crate::planted::Bug::RunningAsNotTaken);
-    #[cfg(not(feature = "planted-bugs"))]
-    {
-        let _ = config;
-        false
     }
 }
 

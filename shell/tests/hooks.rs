@@ -1,5 +1,7 @@
 //! `headspace hooks install | uninstall` on a real settings file, and the installed command.
 
+mod common;
+use common::run_ok;
 use std::fs::Permissions;
 use std::io::{Read, Write};
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
@@ -53,21 +55,11 @@ fn install_twice_keeps_other_hooks_and_uninstall_restores_the_file_exactly() {
     let settings = dir.join("settings.json");
     std::fs::write(&settings, &original).unwrap();
     for _ in 0..2 {
-        let out = Command::new(bin())
-            .args([
-                "hooks",
-                "install",
-                "--url",
-                "http://127.0.0.1:5055",
-                "--settings",
-            ])
-            .arg(&settings)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        run_ok(
+            Command::new(bin())
+                .args(["hooks", "install", "--url", "http://127.0.0.1:5055"])
+                .arg("--settings")
+                .arg(&settings),
         );
     }
     let before: serde_json::Value = serde_json::from_slice(&original).unwrap();
@@ -521,18 +513,13 @@ fn the_transport_follows_the_claude_code_version() {
     std::fs::write(&key, "abc123\n").unwrap();
     std::fs::set_permissions(&key, Permissions::from_mode(0o600)).unwrap();
     let install = |version: &str| {
-        let out = Command::new(bin())
-            .args(["hooks", "install", "--claude-version", version])
-            .arg("--hook-key-file")
-            .arg(&key)
-            .arg("--settings")
-            .arg(&settings)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = run_ok(
+            Command::new(bin())
+                .args(["hooks", "install", "--claude-version", version])
+                .arg("--hook-key-file")
+                .arg(&key)
+                .arg("--settings")
+                .arg(&settings),
         );
         let v: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();

@@ -375,17 +375,12 @@ impl Client {
 
 /// `headspace hooks install` into the client's settings, posting to `addr` over `transport`.
 fn install_hooks_into(config: &Path, transport: &str, addr: &str) {
-    let out = headspace()
-        .args(["hooks", "install", "--transport", transport])
-        .args(["--url", &format!("http://{addr}")])
-        .arg("--settings")
-        .arg(config.join("settings.json"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        headspace()
+            .args(["hooks", "install", "--transport", transport])
+            .args(["--url", &format!("http://{addr}")])
+            .arg("--settings")
+            .arg(config.join("settings.json")),
     );
 }
 

@@ -341,13 +341,7 @@ impl Core {
     /// True when `bug` is planted (never without the `planted-bugs` feature).
     #[inline]
     fn planted(&self, bug: crate::planted::Bug) -> bool {
-        #[cfg(feature = "planted-bugs")]
-        return self.config.planted == Some(bug);
-        #[cfg(not(feature = "planted-bugs"))]
-        {
-            let _ = bug;
-            false
-        }
+        crate::planted::is_planted(&self.config, bug)
     }
 
     /// The matching key of a turn's text (every key the engine makes comes from here).

@@ -7,8 +7,7 @@
 //! The database carries the rows and proves nothing: a client of it that holds no key file
 //! cannot make any machine type.
 
-use super::pane_queue::PaneCommand;
-pub use super::pane_queue::Signed;
+use super::pane_queue::{PaneCommand, Signed};
 use headspace_core::pane_commands::{
     admit, Envelope, PaneCommandKind, NONCE_MEMORY_MS, SIGNED_PREFIX,
 };

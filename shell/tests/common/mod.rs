@@ -84,18 +84,21 @@ pub fn fresh_db(name: &str) -> Option<String> {
     Some(url.replace("dbname=postgres", &format!("dbname={db}")))
 }
 
-/// A new database for one test with every migration applied (`headspace migrate`).
-pub fn migrated_db(name: &str) -> Option<String> {
-    let db = fresh_db(name)?;
-    let out = Command::new(env!("CARGO_BIN_EXE_headspace"))
-        .args(["migrate", "--database-url", &db])
-        .output()
-        .unwrap();
+/// Runs `cmd` to its end and fails the test, with its stderr, unless it succeeded.
+pub fn run_ok(cmd: &mut Command) -> std::process::Output {
+    let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out
+}
+
+/// A new database for one test with every migration applied (`headspace migrate`).
+pub fn migrated_db(name: &str) -> Option<String> {
+    let db = fresh_db(name)?;
+    run_ok(Command::new(env!("CARGO_BIN_EXE_headspace")).args(["migrate", "--database-url", &db]));
     Some(db)
 }
 
@@ -664,22 +667,9 @@ pub fn raw(addr: &str, method: &str, path: &str, headers: &[&str], body: &str) -
     (status, answer)
 }
 
-/// A row of `make bench`'s closing table (`BENCH_TABLE`; as
-/// shell/examples/bench_support/table.rs writes it), or printed when run alone.
-pub fn table_row(measure: &str, measured: &str, goal: &str, met: Option<bool>) {
-    let met = match met {
-        Some(true) => "yes",
-        Some(false) => "NO",
-        None => "—",
-    };
-    let line = format!("{measure}\t{measured}\t{goal}\t{met}\n");
-    match std::env::var_os("BENCH_TABLE") {
-        Some(path) => std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .and_then(|mut f| f.write_all(line.as_bytes()))
-            .expect("BENCH_TABLE file"),
-        None => print!("table: {}", line.replace('\t', " | ")),
-    }
-}
+/// The closing table of `make bench`, the benches' own writer (one copy for benches and tests).
+#[path = "../../examples/bench_support/table.rs"]
+mod table;
+/// A row of `make bench`'s closing table (`BENCH_TABLE`), or printed when run alone.
+#[allow(unused_imports)] // only the benches among the tests use it
+pub use table::row as table_row;

@@ -8,8 +8,7 @@
 use super::events::SimEvents;
 use super::{sim_now, SimWorld};
 use crate::rng::Rng;
-use headspace::server::pane_keys::Signed;
-use headspace::server::pane_queue::{Look, PaneCommand, PaneQueue};
+use headspace::server::pane_queue::{Look, PaneCommand, PaneQueue, Signed};
 use headspace::server::store::{BoxFuture, StoreError};
 use headspace_core::pane_commands::{CommandState, PaneCommandKind, CLAIM_WITHIN_MS};
 use serde_json::Value;
@@ -151,6 +150,24 @@ impl QueueLink {
     }
 }
 
+/// The command a new row holds (its id is given when it is inserted).
+fn row_command(
+    agent_id: u64,
+    kind: PaneCommandKind,
+    body: &Value,
+    signed: Option<&Signed>,
+) -> PaneCommand {
+    PaneCommand {
+        id: 0,
+        agent_id,
+        kind,
+        body: body.clone(),
+        envelope: signed.map(|s| s.envelope.clone()),
+        signature: signed.map(|s| s.signature.clone()),
+        signer: signed.map(|s| s.signer.clone()),
+    }
+}
+
 fn ready<'a, T: Send + 'a>(v: T) -> BoxFuture<'a, T> {
     Box::pin(async move { v })
 }
@@ -164,15 +181,7 @@ impl PaneQueue for QueueLink {
         body: &'a Value,
         signed: Option<&'a Signed>,
     ) -> BoxFuture<'a, Result<i64, StoreError>> {
-        let command = PaneCommand {
-            id: 0,
-            agent_id,
-            kind,
-            body: body.clone(),
-            envelope: signed.map(|s| s.envelope.clone()),
-            signature: signed.map(|s| s.signature.clone()),
-            signer: signed.map(|s| s.signer.clone()),
-        };
+        let command = row_command(agent_id, kind, body, signed);
         let deadline = db_now() + CLAIM_WITHIN_MS;
         ready(self.insert(machine, command, CommandState::Pending, None, deadline))
     }
@@ -185,15 +194,7 @@ impl PaneQueue for QueueLink {
         body: &'a Value,
         result: &'a Value,
     ) -> BoxFuture<'a, Result<i64, StoreError>> {
-        let command = PaneCommand {
-            id: 0,
-            agent_id,
-            kind,
-            body: body.clone(),
-            envelope: None,
-            signature: None,
-            signer: None,
-        };
+        let command = row_command(agent_id, kind, body, None);
         let refused = CommandState::Refused;
         ready(self.insert(machine, command, refused, Some(result.clone()), db_now()))
     }
