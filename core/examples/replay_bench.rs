@@ -8,7 +8,7 @@
 // A benchmark times and measures itself; the core never does (core/clippy.toml).
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-use headspace_core::matching::hash128;
+use headspace_core::hook::matching::hash128;
 use headspace_core::{Command, Config, Core, Input, Timestamp};
 use headspace_testkit::synth::{SessionWriter, CLAUDE_DIR};
 use serde_json::json;

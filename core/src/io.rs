@@ -45,8 +45,8 @@ pub enum Input {
     },
     /// tmux's panes and the processes running in each (every pane of the server, listed
     /// together): sessions no hook placed are tied to their panes, and agents whose pane or
-    /// Claude Code process is gone are ended ([`crate::discovery`]).
-    Panes(Vec<crate::discovery::PaneListing>),
+    /// Claude Code process is gone are ended ([`crate::pane::discovery`]).
+    Panes(Vec<crate::pane::discovery::PaneListing>),
     /// Time passed.
     Tick,
     /// Read an agent's transcripts to the end now, re-read them from byte 0 against its
@@ -113,10 +113,10 @@ pub enum Write {
     /// the lines before it.
     Offset(OffsetRow),
     /// A tool call began or ended: fold it into its step (one per agent and tool-use id)
-    /// with [`crate::step::merge`].
-    Step(crate::step::StepRow),
+    /// with [`crate::usage::step::merge`].
+    Step(crate::usage::step::StepRow),
     /// The transcript's interrupt line: the agent's steps still pending and started by `at`
-    /// were interrupted ([`crate::step::interrupted`]).
+    /// were interrupted ([`crate::usage::step::interrupted`]).
     StepsInterrupted {
         /// The agent.
         agent_id: AgentId,
@@ -124,8 +124,8 @@ pub enum Write {
         at: Timestamp,
     },
     /// An assistant message's usage: fold it into its row (one per agent and message id)
-    /// with [`crate::usage_sum::merge`].
-    Usage(crate::usage_sum::UsageRow),
+    /// with [`crate::usage::sum::merge`].
+    Usage(crate::usage::sum::UsageRow),
 }
 
 /// Something the shell must do, drained with [`crate::Core::poll_command`].

@@ -28,7 +28,7 @@
 //! | `Store(Write::HookMatched)` | a late hook matched an entry's turn: remember its fingerprint | — |
 //! | `Store(Write::MergeAgent { from, into })` | a transcript-made agent turned out to be a hook-made one: move its tasks and turns, remove it | — |
 //! | `Store(Write::Offset)` | save how far a file is read (emitted after the writes of its lines) | — |
-//! | `Store(Write::Step / StepsInterrupted / Usage)` | fold a tool call into its step, end pending steps at an interrupt, fold a message's usage ([`step`], [`usage_sum`]) | — |
+//! | `Store(Write::Step / StepsInterrupted / Usage)` | fold a tool call into its step, end pending steps at an interrupt, fold a message's usage ([`usage::step`], [`usage::sum`]) | — |
 //! | `Publish(Event)` | send an SSE event (`turn_created`, `turn_updated`, `state_changed`, …) | — |
 //! | `ReadTranscript { path, from, read }` | read the file from `from` to its end | `Input::Transcript { read: Some(read), .. }` |
 //! | `GapDetected { agent_id }` | count it (the watchdog saw output no turn followed; a read was asked) | — |
@@ -73,7 +73,7 @@
 //!    as running (`Config::send_timeout_ms`), or an agent may leave memory
 //!    (`Config::evict_after_ms`).
 //!
-//! A hook body is checked with [`hook::Hook::parse`] by the shell (to answer a malformed
+//! A hook body is checked with [`kind::AgentKind::parse_hook`] by the shell (to answer a malformed
 //! one with 400 at once) and parsed again by the core from the same bytes: the bytes, not
 //! the parsed form, are the input, so a trace records exactly what arrived and a replay
 //! parses it with the same function.
@@ -88,7 +88,7 @@
 //! - **Dedup on structure.** A transcript line's `uuid` is a turn's durable key. A hook-made
 //!   turn is provisional until an entry claims it, by `prompt_id` / `tool_use_id` when both
 //!   carry one, else the first unclaimed one of the same kind with the same full normalised
-//!   text ([`matching`]). A hook arriving after its entry adds nothing. A duplicate hook
+//!   text ([`hook::matching`]). A hook arriving after its entry adds nothing. A duplicate hook
 //!   (same body) counts once. Unclaimed provisional turns are kept.
 //! - **The transcript is the authority for state.** Each task folds its turns in transcript
 //!   order; unconfirmed hook news (provisional turns, a Stop) is shown on top until the
@@ -96,19 +96,38 @@
 //!   another session, never changes that task (sm#232).
 //! - **Offsets move only past complete lines**; re-reads are skipped by uuid.
 //! - **Bounded memory per file, and odd lines still become turns.** A line longer than
-//!   [`Config::max_line_bytes`] keeps only its head and its last 64 KiB ([`framing`]); its
-//!   turn is made from them ([`truncated`]), its text marked as truncated. NUL characters
+//!   [`Config::max_line_bytes`] keeps only its head and its last 64 KiB ([`transcript::framing`]); its
+//!   turn is made from them (`transcript::truncated`), its text marked as truncated. NUL characters
 //!   and unpaired surrogate escapes, which the store or the JSON parser would refuse, become
-//!   U+FFFD in entries and hooks alike ([`mend`]); each is logged at WARN with the line's
+//!   U+FFFD in entries and hooks alike (`transcript::mend`); each is logged at WARN with the line's
 //!   uuid.
 //! - **Restart-safe.** Everything decisions depend on is in the store; [`Input::Restore`]
 //!   rebuilds it exactly, so where a crash happens does not change the result.
 //! - **Steps and usage are folded by the store, not kept here.** Each tool hook and each
 //!   `tool_use` / `tool_result` / `usage` a line holds becomes a write keyed by tool-use id or
-//!   message id, which every store folds into its row by one rule ([`step::merge`],
-//!   [`usage_sum::merge`]): idempotent, the transcript above hooks, so a re-read, a retry, a
+//!   message id, which every store folds into its row by one rule ([`usage::step::merge`],
+//!   [`usage::sum::merge`]): idempotent, the transcript above hooks, so a re-read, a retry, a
 //!   restart or a lost hook leaves each step once with its outcome and each message counted
 //!   once.
+//!
+//! ## Where things are
+//!
+//! | folder | concern |
+//! |---|---|
+//! | [`engine`] | the state machine itself: [`Core`], its inputs handled one by one |
+//! | [`io`], [`model`] | what crosses the boundary (inputs, commands, writes, events) and the rows kept |
+//! | [`kind`] | the seam for agent kinds: all that is specific to one CLI's hooks, lines and screen |
+//! | [`hook`] | hook payloads, and matching hook-made turns with transcript entries |
+//! | [`transcript`] | framing, reading and mending transcript lines; the audit of lines against turns |
+//! | [`task`] | task states and transitions, intents, questions, when an agent counts as idle |
+//! | [`pane`] | reading a screen, answering a dialog, typing rules, finding an agent's pane |
+//! | [`usage`] | tool calls (steps), tokens and their cost, and how a store folds them |
+//! | [`view`] | what the API and the page show: the card, its activity, notices, event payloads |
+//! | [`store`] | the in-memory store, and what is kept while the database is away |
+//! | [`cluster`] | many machines on one database: liveness, projects, pane commands, shared events |
+//! | [`access`] | who may call the server, checked before any route runs |
+//! | [`orchestration`] | the specflow runner's state machine |
+//! | [`harness`] | the trace format, replay, and the bugs the simulation plants |
 //!
 //! ## The second machine: orchestration
 //!
@@ -123,54 +142,26 @@
 #![warn(missing_docs)]
 
 pub mod access;
-pub mod activity;
-pub mod audit;
-pub mod commands;
-pub mod dialog;
-pub mod discovery;
+pub mod cluster;
 pub mod engine;
-pub mod entry;
-pub mod event_data;
-pub mod event_feed;
-pub mod framing;
+pub mod harness;
 pub mod hook;
-pub mod intent;
 pub mod io;
-pub mod line_read;
-mod line_shape;
-pub mod machines;
-pub mod matching;
-pub mod mend;
+pub mod kind;
 pub mod model;
-pub mod notice;
 pub mod orchestration;
-pub mod outage;
 pub mod pane;
-pub mod pane_commands;
-pub mod planted;
-pub mod project_machine;
-pub mod question;
-pub mod replay;
-pub mod send_check;
-pub mod shown;
-pub mod state;
-pub mod step;
-pub mod step_line;
-pub mod step_truncated;
 pub mod store;
-pub mod time;
-pub mod tool;
-pub mod trace;
-pub mod truncated;
+pub mod task;
+pub(crate) mod time;
+pub mod transcript;
 pub mod usage;
-pub mod usage_sum;
 pub mod view;
-pub mod wait;
 
-pub use activity::Activity;
 pub use engine::{Config, Core, Timer, TimerReason};
-pub use event_data::EventData;
-pub use intent::{Actor, Intent};
 pub use io::{Command, Event, Input, Reply, Write};
-pub use state::TaskState;
+pub use task::intent::{Actor, Intent};
+pub use task::state::TaskState;
 pub use time::Timestamp;
+pub use view::activity::Activity;
+pub use view::event_data::EventData;

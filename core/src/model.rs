@@ -3,8 +3,8 @@
 //! Every row carries the id the core gave it, so each write is an idempotent upsert and a
 //! retry after an unknown outcome is safe.
 
-use crate::intent::{Actor, Intent};
-use crate::state::TaskState;
+use crate::task::intent::{Actor, Intent};
+use crate::task::state::TaskState;
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 

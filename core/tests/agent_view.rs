@@ -2,8 +2,8 @@
 //! API shows from them, and which agent a reference names. No store, no clock.
 
 use headspace_core::model::{AgentRow, TaskRow, TurnRow, TurnSource};
-use headspace_core::question::PREVIEW_CHARS;
 use headspace_core::store::MemStore;
+use headspace_core::task::question::PREVIEW_CHARS;
 use headspace_core::view::{ambiguous_pane, clip, resolve_reference, AgentView, CLIPPED_CHARS};
 use headspace_core::{Actor, Intent, TaskState, Timestamp, Write};
 use serde_json::json;

@@ -1,10 +1,10 @@
 //! The seed's acceptance criteria that belong to the core, and the recorded incidents, each
 //! as a named test driving the real core through the in-memory store.
 
+use headspace_core::harness::replay::Replayer;
+use headspace_core::harness::trace::Step;
 use headspace_core::io::Reply;
 use headspace_core::model::{TimestampSource, TurnRow, TurnSource};
-use headspace_core::replay::Replayer;
-use headspace_core::trace::Step;
 use headspace_core::{Actor, Intent, TaskState, Timestamp};
 use headspace_testkit::synth::{Line, SessionWriter, CLAUDE_DIR};
 use serde_json::json;
@@ -82,7 +82,9 @@ impl World {
     }
     fn state(&self) -> TaskState {
         let tasks: Vec<_> = self.r.store().tasks().cloned().collect();
-        headspace_core::activity::agent_state(headspace_core::activity::current_task(&tasks))
+        headspace_core::view::activity::agent_state(headspace_core::view::activity::current_task(
+            &tasks,
+        ))
     }
 }
 
@@ -173,7 +175,7 @@ fn ac_2_2_idle_plus_agent_question_awaits_input() {
 
 #[test]
 fn ac_2_3_no_real_combination_is_rejected() {
-    use headspace_core::state::{transition, Outcome};
+    use headspace_core::task::state::{transition, Outcome};
     for s in TaskState::ALL {
         for i in [
             Intent::Question,
@@ -266,7 +268,7 @@ fn ac_3_3_user_turn_is_kept_when_tool_hooks_follow_at_once() {
 #[test]
 fn ac_3_6_rejection_warning_wording() {
     assert_eq!(
-        headspace_core::state::preserved_warning("HOOK_RECEIVER", TaskState::Complete, Actor::Agent, Intent::Command, 42),
+        headspace_core::task::state::preserved_warning("HOOK_RECEIVER", TaskState::Complete, Actor::Agent, Intent::Command, 42),
         "[HOOK_RECEIVER] state transition failed: from=complete actor=agent intent=command error=invalid transition — turn 42 preserved"
     );
 }
@@ -968,9 +970,9 @@ impl World {
     fn activity(&self) -> headspace_core::Activity {
         let tasks: Vec<_> = self.r.store().tasks().cloned().collect();
         let agent = self.r.store().agents().next().expect("an agent").clone();
-        headspace_core::activity::agent_activity(
+        headspace_core::view::activity::agent_activity(
             &agent,
-            headspace_core::activity::current_task(&tasks),
+            headspace_core::view::activity::current_task(&tasks),
         )
     }
     fn sent(&mut self) {
@@ -1545,7 +1547,7 @@ fn a_prompt_typed_after_the_pane_went_idle_reopens_the_turn() {
 /// idle after it. Before, the conversation showed the prompt and then nothing.
 #[test]
 fn a_prompt_a_hook_blocked_shows_its_notice_once() {
-    use headspace_core::intent::{Actor, Intent};
+    use headspace_core::task::intent::{Actor, Intent};
     let mut w = World::new();
     w.prompt_hook("deploy to prod");
     let notice = w.s.blocked_by_hook("deployments are frozen until Monday");

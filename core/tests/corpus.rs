@@ -10,12 +10,12 @@
 // A test reads its fixtures from disk; the core itself never does (core/clippy.toml).
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-use headspace_core::entry::{classify, Entry};
+use headspace_core::harness::replay::Replayer;
+use headspace_core::harness::trace::Step;
 use headspace_core::hook::Hook;
 use headspace_core::model::TurnRow;
 use headspace_core::pane::{read_pane, PaneState};
-use headspace_core::replay::Replayer;
-use headspace_core::trace::Step;
+use headspace_core::transcript::entry::{classify, Entry};
 use headspace_core::{Actor, Timestamp};
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //! (`headspace_testkit::wizard`): any number of questions, single and multi-select, options
 //! and free text, answered by reading the screen and pressing keys. No tmux, no clock.
 
-use headspace_core::dialog::{Answer, AnswerDriver, Key, Step};
+use headspace_core::pane::dialog::{Answer, AnswerDriver, Key, Step};
 use headspace_testkit::wizard::{Wizard, WizardKey};
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -170,7 +170,7 @@ proptest! {
 
 #[test]
 fn a_request_body_reads_as_answers_or_says_what_is_wrong() {
-    use headspace_core::dialog::{answers_of, needs_driving};
+    use headspace_core::pane::dialog::{answers_of, needs_driving};
     assert_eq!(
         answers_of(&json!({"answers": [{"option": 2}, {"options": [1, 3]}, {"other": "blue"}]})),
         Ok(vec![

@@ -2,11 +2,11 @@
 //! lost get their pane and folder from tmux's pane list and their transcript; agents whose
 //! pane or process is gone are ended with the reason, and come back when they speak again.
 
-use headspace_core::activity::Activity;
-use headspace_core::discovery::{PaneListing, PaneProcess};
+use headspace_core::harness::replay::Replayer;
+use headspace_core::harness::trace::Step;
 use headspace_core::model::AgentRow;
-use headspace_core::replay::Replayer;
-use headspace_core::trace::Step;
+use headspace_core::pane::discovery::{PaneListing, PaneProcess};
+use headspace_core::view::activity::Activity;
 use headspace_core::Timestamp;
 use headspace_testkit::synth::{SessionWriter, CLAUDE_DIR};
 use serde_json::json;

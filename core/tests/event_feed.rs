@@ -1,7 +1,7 @@
-//! The events read side's rule (`headspace_core::event_feed`): a hub serves rows under their
+//! The events read side's rule (`headspace_core::cluster::event_feed`): a hub serves rows under their
 //! positions, continuing its cursor, and never moves past a hole.
 
-use headspace_core::event_feed::{serve_page, FeedRow, Served};
+use headspace_core::cluster::event_feed::{serve_page, FeedRow, Served};
 use headspace_core::Config;
 
 fn rows(pairs: &[(i64, i64)]) -> Vec<FeedRow> {
@@ -66,7 +66,7 @@ fn an_empty_page_leaves_the_cursor() {
 #[test]
 fn the_planted_bug_follows_insert_ids() {
     let mut config = Config::new("/c");
-    config.planted = Some(headspace_core::planted::Bug::EventsReadById);
+    config.planted = Some(headspace_core::harness::planted::Bug::EventsReadById);
     let served = serve_page(&config, 0, &rows(&[(1, 1), (6, 2)]));
     assert_eq!(served.cursor, 6, "the cursor jumped over ids 2 to 5");
 }

@@ -2,8 +2,8 @@
 //! attempt, outcome) and the last lines of a screen not recognised while its agent runs,
 //! once per change. Captured with a tracing subscriber of the test's own: no I/O, no clock.
 
-use headspace_core::replay::Replayer;
-use headspace_core::trace::Step;
+use headspace_core::harness::replay::Replayer;
+use headspace_core::harness::trace::Step;
 use headspace_core::Timestamp;
 use headspace_testkit::synth::{SessionWriter, CLAUDE_DIR};
 use serde_json::json;

@@ -3,10 +3,10 @@
 //! the store it restores from holds the other machines' rows too.
 
 use headspace_core::engine::{id_base_of, Config, ID_SPACE, MAX_MACHINE_ID};
+use headspace_core::harness::replay::Replayer;
+use headspace_core::harness::trace::Step;
 use headspace_core::io::Write;
-use headspace_core::replay::Replayer;
 use headspace_core::store::MemStore;
-use headspace_core::trace::Step;
 use headspace_core::Timestamp;
 use headspace_testkit::synth::{SessionWriter, CLAUDE_DIR};
 use std::collections::BTreeSet;

@@ -12,7 +12,7 @@
 // Tests read the fixtures and the corpus from disk; the core itself never does.
 #![allow(clippy::disallowed_methods)]
 
-use headspace_core::line_read::{read_apart, read_in_one_pass};
+use headspace_core::transcript::line_read::{read_apart, read_in_one_pass};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::FileFailurePersistence;

@@ -2,7 +2,7 @@
 //! not sub-agents, not too often. No clock: the times are given.
 
 use headspace_core::model::{AgentRow, TaskRow};
-use headspace_core::notice::{Notices, AGENT_QUIET_MS, MAX_PER_MINUTE};
+use headspace_core::view::notice::{Notices, AGENT_QUIET_MS, MAX_PER_MINUTE};
 use headspace_core::view::AgentView;
 use headspace_core::{TaskState, Timestamp};
 

@@ -4,7 +4,6 @@
 //! a workflow's status from its agent's activity, and whole iterations driven through the
 //! machine's inputs and effects. No files, no tmux, no PostgreSQL, no clock.
 
-use headspace_core::activity::Activity;
 use headspace_core::orchestration::{
     carry_out, follow_agent, headless_exit, headless_running, heuristic_state, is_repeat, log,
     next_after, prompt_for, record_spawn, spawn_request, stale_context, user_command, Action,
@@ -14,6 +13,7 @@ use headspace_core::orchestration::{
     WorkflowView, BLOCKED_TASKS_KEY, MAX_SPAWN_FAILURES, PHASE_KEY, SPAWN_FAILURES_KEY,
     SPAWN_INTENT_KEY, STALE_ACK_KEY, USER_ACTED_KEY,
 };
+use headspace_core::view::activity::Activity;
 use headspace_core::Timestamp;
 use serde_json::json;
 

@@ -2,15 +2,15 @@
 //! deadline an executor keeps, and what a waiting server does at each look — without tmux,
 //! PostgreSQL or a clock.
 
-use headspace_core::machines::{presence, OFFLINE_AFTER_MS};
-use headspace_core::pane_commands::{
+use headspace_core::cluster::machines::{presence, OFFLINE_AFTER_MS};
+use headspace_core::cluster::pane_commands::{
     await_step, route, AwaitStep, CommandState, PaneCommandKind, PaneRoute, CLAIM_WITHIN_MS,
     RUN_WITHIN_MS,
 };
 use headspace_core::{Config, Timestamp};
 
 /// Machine `name` as the machines list reports it to server "a".
-fn reported(name: &str, online: bool) -> headspace_core::machines::MachinePresence {
+fn reported(name: &str, online: bool) -> headspace_core::cluster::machines::MachinePresence {
     let at = Timestamp::parse_rfc3339("2026-11-24T10:00:00Z").unwrap();
     presence(name, "a", Some((online, at)))
 }

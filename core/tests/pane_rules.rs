@@ -2,8 +2,8 @@
 //! option matching on a dialog, and the verification of a send. No tmux and no clock: the
 //! readings, screens and elapsed times are given.
 
-use headspace_core::send_check::{needs_clearing, Delivery, SendCheck, Sent, ENTER_RETRIES};
-use headspace_core::wait::{WaitDebounce, WaitVerdict, IDLE_READINGS, READ_INTERVAL};
+use headspace_core::pane::send_check::{needs_clearing, Delivery, SendCheck, Sent, ENTER_RETRIES};
+use headspace_core::task::wait::{WaitDebounce, WaitVerdict, IDLE_READINGS, READ_INTERVAL};
 use headspace_core::Activity;
 use std::time::Duration;
 

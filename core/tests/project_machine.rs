@@ -1,7 +1,7 @@
 //! Which machine holds a project: the machines of the agents working in it, the one a
 //! request names, this server's own first, and clear errors when none or several do.
 
-use headspace_core::project_machine::{folder_key, project_machine, ProjectMachineError};
+use headspace_core::cluster::project_machine::{folder_key, project_machine, ProjectMachineError};
 
 const AGENTS: [(&str, &str); 4] = [
     ("edge-a", "/home/u/app"),

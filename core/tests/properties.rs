@@ -7,8 +7,8 @@
 //! - replay is deterministic (L3);
 //! - the final turns and states do not depend on where restarts happened.
 
-use headspace_core::replay::Replayer;
-use headspace_core::trace::Step;
+use headspace_core::harness::replay::Replayer;
+use headspace_core::harness::trace::Step;
 use headspace_core::Timestamp;
 use headspace_testkit::synth::{Line, SessionWriter, CLAUDE_DIR};
 use proptest::prelude::*;

@@ -4,13 +4,13 @@
 
 use headspace_core::io::{Command, Input, Write};
 use headspace_core::model::{AgentId, TurnRow, TurnSource};
-use headspace_core::step::{
+use headspace_core::store::MemStore;
+use headspace_core::usage::step::{
     current_step, files_changed, fold_under_turns, merge, turn_indices_at, Evidence, StepOutcome,
     StepRow,
 };
-use headspace_core::store::MemStore;
+use headspace_core::usage::sum::{sum_by_model, totals, UsageBy, UsageRow};
 use headspace_core::usage::{PriceTable, Tokens, UsageTally};
-use headspace_core::usage_sum::{sum_by_model, totals, UsageBy, UsageRow};
 use headspace_core::{Actor, Config, Core, Intent, Timestamp};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, VecDeque};

@@ -1,9 +1,9 @@
 //! The process table, read from `/proc`: what runs in each tmux pane (the pane's process and
 //! its descendants), with each process's name, arguments, folder and start time. The core
-//! decides from it which pane runs which session ([`headspace_core::discovery`]); this file
+//! decides from it which pane runs which session ([`headspace_core::pane::discovery`]); this file
 //! only reads.
 
-use headspace_core::discovery::PaneProcess;
+use headspace_core::pane::discovery::PaneProcess;
 use headspace_core::Timestamp;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,11 +1,11 @@
 //! Typing into an agent's pane with tmux. The rules (when to clear the input box, the
 //! pauses, what counts as delivered, how often Enter is pressed again) are the core's
-//! [`send_check`](headspace_core::send_check); this file only presses keys, sleeps and
+//! [`send_check`](headspace_core::pane::send_check); this file only presses keys, sleeps and
 //! captures.
 
-use headspace_core::dialog::Key;
-use headspace_core::discovery::PaneListing;
-use headspace_core::send_check::{
+use headspace_core::pane::dialog::Key;
+use headspace_core::pane::discovery::PaneListing;
+use headspace_core::pane::send_check::{
     needs_clearing, Delivery, SendCheck, Sent, CLEAR_PAUSE, SETTLE_PAUSE, TYPE_PAUSE,
 };
 use std::time::Duration;

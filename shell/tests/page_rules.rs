@@ -6,7 +6,7 @@
 //! Node on the cards the core builds.
 
 mod common;
-use headspace_core::machines::{add_machine, MachinePresence};
+use headspace_core::cluster::machines::{add_machine, MachinePresence};
 use headspace_core::model::{AgentRow, TaskRow};
 use headspace_core::view::AgentView;
 use serde_json::{json, Value};

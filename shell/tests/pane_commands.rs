@@ -15,7 +15,7 @@ use headspace::server::pgstore::PgStore;
 use headspace::server::world::{DiskFiles, SystemClock, TmuxPanes, World};
 use headspace::server::{start, Settings};
 use headspace_core::access::AccessPolicy;
-use headspace_core::pane_commands::PaneCommandKind;
+use headspace_core::cluster::pane_commands::PaneCommandKind;
 use headspace_testkit::synth::SessionWriter;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -166,7 +166,7 @@ fn machine_b_settings(claude: &Path) -> Settings {
         prices_file: None,
         machine: "B".into(),
         role: headspace::server::role::Role::Edge,
-        hold_limits: headspace_core::outage::HoldLimits::default(),
+        hold_limits: headspace_core::store::outage::HoldLimits::default(),
         spool_dir: None,
     }
 }

@@ -6,10 +6,10 @@
 mod common;
 use common::*;
 use headspace::server::pgstore::PgStore;
-use headspace_core::step::{current_step, StepOutcome, StepRow};
 use headspace_core::store::MemStore;
+use headspace_core::usage::step::{current_step, StepOutcome, StepRow};
+use headspace_core::usage::sum::{sum_by_model, UsageBy};
 use headspace_core::usage::{PriceTable, UsageTally};
-use headspace_core::usage_sum::{sum_by_model, UsageBy};
 use headspace_core::{Command, Config, Core, Input, Timestamp, Write};
 use headspace_testkit::synth::{SessionWriter, CLAUDE_DIR};
 use serde_json::{json, Value};
@@ -265,7 +265,7 @@ fn steps_and_usage_are_the_same_rows_in_postgres_and_in_memory() {
             // The current step: none (every call ended), as the core's rule says.
             let snapshot = mem.snapshot();
             let since =
-                headspace_core::activity::current_task(&snapshot.tasks).map(|t| t.started_at);
+                headspace_core::view::activity::current_task(&snapshot.tasks).map(|t| t.started_at);
             assert_eq!(current_step(&want, since), None);
             assert!(pg.current_steps().await.unwrap().is_empty());
             assert!(mem.current_steps().is_empty());
@@ -311,9 +311,9 @@ fn steps_and_usage_are_the_same_rows_in_postgres_and_in_memory() {
             read.confirmed = true;
             read.started_at = at("2026-11-22T10:00:01Z");
             read.outcome = StepOutcome::Ok;
-            read.evidence = headspace_core::step::Evidence::Result;
+            read.evidence = headspace_core::usage::step::Evidence::Result;
             let only_from = StepRow::new(from, "toolu_from");
-            let usage = |agent: u64, output: u64| headspace_core::usage_sum::UsageRow {
+            let usage = |agent: u64, output: u64| headspace_core::usage::sum::UsageRow {
                 agent_id: agent,
                 message_id: "msg_m".into(),
                 task_id: None,

@@ -35,11 +35,11 @@
 //!
 //! L3 (determinism) is checked by running a seed twice (see `run`).
 
-use headspace_core::activity::{agent_activity, current_task, Activity};
-use headspace_core::matching::normalise_display;
+use headspace_core::hook::matching::normalise_display;
 use headspace_core::model::TimestampSource;
-use headspace_core::state::TaskState;
 use headspace_core::store::MemStore;
+use headspace_core::task::state::TaskState;
+use headspace_core::view::activity::{agent_activity, current_task, Activity};
 use headspace_core::{Timestamp, Write};
 use std::collections::{BTreeMap, BTreeSet};
 

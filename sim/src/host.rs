@@ -7,7 +7,7 @@ use headspace::server::record::Recorder;
 use headspace::server::role::Role;
 use headspace::server::{accept_loop, start, Listen, Settings};
 use headspace_core::access::AccessPolicy;
-use headspace_core::planted::Bug;
+use headspace_core::harness::planted::Bug;
 use headspace_testkit::synth::CLAUDE_DIR;
 use std::time::Duration;
 
@@ -77,7 +77,7 @@ pub(crate) fn settings(
         prices_file: None,
         machine: machine.into(),
         role,
-        hold_limits: headspace_core::outage::HoldLimits::default(),
+        hold_limits: headspace_core::store::outage::HoldLimits::default(),
         spool_dir: None,
     }
 }

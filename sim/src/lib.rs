@@ -35,4 +35,4 @@ pub mod session;
 pub mod sse_client;
 pub mod world;
 
-pub use headspace_core::planted::Bug;
+pub use headspace_core::harness::planted::Bug;

@@ -23,10 +23,10 @@ use headspace::orchestrate::live::Settings;
 use headspace::orchestrate::project_files::FileError;
 use headspace::orchestrate::project_files::ProjectFiles;
 use headspace::orchestrate::runner::{self, Deps, HelperCase, Next, Outcome, SpawnRequest};
-use headspace_core::activity::Activity;
 use headspace_core::orchestration::{
     follow_agent, prompt_for, Effect, Input, Progress, WorkflowStatus, WorkflowView,
 };
+use headspace_core::view::activity::Activity;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};

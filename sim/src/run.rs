@@ -11,7 +11,7 @@ use crate::plan::Plan;
 use crate::rng::Rng;
 use crate::session::play_agents;
 use crate::world::{AdapterFaults, SimWorld, EPOCH_MS};
-use headspace_core::planted::Bug;
+use headspace_core::harness::planted::Bug;
 use std::time::Duration;
 
 /// Runs `plan` with `seed` (turmoil's network and every fault draw), with `bug` planted.

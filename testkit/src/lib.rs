@@ -8,7 +8,7 @@
 //! - [`stand_in::stand_in_agent`]: the path of `headspace-agent`, the stand-in for Claude
 //!   Code (this crate's binary, with the `stand-in` feature; `make demo` runs it too).
 //!
-//! The planted bugs stay in the core (`headspace_core::planted`): a planted bug is a branch
+//! The planted bugs stay in the core (`headspace_core::harness::planted`): a planted bug is a branch
 //! inside the engine's own code paths, so only the core can plant it; what names them is
 //! small, and the `planted-bugs` feature already keeps them out of the server's build.
 

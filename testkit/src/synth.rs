@@ -180,8 +180,8 @@ impl SessionWriter {
     /// (`/flow.design args`) as Claude Code writes one (its `<command-name>` line, a turn),
     /// anything else as a plain prompt.
     pub fn typed(&mut self, text: &str, prompt_id: Option<&str>) -> Line {
-        let Some(name) = headspace_core::entry::slash_command(text)
-            .filter(|n| !headspace_core::entry::is_local_command(n))
+        let Some(name) = headspace_core::transcript::entry::slash_command(text)
+            .filter(|n| !headspace_core::transcript::entry::is_local_command(n))
         else {
             return self.prompt(text, prompt_id);
         };

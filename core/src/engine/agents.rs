@@ -4,7 +4,7 @@ use super::{project_of, AgentState, Core};
 use crate::hook::{Hook, HookEvent};
 use crate::io::{Command, Write};
 use crate::model::{AgentId, AgentRow, TaskId};
-use crate::state::TaskState;
+use crate::task::state::TaskState;
 use serde_json::json;
 use tracing::{debug, info};
 

@@ -3,14 +3,14 @@
 
 use super::hooks::key_label;
 use super::{uuid_key, Core};
-use crate::entry::{Entry, Signal};
-use crate::intent;
-use crate::intent::{Actor, Intent};
+use crate::hook::matching::{hash128, Key, Kind, Slot};
 use crate::io::{Command, Write};
-use crate::matching::{hash128, Key, Kind, Slot};
 use crate::model::{AgentId, TaskId, TimestampSource, TurnId, TurnRow, TurnSource};
-use crate::state::{self, on_turn_end, preserved_warning, transition, Outcome, TaskState};
+use crate::task::intent;
+use crate::task::intent::{Actor, Intent};
+use crate::task::state::{self, on_turn_end, preserved_warning, transition, Outcome, TaskState};
 use crate::time::Timestamp;
+use crate::transcript::entry::{Entry, Signal};
 use serde_json::json;
 use tracing::{debug, info, warn};
 
@@ -226,7 +226,7 @@ impl Core {
     /// window drops a slot whose hook came more than 30 s before the entry is read.)
     fn claim_slot(&mut self, agent_id: AgentId, key: &Key) -> Option<Slot> {
         let slot = self.agent_mut(agent_id).index.claim(key)?;
-        let window_shut = self.planted(crate::planted::Bug::MatchWindow30s)
+        let window_shut = self.planted(crate::harness::planted::Bug::MatchWindow30s)
             && self.now.millis() - slot.stamp.millis() > 30_000;
         (!window_shut).then_some(slot)
     }
@@ -244,7 +244,7 @@ impl Core {
         agent_id: AgentId,
         timestamp: Option<Timestamp>,
     ) -> TaskId {
-        if self.planted(crate::planted::Bug::RecoveredOnLatestTask) {
+        if self.planted(crate::harness::planted::Bug::RecoveredOnLatestTask) {
             if let Some(t) = self.agents[&agent_id].latest {
                 return t;
             }

@@ -12,11 +12,11 @@
 
 use super::watchdog::screen_hash;
 use super::{relative_transcript_path, session_of_path, AgentState, Core};
-use crate::discovery::{witness, PaneWitness};
-use crate::hook::Hook;
 use crate::io::{Command, Input};
+use crate::kind::AgentKind;
 use crate::model::{AgentId, AgentRow, Snapshot};
-use crate::state::TaskState;
+use crate::pane::discovery::{witness, PaneWitness};
+use crate::task::state::TaskState;
 use crate::time::Timestamp;
 use std::collections::BTreeSet;
 use tracing::{debug, info, warn};
@@ -101,7 +101,7 @@ impl Core {
                 Needs::Skip => self.forget_read(&input),
                 Needs::Load(ids) => {
                     self.ask_to_load(ids);
-                    self.held_bytes += crate::outage::input_bytes(&input);
+                    self.held_bytes += crate::store::outage::input_bytes(&input);
                     self.held.push_front((at, input));
                     break;
                 }
@@ -137,7 +137,7 @@ impl Core {
         let mut ids = BTreeSet::new();
         match input {
             Input::Hook { event, body } => {
-                if let Ok(hook) = Hook::parse(event.as_deref(), body) {
+                if let Ok((hook, _)) = AgentKind::Claude.parse_hook(event.as_deref(), body) {
                     let transcript_session = hook
                         .transcript_path
                         .as_deref()
@@ -354,14 +354,14 @@ impl Core {
     }
 
     /// The inputs held for agents not back yet: how many, and about how many bytes
-    /// ([`crate::outage::input_bytes`]).
+    /// ([`crate::store::outage::input_bytes`]).
     pub fn held_size(&self) -> (u64, u64) {
         (self.held.len() as u64, self.held_bytes)
     }
 
     /// Holds `input`, arrived at `at`, at the back of the queue.
     fn hold(&mut self, at: Timestamp, input: Input) {
-        self.held_bytes += crate::outage::input_bytes(&input);
+        self.held_bytes += crate::store::outage::input_bytes(&input);
         self.held.push_back((at, input));
     }
 
@@ -370,7 +370,7 @@ impl Core {
         let (at, input) = self.held.pop_front()?;
         self.held_bytes = self
             .held_bytes
-            .saturating_sub(crate::outage::input_bytes(&input));
+            .saturating_sub(crate::store::outage::input_bytes(&input));
         Some((at, input))
     }
 }

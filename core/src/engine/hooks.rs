@@ -1,20 +1,22 @@
 //! Hooks: which agent and task a hook belongs to, and the turns it announces.
 
-use super::{is_machinery_prompt, relative_transcript_path, session_of_path, Core};
+use super::{relative_transcript_path, session_of_path, Core};
+use crate::hook::matching::{hash128, Key, Kind, Slot};
 use crate::hook::{Hook, HookEvent};
-use crate::intent::{Actor, Intent};
 use crate::io::{Command, Write};
-use crate::matching::{hash128, Key, Kind, Slot};
+use crate::kind::AgentKind;
 use crate::model::{AgentId, TaskId, TimestampSource, TurnRow, TurnSource};
-use crate::state::{self, preserved_warning, transition, Outcome, TaskState};
+use crate::task::intent;
+use crate::task::intent::{Actor, Intent};
+use crate::task::state::{self, preserved_warning, transition, Outcome, TaskState};
 use crate::time::Timestamp;
-use crate::{entry, intent};
+use crate::transcript::entry;
 use serde_json::json;
 use tracing::{debug, warn};
 
 impl Core {
     pub(super) fn on_hook(&mut self, event: Option<&str>, body: &[u8]) {
-        let hook = match Hook::parse_mended(event, body) {
+        let hook = match AgentKind::Claude.parse_hook(event, body) {
             Ok((h, mended)) => {
                 if mended.any() {
                     warn!(
@@ -98,7 +100,7 @@ impl Core {
             }
             HookEvent::Stop => {
                 #[cfg(feature = "planted-bugs")]
-                if self.planted(crate::planted::Bug::SkipFenceTtl) {
+                if self.planted(crate::harness::planted::Bug::SkipFenceTtl) {
                     self.fenced_stop(agent_id);
                     return;
                 }
@@ -196,7 +198,7 @@ impl Core {
         if name == "AskUserQuestion" {
             return; // a question, not a permission: its turn shows it
         }
-        let tool = crate::tool::asked_tool(name, hook.tool_input.as_ref());
+        let tool = crate::pane::tool::asked_tool(name, hook.tool_input.as_ref());
         let agent = self.agent_mut(agent_id);
         agent.asked_tool = Some(tool.clone());
         let Some(dialog) = agent
@@ -265,8 +267,8 @@ impl Core {
         stamp: Timestamp,
         hook_key: String,
     ) {
-        let text = crate::matching::normalise_display(prompt);
-        if text.is_empty() || is_machinery_prompt(&text) {
+        let text = crate::hook::matching::normalise_display(prompt);
+        if text.is_empty() || AgentKind::Claude.is_machinery_prompt(&text) {
             debug!(
                 "[HOOK_RECEIVER] prompt hook for agent {agent_id} is a slash command or machinery; no turn, the transcript decides"
             );

@@ -17,14 +17,13 @@ mod transcripts;
 mod turns;
 mod watchdog;
 
-use crate::entry::{self};
-use crate::framing::LineFramer;
-use crate::intent::{Actor, Intent};
+use crate::hook::matching::{hash128, Key, Kind, MatchIndex};
 use crate::io::{Command, Input, ReadId, RequestId};
-use crate::matching::{hash128, Key, Kind, MatchIndex};
 use crate::model::{AgentId, AgentRow, TaskId, TaskRow, TimestampSource, TurnId, TurnRow};
-use crate::state::TaskState;
+use crate::task::intent::{Actor, Intent};
+use crate::task::state::TaskState;
 use crate::time::Timestamp;
+use crate::transcript::framing::LineFramer;
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 
 /// What the core needs to know about its surroundings.
@@ -45,7 +44,7 @@ pub struct Config {
     /// goes after at most a minute. Zero or less: never.
     pub evict_after_ms: i64,
     /// The longest transcript line kept whole, in bytes (default
-    /// [`DEFAULT_MAX_LINE_BYTES`](crate::framing::DEFAULT_MAX_LINE_BYTES), 16 MiB). A longer
+    /// [`DEFAULT_MAX_LINE_BYTES`](crate::transcript::framing::DEFAULT_MAX_LINE_BYTES), 16 MiB). A longer
     /// line is read in bounded memory: its first `max_line_bytes` and its last 64 KiB are
     /// kept, and its turn is made from them with its text marked as truncated.
     pub max_line_bytes: usize,
@@ -58,7 +57,7 @@ pub struct Config {
     pub id_base: u64,
     /// A known bug planted for the simulator to catch (test builds only).
     #[cfg(feature = "planted-bugs")]
-    pub planted: Option<crate::planted::Bug>,
+    pub planted: Option<crate::harness::planted::Bug>,
 }
 
 /// How many ids each machine's core may make of each kind (2^48).
@@ -82,7 +81,7 @@ impl Config {
             trust_ms: 10_000,
             send_timeout_ms: 60_000,
             evict_after_ms: 30 * 60_000,
-            max_line_bytes: crate::framing::DEFAULT_MAX_LINE_BYTES,
+            max_line_bytes: crate::transcript::framing::DEFAULT_MAX_LINE_BYTES,
             reap_silent_after_ms: 12 * 3_600_000,
             id_base: 0,
             #[cfg(feature = "planted-bugs")]
@@ -152,14 +151,14 @@ struct AgentState {
     /// The text of the pending `send`, when known (lost on restart: the stamp decides then).
     sent_text: Option<u128>,
     /// The tool it last asked to use (PreToolUse / PermissionRequest hook), shown with the
-    /// permission dialog its pane draws for it (see [`crate::tool::asked_tool`]).
+    /// permission dialog its pane draws for it (see [`crate::pane::tool::asked_tool`]).
     asked_tool: Option<serde_json::Value>,
     /// When it was last brought back into memory (its quiet time starts again then).
     back_at: Timestamp,
     /// The transcript time of its earliest line: no process started after it runs it.
     first_line_at: Option<Timestamp>,
     /// What the reaper saw of its pane in tmux's last listing.
-    pane_witness: crate::discovery::PaneWitness,
+    pane_witness: crate::pane::discovery::PaneWitness,
     /// When it was ended (its SessionEnd's stamp, or the reaper's time): only news stamped
     /// later brings it back, not a late hook of its last turn.
     ended_at: Option<Timestamp>,
@@ -233,7 +232,7 @@ pub struct Core {
     /// Inputs held until the agents they concern are back, in arrival order, each with the
     /// time it arrived: it is decided as of then, however late the load answers.
     held: VecDeque<(Timestamp, Input)>,
-    /// About how many bytes `held` holds ([`crate::outage::input_bytes`]).
+    /// About how many bytes `held` holds ([`crate::store::outage::input_bytes`]).
     held_bytes: u64,
 }
 
@@ -340,13 +339,13 @@ impl Core {
 
     /// True when `bug` is planted (never without the `planted-bugs` feature).
     #[inline]
-    fn planted(&self, bug: crate::planted::Bug) -> bool {
-        crate::planted::is_planted(&self.config, bug)
+    fn planted(&self, bug: crate::harness::planted::Bug) -> bool {
+        crate::harness::planted::is_planted(&self.config, bug)
     }
 
     /// The matching key of a turn's text (every key the engine makes comes from here).
     fn key(&self, kind: Kind, text: &str, id: Option<&str>) -> Key {
-        if self.planted(crate::planted::Bug::PrefixHash200) {
+        if self.planted(crate::harness::planted::Bug::PrefixHash200) {
             let prefix: String = text.chars().take(200).collect();
             return Key::new(kind, &prefix, id);
         }
@@ -362,7 +361,7 @@ impl Core {
 impl AgentState {
     fn new(row: AgentRow) -> AgentState {
         // A process seen in the pane before (this run or the last) is looked for again.
-        let pane_witness = crate::discovery::PaneWitness {
+        let pane_witness = crate::pane::discovery::PaneWitness {
             listed: row.claude_pid.is_some(),
             claude_pid: row.claude_pid,
         };
@@ -498,15 +497,6 @@ fn uuid_key(uuid: &str) -> u128 {
         }
     }
     hash128(uuid.as_bytes())
-}
-
-/// A prompt hook that announces no turn: Claude Code's own commands and machinery. A custom
-/// command or skill does announce one: without it the agent would show idle from its hook
-/// until its transcript is read (found by the orchestration simulation, whose steps are
-/// `/flow.*` skills).
-fn is_machinery_prompt(text: &str) -> bool {
-    entry::slash_command(text).is_some_and(entry::is_local_command)
-        || entry::is_machinery_text(text)
 }
 
 /// The folder Claude Code keeps a project's transcripts in, under `projects/`: the project's

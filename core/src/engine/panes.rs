@@ -1,15 +1,15 @@
 //! tmux's pane list: tying sessions no hook placed to their panes, and the reaper.
 //!
-//! The rules are in [`crate::discovery`]; here they meet the agents. A hook's pane always
+//! The rules are in [`crate::pane::discovery`]; here they meet the agents. A hook's pane always
 //! wins (a tie made here is only for an agent with no pane), and an agent ended here comes
 //! back as soon as a hook or a transcript line newer than its end says it lives.
 
 use super::Core;
-use crate::discovery::{
+use crate::model::AgentId;
+use crate::pane::discovery::{
     claude_processes, left_with_its_process, place, witness, EndReason, PaneListing, Placement,
     Unplaced,
 };
-use crate::model::AgentId;
 use crate::time::Timestamp;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -223,7 +223,7 @@ impl Core {
     pub(super) fn learn_from_line(
         &mut self,
         id: AgentId,
-        place: crate::entry::LinePlace,
+        place: crate::transcript::entry::LinePlace,
         at: Option<Timestamp>,
         prompt: bool,
     ) {

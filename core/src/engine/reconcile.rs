@@ -1,9 +1,9 @@
 //! Reconcile requests, transcript reads and files.
 
 use super::{Core, FileState, Reconcile};
-use crate::framing::LineFramer;
 use crate::io::{Command, ReadId, Reply, RequestId};
 use crate::model::{AgentId, TaskId};
+use crate::transcript::framing::LineFramer;
 use std::collections::BTreeSet;
 use tracing::info;
 

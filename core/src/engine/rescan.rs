@@ -10,12 +10,12 @@
 //! under another agent gets its turn here too, and the audit then reports it as doubled.
 
 use super::{uuid_key, Core};
-use crate::audit::ConversationScan;
-use crate::entry::Entry;
-use crate::intent::Intent;
 use crate::io::{Command, ReadId, RequestId};
 use crate::model::{AgentId, Snapshot, TaskId};
-use crate::state;
+use crate::task::intent::Intent;
+use crate::task::state;
+use crate::transcript::audit::ConversationScan;
+use crate::transcript::entry::Entry;
 use std::collections::BTreeMap;
 use tracing::info;
 

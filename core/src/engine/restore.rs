@@ -2,12 +2,12 @@
 
 use super::evict::Evicted;
 use super::{uuid_key, AgentState, Core};
-use crate::discovery::PaneWitness;
+use crate::hook::matching::{hash128, Key, Slot};
 use crate::io::Command;
-use crate::matching::{hash128, Key, Slot};
 use crate::model::{
     AgentId, AgentRow, DormantAgent, Snapshot, TaskId, TaskRow, TurnRow, TurnSource,
 };
+use crate::pane::discovery::PaneWitness;
 use std::collections::BTreeSet;
 use tracing::info;
 

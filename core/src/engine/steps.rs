@@ -1,24 +1,24 @@
 //! Steps and usage: tool calls from the Pre/PostToolUse hooks (the fast path) and from the
 //! transcript's `tool_use` / `tool_result` blocks (the authority), and each assistant
 //! message's tokens. The core keeps none of it in memory: every write is folded into its row
-//! by the store ([`crate::step::merge`], [`crate::usage_sum::merge`]), so a restart, a re-read
+//! by the store ([`crate::usage::step::merge`], [`crate::usage::sum::merge`]), so a restart, a re-read
 //! or a lost hook cannot make a step twice or give it the wrong outcome.
 
 use super::Core;
 use crate::hook::{Hook, HookEvent};
 use crate::io::{Command, Write};
-use crate::mend::{replace_nul, replace_nul_opt};
 use crate::model::AgentId;
-use crate::step::{Evidence, StepOutcome, StepRow};
-use crate::step_line::LineFacts;
 use crate::time::Timestamp;
-use crate::usage_sum::UsageRow;
+use crate::transcript::mend::{replace_nul, replace_nul_opt};
+use crate::transcript::step_line::LineFacts;
+use crate::usage::step::{Evidence, StepOutcome, StepRow};
+use crate::usage::sum::UsageRow;
 use crate::EventData;
 use serde_json::Value;
 
 impl Core {
     /// What a whole transcript line tells about steps and usage (`facts`, as
-    /// [`crate::step_line::read_line`] reads them), after its entry was read (so a prompt on
+    /// [`crate::transcript::step_line::read_line`] reads them), after its entry was read (so a prompt on
     /// it has set its file's task). `interrupt` is the time of the line when it is the
     /// transcript's interrupt marker.
     pub(super) fn steps_of_line(
@@ -42,7 +42,7 @@ impl Core {
         head: &[u8],
         tail: &[u8],
     ) {
-        let facts = crate::step_truncated::read_truncated(head, tail);
+        let facts = crate::transcript::step_truncated::read_truncated(head, tail);
         self.steps_of_facts(path, agent_id, facts);
     }
 

@@ -1,12 +1,12 @@
 //! Tasks: opening, re-timing, and the state shown (transcript plus unconfirmed hook news).
 
 use super::{Core, Preview};
-use crate::activity::agent_activity;
-use crate::intent::Actor;
 use crate::io::{Command, Write};
 use crate::model::{AgentId, TaskId, TaskRow, TurnId};
-use crate::state::{on_turn_end, transition, Outcome, TaskState};
+use crate::task::intent::Actor;
+use crate::task::state::{on_turn_end, transition, Outcome, TaskState};
 use crate::time::Timestamp;
+use crate::view::activity::agent_activity;
 use serde_json::json;
 use std::collections::BTreeSet;
 use tracing::debug;
@@ -140,7 +140,7 @@ impl Core {
     /// The planted single-transaction bug: an agent turn for a task already shown complete
     /// fails its state change, and the turn is rolled back with it.
     pub(super) fn rolled_back(&self, agent_id: AgentId, task_id: TaskId, actor: Actor) -> bool {
-        self.planted(crate::planted::Bug::SingleTransactionRollback)
+        self.planted(crate::harness::planted::Bug::SingleTransactionRollback)
             && actor == Actor::Agent
             && self.agents[&agent_id].tasks[&task_id].state == TaskState::Complete
     }
@@ -175,7 +175,7 @@ impl Core {
             let agent = &self.agents[&agent_id];
             let current = agent.latest.map(|t| &agent.tasks[&t]);
             let activity = agent_activity(&agent.row, current);
-            let state = crate::activity::agent_state(current);
+            let state = crate::view::activity::agent_state(current);
             self.publish(
                 agent_id,
                 "card_refresh",

@@ -2,11 +2,12 @@
 //! What a line's entry becomes is in `entries.rs`.
 
 use super::{project_of_dir, session_of_path, Core, SESSION_ACTIVITY_EVERY_MS};
-use crate::entry;
-use crate::entry::Entry;
-use crate::framing::{Line, Push};
 use crate::io::{Command, ReadId, Write};
+use crate::kind::AgentKind;
 use crate::model::{AgentId, OffsetRow};
+use crate::transcript::entry;
+use crate::transcript::entry::Entry;
+use crate::transcript::framing::{Line, Push};
 use serde_json::json;
 use tracing::{debug, info, warn};
 
@@ -52,7 +53,7 @@ impl Core {
         let push = framer.push(offset, data, |line, _end| {
             self.process_line(path, agent_id, line)
         });
-        if self.planted(crate::planted::Bug::SkipPartialLine) {
+        if self.planted(crate::harness::planted::Bug::SkipPartialLine) {
             // The planted bug: whatever follows the last newline is dropped, not buffered.
             framer.reset(framer.expected_offset());
         }
@@ -154,7 +155,7 @@ impl Core {
 
     fn process_whole_line(&mut self, path: &str, agent_id: AgentId, line: &[u8]) {
         // One parse for the entry, the steps and the place (odd lines are read apart).
-        let reading = crate::line_read::read_whole_line(line);
+        let reading = AgentKind::Claude.read_line(line);
         let classified = reading.entry;
         let at = classified.as_ref().ok().and_then(|(e, _)| e.timestamp());
         let prompt = matches!(classified, Ok((Entry::UserPrompt { .. }, _)));
@@ -205,7 +206,7 @@ impl Core {
             debug!("[TRANSCRIPT] {path}: a line of {len} bytes, just over max_line_bytes ({limit}), read whole");
             return self.process_whole_line(path, agent_id, &[head, tail].concat());
         }
-        let r = crate::truncated::recover(head, tail, len);
+        let r = crate::transcript::truncated::recover(head, tail, len);
         let uuid = r.uuid.as_deref().unwrap_or("(uuid not found)");
         let outcome = match &r.entry {
             Entry::Ignored if r.uuid.is_none() => {

@@ -54,7 +54,7 @@ impl Core {
 
 /// Replaces NUL characters in every string of a turn row with U+FFFD; returns how many.
 fn replace_nul_in_turn(row: &mut TurnRow) -> usize {
-    use crate::mend::{replace_nul, replace_nul_in_json, replace_nul_opt};
+    use crate::transcript::mend::{replace_nul, replace_nul_in_json, replace_nul_opt};
     replace_nul(&mut row.text)
         + row.question.as_mut().map_or(0, replace_nul_in_json)
         + replace_nul_opt(&mut row.entry_uuid)

@@ -1,11 +1,12 @@
 //! The pane: screen readings, gaps the watchdog finds, and `send`.
 
 use super::Core;
+use crate::hook::matching::hash128;
 use crate::io::Command;
-use crate::matching::hash128;
+use crate::kind::AgentKind;
 use crate::model::AgentId;
 use crate::pane::conversation_text;
-use crate::state::TaskState;
+use crate::task::state::TaskState;
 use crate::time::Timestamp;
 use serde_json::json;
 use tracing::{debug, info, warn};
@@ -45,20 +46,20 @@ impl Core {
     /// `changed`: the conversation on screen differs from the last capture's (an unknown
     /// screen is described in the log once per change, not on every capture).
     pub(super) fn read_screen(&mut self, agent_id: AgentId, pane: &str, text: &str, changed: bool) {
-        let reading = crate::pane::read_pane(text);
+        let reading = AgentKind::Claude.read_screen(text);
         let now = self.now;
         let trust = self.config.trust_ms;
         let agent = self.agent_mut(agent_id);
         let dialog = match &reading.state {
             // With the tool its hook named (the pane shows only part of the input), when the
             // dialog shows that tool: a lost hook leaves an older tool behind.
-            crate::pane::PaneState::Permission(q) => Some(crate::tool::with_tool(
+            crate::pane::PaneState::Permission(q) => Some(crate::pane::tool::with_tool(
                 q.clone(),
                 agent
                     .asked_tool
                     .as_ref()
                     .or_else(|| agent.row.permission.as_ref()?.get("tool"))
-                    .filter(|t| crate::tool::shown_on(t, text)),
+                    .filter(|t| crate::pane::tool::shown_on(t, text)),
             )),
             _ => None,
         };
@@ -172,7 +173,7 @@ impl Core {
         let now = self.now;
         let agent = self.agent_mut(agent_id);
         agent.row.sent_at = Some(now);
-        agent.sent_text = text.map(crate::matching::text_hash);
+        agent.sent_text = text.map(crate::hook::matching::text_hash);
         agent.sent_by_pane = false;
         agent.pane_idle_readings = 0;
         agent.pane_idle_since = None;
@@ -193,7 +194,7 @@ impl Core {
             return;
         };
         let answers = match agent.sent_text {
-            Some(h) => h == crate::matching::text_hash(text),
+            Some(h) => h == crate::hook::matching::text_hash(text),
             None => stamp.is_some_and(|at| at >= sent),
         };
         if answers {

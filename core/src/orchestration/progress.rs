@@ -3,7 +3,7 @@
 //! the process's files; these rules say what that means.
 
 use super::workflow::WorkflowStatus;
-use crate::activity::Activity;
+use crate::view::activity::Activity;
 use serde_json::Value;
 
 /// What is known of a workflow between lookups (a record the shell keeps).

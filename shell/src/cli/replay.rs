@@ -12,7 +12,7 @@ pub(crate) fn replay(path: &PathBuf) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match headspace_core::replay::replay_trace(&text) {
+    match headspace_core::harness::replay::replay_trace(&text) {
         Ok(out) => {
             outln!("{out}");
             ExitCode::SUCCESS

@@ -1,11 +1,11 @@
 //! The background audit: every few minutes, every conversational transcript line of every
-//! agent is checked against the stored turns ([`headspace_core::audit`], the same check as
+//! agent is checked against the stored turns ([`headspace_core::transcript::audit`], the same check as
 //! `headspace audit`), and the result is kept for `/metrics`, `GET /api/audit/summary` and
 //! the dashboard's "all N turns accounted for". It only reads; a repair is a reconcile.
 
 use crate::server::store::Store;
 use crate::server::world::{Clock, Files, READ_CHUNK};
-use headspace_core::audit::{audit, AuditReport, ConversationScan};
+use headspace_core::transcript::audit::{audit, AuditReport, ConversationScan};
 use headspace_core::Timestamp;
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};

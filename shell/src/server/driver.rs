@@ -59,15 +59,15 @@ pub struct Health {
     pub healthy: AtomicBool,
     /// Commands waiting to be written.
     pub backlog: AtomicU64,
-    /// About how many bytes they hold ([`headspace_core::outage::command_bytes`]).
+    /// About how many bytes they hold ([`headspace_core::store::outage::command_bytes`]).
     pub backlog_bytes: AtomicU64,
 }
 
 /// How a loop holds up while the database is away or slow: its limits, and the spool where
-/// hooks go past them ([`headspace_core::outage`]).
+/// hooks go past them ([`headspace_core::store::outage`]).
 pub struct Shedding {
     /// How much may be held.
-    pub limits: headspace_core::outage::HoldLimits,
+    pub limits: headspace_core::store::outage::HoldLimits,
     /// The spool (`None`: nothing is spooled, as in the simulation).
     pub spool: Option<crate::server::spool::Spool>,
 }
@@ -295,7 +295,7 @@ impl CoreLoop {
         let commands = std::mem::take(batch);
         let bytes: u64 = commands
             .iter()
-            .map(headspace_core::outage::command_bytes)
+            .map(headspace_core::store::outage::command_bytes)
             .sum();
         self.health
             .backlog
@@ -332,7 +332,7 @@ impl CoreLoop {
     }
 
     /// Starts spooling when what is held is past the limits (the database away, or too slow
-    /// for what comes): from then on nothing more is held ([`headspace_core::outage`]).
+    /// for what comes): from then on nothing more is held ([`headspace_core::store::outage`]).
     fn spool_if_full(&mut self) {
         if self.spooling || self.shedding.spool.is_none() {
             return;
@@ -473,7 +473,7 @@ impl CoreLoop {
     fn on_msg(&mut self, msg: Msg) {
         self.unspool_if_caught_up();
         if self.spooling {
-            use headspace_core::outage::{while_shedding, WhileShedding};
+            use headspace_core::store::outage::{while_shedding, WhileShedding};
             match &msg {
                 Msg::Input(input) => match while_shedding(input) {
                     WhileShedding::Spool => {
@@ -661,7 +661,7 @@ async fn writer(
         let queued = batch.len() as u64;
         let queued_bytes: u64 = batch
             .iter()
-            .map(headspace_core::outage::command_bytes)
+            .map(headspace_core::store::outage::command_bytes)
             .sum();
         let (mut writes, mut rest) = (Vec::new(), Vec::new());
         for c in batch {

@@ -7,13 +7,13 @@
 //! in the simulation the simulated store's notifications), and once a second whatever
 //! happens (a notification can be lost with its connection). Each round sequences what has
 //! committed, then reads every event after the last one it served, in position order; which
-//! rows of a page it serves is the core's rule (`headspace_core::event_feed`). The log is any
+//! rows of a page it serves is the core's rule (`headspace_core::cluster::event_feed`). The log is any
 //! [`EventLog`]: PostgreSQL, or the simulator's.
 
 use crate::server::event_log::EventLog;
 use crate::server::pgstore::events::StoredEvent;
 use crate::server::sse::Hub;
-use headspace_core::event_feed::{serve_page, FeedRow};
+use headspace_core::cluster::event_feed::{serve_page, FeedRow};
 use headspace_core::Config;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! This server as one machine of a shared database (issue 21): its name, the id that gives
 //! its core an id space, its heartbeat, and the rows `GET /api/machines` shows.
 
-use headspace_core::machines::{holder, presence, MachinePresence, HEARTBEAT_EVERY_MS};
+use headspace_core::cluster::machines::{holder, presence, MachinePresence, HEARTBEAT_EVERY_MS};
 use headspace_core::Timestamp;
 use serde_json::{json, Value};
 use std::time::Duration;

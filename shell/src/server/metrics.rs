@@ -139,7 +139,7 @@ impl Metrics {
 /// A label value as the text format writes it: `\\`, `\"` and `\n` escaped, nothing else.
 /// The token and cost families: what every model has used and cost so far, summed from the
 /// store's usage rows (so every hub shows the same figures), at the server's price table.
-pub fn render_usage(by_model: &BTreeMap<String, headspace_core::usage_sum::UsageTotal>) -> String {
+pub fn render_usage(by_model: &BTreeMap<String, headspace_core::usage::sum::UsageTotal>) -> String {
     let mut s = String::new();
     let tokens = "headspace_tokens_total";
     family(
@@ -305,7 +305,7 @@ mod tests {
         let mut by_model = BTreeMap::new();
         by_model.insert(
             "claude-\"x\"".to_string(),
-            headspace_core::usage_sum::UsageTotal {
+            headspace_core::usage::sum::UsageTotal {
                 tokens: headspace_core::usage::Tokens {
                     input: 1,
                     output: 2,

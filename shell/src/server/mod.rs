@@ -275,7 +275,7 @@ async fn serve(
         prices_file: args.prices.clone(),
         machine,
         role,
-        hold_limits: headspace_core::outage::HoldLimits {
+        hold_limits: headspace_core::store::outage::HoldLimits {
             max_bytes: (args.max_held_mb.max(1.0) * (1u64 << 20) as f64) as u64,
             max_count: args.max_held.max(1),
         },
@@ -412,7 +412,7 @@ pub struct Settings {
     /// What the process does (`--role`).
     pub role: Role,
     /// How much the server holds while the database is away before it sheds.
-    pub hold_limits: headspace_core::outage::HoldLimits,
+    pub hold_limits: headspace_core::store::outage::HoldLimits,
     /// Where hooks are spooled when it sheds (`None`: it never sheds).
     pub spool_dir: Option<PathBuf>,
 }

@@ -6,7 +6,7 @@
 use crate::server::sse::Hub;
 use crate::server::store::Store;
 use crate::server::world::{Clock, SystemClock};
-use headspace_core::notice::Notices;
+use headspace_core::view::notice::Notices;
 use serde_json::Value;
 use std::process::Stdio;
 use std::sync::Arc;

@@ -8,7 +8,7 @@
 //! cannot make any machine type.
 
 use super::pane_queue::{PaneCommand, Signed};
-use headspace_core::pane_commands::{
+use headspace_core::cluster::pane_commands::{
     admit, Envelope, PaneCommandKind, NONCE_MEMORY_MS, SIGNED_PREFIX,
 };
 use ring::rand::{SecureRandom, SystemRandom};

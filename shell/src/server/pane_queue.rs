@@ -1,5 +1,5 @@
 //! The pane commands the machines of one database pass each other (docs/multi-machine.md,
-//! "Commands to panes"; the rules in [`headspace_core::pane_commands`]): the one boundary
+//! "Commands to panes"; the rules in [`headspace_core::cluster::pane_commands`]): the one boundary
 //! that forwarding a send, an answer or an orchestration command crosses. A server writes a
 //! command for the machine that holds the pane; that machine's executor claims it at most
 //! once, runs it and writes the result; the asking server waits for the result.
@@ -10,7 +10,9 @@
 
 use crate::server::backoff::Backoff;
 use crate::server::store::{BoxFuture, StoreError};
-use headspace_core::pane_commands::{await_step, AwaitStep, CommandState, PaneCommandKind};
+use headspace_core::cluster::pane_commands::{
+    await_step, AwaitStep, CommandState, PaneCommandKind,
+};
 use headspace_core::Config;
 use serde_json::Value;
 use std::sync::Arc;
@@ -22,7 +24,7 @@ use tokio::sync::Notify;
 pub struct Signed {
     /// The envelope's exact JSON text.
     pub envelope: String,
-    /// The Ed25519 signature of [`headspace_core::pane_commands::SIGNED_PREFIX`] and the envelope, in hex.
+    /// The Ed25519 signature of [`headspace_core::cluster::pane_commands::SIGNED_PREFIX`] and the envelope, in hex.
     pub signature: String,
     /// The signer's public key, in hex.
     pub signer: String,
@@ -67,7 +69,7 @@ pub type Look = (CommandState, Option<Value>, i64);
 /// own clock (the database's), never a server's.
 pub trait PaneQueue: Send + Sync {
     /// Writes a pending command for `machine` (deadline
-    /// [`headspace_core::pane_commands::CLAIM_WITHIN_MS`] from now) with its signature, and
+    /// [`headspace_core::cluster::pane_commands::CLAIM_WITHIN_MS`] from now) with its signature, and
     /// wakes that machine's executor once the command is visible; its id.
     fn submit<'a>(
         &'a self,

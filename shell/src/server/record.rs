@@ -49,11 +49,11 @@ impl Recorder {
         match existing {
             Some(text) => {
                 // Continue the old trace's clock and file lengths.
-                let trace = headspace_core::trace::Trace::parse(text)
+                let trace = headspace_core::harness::trace::Trace::parse(text)
                     .map_err(|e| std::io::Error::other(e.to_string()))?;
                 r.epoch = trace.epoch;
                 for (_, step) in &trace.steps {
-                    if let headspace_core::trace::Step::Append { path, data } = step {
+                    if let headspace_core::harness::trace::Step::Append { path, data } = step {
                         *r.recorded.entry(path.clone()).or_default() += data.len() as u64;
                     }
                 }

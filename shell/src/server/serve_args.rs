@@ -84,7 +84,7 @@ pub struct ServeArgs {
     /// The longest transcript line kept whole, in bytes: a longer one is read in bounded
     /// memory (its first this-many bytes and its last 64 KiB) and its turn's text is marked
     /// as truncated.
-    #[arg(long, env = "HEADSPACE_MAX_LINE_BYTES", default_value_t = headspace_core::framing::DEFAULT_MAX_LINE_BYTES)]
+    #[arg(long, env = "HEADSPACE_MAX_LINE_BYTES", default_value_t = headspace_core::transcript::framing::DEFAULT_MAX_LINE_BYTES)]
     pub max_line_bytes: usize,
     /// tmux socket name (`tmux -L NAME`); the default server when unset.
     #[arg(long, env = "HEADSPACE_TMUX_SOCKET")]

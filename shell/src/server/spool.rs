@@ -1,5 +1,5 @@
 //! The hook spool: where hooks go while the database is away and the server's memory is full
-//! ([`headspace_core::outage`]). An append-only file of JSON lines under
+//! ([`headspace_core::store::outage`]). An append-only file of JSON lines under
 //! `$HEADSPACE_HOME/spool/` (the folder 0700, the file 0600: hooks hold prompts), synced in
 //! batches, read back in order once the database is back, then removed. A spool left by a
 //! server that died is replayed by the next start.

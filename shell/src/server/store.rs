@@ -4,10 +4,10 @@
 //! [`AgentView`], whose card the core computes.
 
 use crate::server::search::{HistoryAgent, PruneRequest, PrunedAgent, SearchHit, SearchQuery};
-use headspace_core::audit::StoredTurn;
 use headspace_core::model::{Snapshot, TurnRow};
-use headspace_core::step::StepRow;
-use headspace_core::usage_sum::{ModelUsage, UsageBy};
+use headspace_core::transcript::audit::StoredTurn;
+use headspace_core::usage::step::StepRow;
+use headspace_core::usage::sum::{ModelUsage, UsageBy};
 use headspace_core::view::AgentView;
 use headspace_core::{Event, Reply, Timestamp, Write};
 use std::collections::BTreeMap;
@@ -206,15 +206,15 @@ pub trait Store: Send + Sync {
         _agent_id: u64,
         _from: Option<headspace_core::Timestamp>,
         _until: Option<headspace_core::Timestamp>,
-    ) -> BoxFuture<'_, Result<Vec<headspace_core::usage_sum::UsageRow>, StoreError>> {
+    ) -> BoxFuture<'_, Result<Vec<headspace_core::usage::sum::UsageRow>, StoreError>> {
         Box::pin(async { Ok(Vec::new()) })
     }
-    /// Each agent's current step, by agent ([`headspace_core::step::current_step`] since its
+    /// Each agent's current step, by agent ([`headspace_core::usage::step::current_step`] since its
     /// current task's start).
     fn current_steps(&self) -> BoxFuture<'_, Result<BTreeMap<u64, StepRow>, StoreError>> {
         Box::pin(async { Ok(BTreeMap::new()) })
     }
-    /// Token usage summed by group and model ([`headspace_core::usage_sum::sum_by_model`]),
+    /// Token usage summed by group and model ([`headspace_core::usage::sum::sum_by_model`]),
     /// of one agent or of all.
     fn usage(
         &self,

@@ -6,7 +6,7 @@
 use crate::server::driver::Msg;
 use crate::server::store::Store;
 use crate::server::world::Panes;
-use headspace_core::discovery::panes_to_capture;
+use headspace_core::pane::discovery::panes_to_capture;
 use headspace_core::Input;
 use std::sync::Arc;
 use std::time::Duration;

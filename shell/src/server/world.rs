@@ -5,9 +5,9 @@
 //! [`TmuxPanes`].
 
 use crate::server::store::{BoxFuture, Store};
-use headspace_core::dialog::Key;
-use headspace_core::discovery::PaneListing;
-use headspace_core::send_check::Sent;
+use headspace_core::pane::dialog::Key;
+use headspace_core::pane::discovery::PaneListing;
+use headspace_core::pane::send_check::Sent;
 use headspace_core::Timestamp;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -357,7 +357,7 @@ pub trait Panes: Send + Sync {
     fn list(&self) -> BoxFuture<'_, Option<Vec<PaneListing>>> {
         Box::pin(async { None })
     }
-    /// Presses `keys` in a pane (a dialog driven by [`headspace_core::dialog`]). By default
+    /// Presses `keys` in a pane (a dialog driven by [`headspace_core::pane::dialog`]). By default
     /// there is no way to.
     fn press<'a>(&'a self, pane: &'a str, keys: &'a [Key]) -> BoxFuture<'a, Result<(), String>> {
         let _ = keys;

@@ -8,7 +8,7 @@ use super::events::SimEvents;
 use super::{sim_now, SimWorld};
 use headspace::server::machines::MachineRow;
 use headspace::server::store::{BoxFuture, Store, StoreError, Waited};
-use headspace_core::machines::is_online;
+use headspace_core::cluster::machines::is_online;
 use headspace_core::model::{Snapshot, TurnRow};
 use headspace_core::view::AgentView;
 use headspace_core::Write;

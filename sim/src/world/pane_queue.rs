@@ -10,7 +10,7 @@ use super::{sim_now, SimWorld};
 use crate::rng::Rng;
 use headspace::server::pane_queue::{Look, PaneCommand, PaneQueue, Signed};
 use headspace::server::store::{BoxFuture, StoreError};
-use headspace_core::pane_commands::{CommandState, PaneCommandKind, CLAIM_WITHIN_MS};
+use headspace_core::cluster::pane_commands::{CommandState, PaneCommandKind, CLAIM_WITHIN_MS};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};

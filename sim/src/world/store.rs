@@ -119,7 +119,7 @@ impl Store for SimWorld {
         agent_id: u64,
         from: Option<headspace_core::Timestamp>,
         until: Option<headspace_core::Timestamp>,
-    ) -> BoxFuture<'_, Result<Vec<headspace_core::step::StepRow>, StoreError>> {
+    ) -> BoxFuture<'_, Result<Vec<headspace_core::usage::step::StepRow>, StoreError>> {
         let r = self.lock().store.steps_of(agent_id, from, until);
         Box::pin(async move { Ok(r) })
     }
@@ -129,7 +129,7 @@ impl Store for SimWorld {
         agent_id: u64,
         from: Option<headspace_core::Timestamp>,
         until: Option<headspace_core::Timestamp>,
-    ) -> BoxFuture<'_, Result<Vec<headspace_core::usage_sum::UsageRow>, StoreError>> {
+    ) -> BoxFuture<'_, Result<Vec<headspace_core::usage::sum::UsageRow>, StoreError>> {
         let r = self.lock().store.usage_of(agent_id, from, until);
         Box::pin(async move { Ok(r) })
     }
@@ -138,7 +138,7 @@ impl Store for SimWorld {
         &self,
     ) -> BoxFuture<
         '_,
-        Result<std::collections::BTreeMap<u64, headspace_core::step::StepRow>, StoreError>,
+        Result<std::collections::BTreeMap<u64, headspace_core::usage::step::StepRow>, StoreError>,
     > {
         let r = self.lock().store.current_steps();
         Box::pin(async move { Ok(r) })
@@ -146,9 +146,9 @@ impl Store for SimWorld {
 
     fn usage(
         &self,
-        by: headspace_core::usage_sum::UsageBy,
+        by: headspace_core::usage::sum::UsageBy,
         agent_id: Option<u64>,
-    ) -> BoxFuture<'_, Result<Vec<headspace_core::usage_sum::ModelUsage>, StoreError>> {
+    ) -> BoxFuture<'_, Result<Vec<headspace_core::usage::sum::ModelUsage>, StoreError>> {
         let r = self.lock().store.usage_by(by, agent_id);
         Box::pin(async move { Ok(r) })
     }

@@ -1,13 +1,13 @@
 //! The audit routes: every conversational transcript line of an agent (or of every agent)
 //! against the stored turns. The files are read through the watcher's bounded,
 //! regular-file-only reader; what is missing, doubled or mis-assigned is decided by
-//! [`headspace_core::audit`].
+//! [`headspace_core::transcript::audit`].
 
 use super::agents::resolve;
 use super::body::{error, json_response, Body};
 use super::App;
 use crate::server::audit_loop::{audit_every_agent, audit_one, AuditSummary};
-use headspace_core::audit::AuditReport;
+use headspace_core::transcript::audit::AuditReport;
 use hyper::{Response, StatusCode};
 use serde_json::{json, Value};
 

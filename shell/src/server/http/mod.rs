@@ -8,7 +8,7 @@ use crate::server::sse::Hub;
 use crate::server::store::Store;
 use crate::server::world::Panes;
 use headspace_core::access::{percent_decode, route_path, AccessPolicy, RequestFacts};
-use headspace_core::hook::Hook;
+use headspace_core::kind::AgentKind;
 use headspace_core::Input;
 use hyper::body::Incoming;
 use hyper::header::HeaderValue;
@@ -103,7 +103,7 @@ pub struct App {
     /// pane elsewhere gets there (`http/remote_panes.rs`); `None` when every pane is this server's.
     pub pane_queue: Option<Arc<dyn crate::server::pane_queue::PaneQueue>>,
     /// The core's configuration, for the rules a route applies itself (how the wait on a
-    /// forwarded command goes: [`headspace_core::pane_commands::await_step`]).
+    /// forwarded command goes: [`headspace_core::cluster::pane_commands::await_step`]).
     pub rules: headspace_core::Config,
 }
 
@@ -267,7 +267,7 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
                 Ok(body) => {
                     let v = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
                     if v.get("answers").is_some() {
-                        match headspace_core::dialog::answers_of(&v) {
+                        match headspace_core::pane::dialog::answers_of(&v) {
                             Ok(answers) => answer_questions(&app, &id, answers).await,
                             Err(e) => error(StatusCode::BAD_REQUEST, e),
                         }
@@ -358,7 +358,11 @@ async fn hook(app: &App, event: Option<String>, req: Request<Incoming>) -> Respo
         Some(p) => with_pane(&body, &p),
         None => body,
     };
-    match Hook::parse(event.as_deref(), &body) {
+    // The hook routes are Claude Code's: the same parser the core runs on these bytes.
+    match AgentKind::Claude
+        .parse_hook(event.as_deref(), &body)
+        .map(|(h, _)| h)
+    {
         Ok(h) if h.session_id.is_none() => {
             app.metrics.hooks_rejected.fetch_add(1, Relaxed);
             warn!(

@@ -1,6 +1,6 @@
 //! The orchestration routes: runs of known agents' projects, their commands, and starting
 //! a runner. A project's files and its runner live on the machine whose agents work in it
-//! (`headspace_core::project_machine`): a server asked about another machine's project
+//! (`headspace_core::cluster::project_machine`): a server asked about another machine's project
 //! forwards the command there through the database, as the pane routes do.
 
 use super::body::{error, json_response, Body};
@@ -11,9 +11,9 @@ use crate::orchestrate::control::ControlError;
 use crate::orchestrate::launch::{log_path, spawn_runner, Launch, RunnerLink};
 use crate::orchestrate::project_files::FileError;
 use crate::server::machines::presence_of;
-use headspace_core::machines::holder;
-use headspace_core::pane_commands::PaneCommandKind;
-use headspace_core::project_machine::{folder_key, project_machine, ProjectMachineError};
+use headspace_core::cluster::machines::holder;
+use headspace_core::cluster::pane_commands::PaneCommandKind;
+use headspace_core::cluster::project_machine::{folder_key, project_machine, ProjectMachineError};
 use headspace_core::view::AgentView;
 use hyper::{Response, StatusCode};
 use serde_json::{json, Value};

@@ -2,14 +2,14 @@
 //! pane routes ask [`forward`] first; for a pane another machine holds it writes a command
 //! row, waits for that machine's result and answers with it (or 503 at once when the machine
 //! is offline). The machine that holds the pane runs it with the routes' own code
-//! (`pane_executor.rs`). The rules are the core's ([`headspace_core::pane_commands`]).
+//! (`pane_executor.rs`). The rules are the core's ([`headspace_core::cluster::pane_commands`]).
 
 use super::body::{json_response, Body};
 use super::App;
 use crate::server::machines::presence_of;
 use crate::server::pane_queue::{await_result, Awaited, PaneQueue};
-use headspace_core::machines::holder;
-use headspace_core::pane_commands::{
+use headspace_core::cluster::machines::holder;
+use headspace_core::cluster::pane_commands::{
     no_result_error, not_taken_error, route, unsure_error, PaneCommandKind, PaneRoute,
 };
 use headspace_core::view::AgentView;

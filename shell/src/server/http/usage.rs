@@ -1,17 +1,17 @@
 //! What agents did and spent: each card's current step, tokens and cost; the steps folded
 //! under each turn of a conversation; an agent's usage and changed files per task; usage by
 //! project, day or agent; the token and cost families of `/metrics`. The rules are the
-//! core's ([`headspace_core::step`], [`headspace_core::usage_sum`]); this file reads the store
+//! core's ([`headspace_core::usage::step`], [`headspace_core::usage::sum`]); this file reads the store
 //! and prices with the server's table.
 
 use super::body::{error, json_response, Body};
 use super::{query_param, App};
 use crate::server::machines::presence_of;
 use crate::server::store::StoreError;
-use headspace_core::machines::add_machine;
+use headspace_core::cluster::machines::add_machine;
 use headspace_core::model::TurnRow;
-use headspace_core::step::{files_changed, fold_under_turns, turn_indices_at, StepRow};
-use headspace_core::usage_sum::{sum_by_model, totals, UsageBy, UsageRow, UsageTotal};
+use headspace_core::usage::step::{files_changed, fold_under_turns, turn_indices_at, StepRow};
+use headspace_core::usage::sum::{sum_by_model, totals, UsageBy, UsageRow, UsageTotal};
 use headspace_core::view::AgentView;
 use headspace_core::Activity;
 use hyper::{Response, StatusCode};

@@ -2,7 +2,7 @@
 
 use super::{id, PgStore};
 use crate::server::store::StoreError;
-use headspace_core::audit::StoredTurn;
+use headspace_core::transcript::audit::StoredTurn;
 
 impl PgStore {
     /// The transcript files read for an agent's sessions (current and past), in path order.

@@ -4,7 +4,7 @@
 use super::PgStore;
 use crate::server::machines::{MachineRow, HEARTBEAT_EVERY};
 use crate::server::store::StoreError;
-use headspace_core::machines::is_online;
+use headspace_core::cluster::machines::is_online;
 use tracing::{info, warn};
 
 impl PgStore {

@@ -1,5 +1,5 @@
 //! Commands to panes on another machine, on PostgreSQL (migration 0012; the rules in
-//! [`headspace_core::pane_commands`]): a server writes a row for the machine that holds the
+//! [`headspace_core::cluster::pane_commands`]): a server writes a row for the machine that holds the
 //! pane and announces it; that machine's executor claims it at most once, runs it and writes
 //! the result back; the asking server waits for the result.
 //!
@@ -14,7 +14,7 @@ use super::PgStore;
 use crate::server::pane_queue::{Look, PaneQueue, Signed};
 use crate::server::store::BoxFuture;
 use crate::server::store::StoreError;
-use headspace_core::pane_commands::{CommandState, PaneCommandKind, CLAIM_WITHIN_MS};
+use headspace_core::cluster::pane_commands::{CommandState, PaneCommandKind, CLAIM_WITHIN_MS};
 use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::Notify;

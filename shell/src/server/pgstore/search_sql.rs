@@ -14,7 +14,7 @@ pub(super) const TURNS: &str = "(SELECT t.id AS doc_id, t.agent_id, t.actor, t.\
         t.text AS body FROM turns t) d";
 
 /// Tool steps as documents of the turn they are shown under (the latest of the agent's turns
-/// at or before the step's start, else its first: [`headspace_core::step::turn_indices_at`]):
+/// at or before the step's start, else its first: [`headspace_core::usage::step::turn_indices_at`]):
 /// `doc_id`, `agent_id`, `actor` and `ts` are that turn's, so every filter means the same as
 /// for turns; `body` is the step's one-line summary, `step_at` its start (the walk's order).
 pub(super) const STEPS: &str = "(SELECT m.id AS doc_id, m.agent_id, m.actor, m.\"timestamp\" AS ts, s.summary AS body,

@@ -1,14 +1,14 @@
 //! Steps and usage in PostgreSQL: the core's `Write::Step`, `StepsInterrupted` and `Usage`
 //! folded into their rows by the same rules as the in-memory store
-//! ([`headspace_core::step::merge`], [`headspace_core::usage_sum::merge`]), and the reads the
+//! ([`headspace_core::usage::step::merge`], [`headspace_core::usage::sum::merge`]), and the reads the
 //! API makes of them.
 
 use super::{at, id, ms, PgStore};
 use crate::server::store::StoreError;
 use headspace_core::model::AgentId;
-use headspace_core::step::{merge, Evidence, StepOutcome, StepRow};
+use headspace_core::usage::step::{merge, Evidence, StepOutcome, StepRow};
+use headspace_core::usage::sum::{self as usage_sum, ModelUsage, UsageBy, UsageRow};
 use headspace_core::usage::Tokens;
-use headspace_core::usage_sum::{self, ModelUsage, UsageBy, UsageRow};
 use headspace_core::Timestamp;
 use std::collections::BTreeMap;
 use tokio_postgres::{Row, Transaction};
@@ -117,7 +117,7 @@ pub(super) async fn merge_agent(
 const STEP_COLUMNS: &str = "agent_id, tool_use_id, task_id, tool, summary, file, outcome, evidence, confirmed, started_at, finished_at";
 
 /// The upsert's conflict clause: the stored row `s` and the written one `EXCLUDED` folded by
-/// the rule of [`headspace_core::step::merge`].
+/// the rule of [`headspace_core::usage::step::merge`].
 fn step_merge() -> String {
     // `(new confirmed, old not) and new knows it, or old does not`.
     let start = |col: &str, unknown: &str| {
@@ -144,7 +144,7 @@ fn step_merge() -> String {
 
 const USAGE_COLUMNS: &str = "agent_id, message_id, task_id, model, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, \"at\"";
 
-/// The usage upsert's conflict clause: [`headspace_core::usage_sum::merge`]'s rule.
+/// The usage upsert's conflict clause: [`headspace_core::usage::sum::merge`]'s rule.
 const USAGE_MERGE: &str = "ON CONFLICT (agent_id, message_id) DO UPDATE SET
    task_id = COALESCE(m.task_id, EXCLUDED.task_id),
    model = CASE WHEN m.model = '' THEN EXCLUDED.model ELSE m.model END,
@@ -320,7 +320,7 @@ impl PgStore {
             .collect())
     }
 
-    /// Each agent's current step ([`headspace_core::step::current_step`] with its current
+    /// Each agent's current step ([`headspace_core::usage::step::current_step`] with its current
     /// task's start): the same rule, in SQL, over the pending steps only.
     pub async fn current_steps(&self) -> Result<BTreeMap<u64, StepRow>, StoreError> {
         let c = self.pool.get().await?;

@@ -4,10 +4,10 @@
 use super::PgStore;
 use crate::server::search::{HistoryAgent, PruneRequest, PrunedAgent, SearchHit, SearchQuery};
 use crate::server::store::{BoxFuture, Store, StoreError, Waited};
-use headspace_core::audit::StoredTurn;
 use headspace_core::model::{Snapshot, TurnRow};
-use headspace_core::step::StepRow;
-use headspace_core::usage_sum::{ModelUsage, UsageBy};
+use headspace_core::transcript::audit::StoredTurn;
+use headspace_core::usage::step::StepRow;
+use headspace_core::usage::sum::{ModelUsage, UsageBy};
 use headspace_core::view::AgentView;
 use headspace_core::{Event, Write};
 use std::collections::BTreeMap;
@@ -129,7 +129,7 @@ impl Store for PgStore {
         agent_id: u64,
         from: Option<headspace_core::Timestamp>,
         until: Option<headspace_core::Timestamp>,
-    ) -> BoxFuture<'_, Result<Vec<headspace_core::usage_sum::UsageRow>, StoreError>> {
+    ) -> BoxFuture<'_, Result<Vec<headspace_core::usage::sum::UsageRow>, StoreError>> {
         Box::pin(PgStore::usage_rows(self, agent_id, from, until))
     }
 
