@@ -315,9 +315,10 @@ fn start_machine_b(db: &str, claude_b: &Path, tmux: &Tmux) -> tokio::runtime::Ru
                 socket: Some(tmux.0.clone()),
             }),
             pane_queue: Some(Arc::new(PgPaneQueue {
-                store,
+                store: store.clone(),
                 url: db.to_string(),
             })),
+            archive: Some(Arc::new(store)),
         };
         let app = start(&world, machine_b_settings(claude_b), None)
             .await

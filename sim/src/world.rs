@@ -280,6 +280,8 @@ impl SimWorld {
                 Arc::new(c.queue.link(pane_queue::Reach::Edge(self.clone())))
                     as Arc<dyn headspace::server::pane_queue::PaneQueue>
             }),
+            // No search indexes in memory: the search routes answer 501 here.
+            archive: None,
         }
     }
 }

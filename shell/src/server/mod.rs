@@ -1,5 +1,6 @@
 //! `headspace serve`: the server around the core.
 
+pub mod archive;
 pub mod audit_loop;
 pub mod backoff;
 pub mod connections;
@@ -209,9 +210,11 @@ async fn serve(
         store: store.clone(),
         url: url.clone(),
     };
+    let store = Arc::new(store);
     let world = World {
         clock: Arc::new(SystemClock),
-        store: Arc::new(store),
+        archive: Some(store.clone()),
+        store,
         files: Arc::new(DiskFiles::new(claude_dir.clone())),
         panes: Arc::new(TmuxPanes {
             socket: args.tmux_socket.clone(),
@@ -546,6 +549,7 @@ fn assemble(
         machine: settings.machine,
         role: settings.role,
         pane_queue: world.pane_queue.clone(),
+        archive: world.archive.clone(),
     })
 }
 

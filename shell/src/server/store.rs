@@ -3,13 +3,12 @@
 //! production, the simulator's world in memory; both answer with the core's
 //! [`AgentView`], whose card the core computes.
 
-use crate::server::search::{HistoryAgent, PruneRequest, PrunedAgent, SearchHit, SearchQuery};
 use headspace_core::model::{Snapshot, TurnRow};
 use headspace_core::transcript::audit::StoredTurn;
 use headspace_core::usage::step::StepRow;
 use headspace_core::usage::sum::{ModelUsage, UsageBy};
 use headspace_core::view::AgentView;
-use headspace_core::{Event, Reply, Timestamp, Write};
+use headspace_core::{Event, Reply, Write};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -189,46 +188,36 @@ pub trait Store: Send + Sync {
         })
     }
     /// An agent's steps (tool calls) started in `[from, until)` (either end open when
-    /// `None`; steps without a start time only when both are), by start. A store that keeps
-    /// none answers none.
+    /// `None`; steps without a start time only when both are), by start.
     fn steps(
         &self,
-        _agent_id: u64,
-        _from: Option<headspace_core::Timestamp>,
-        _until: Option<headspace_core::Timestamp>,
-    ) -> BoxFuture<'_, Result<Vec<StepRow>, StoreError>> {
-        Box::pin(async { Ok(Vec::new()) })
-    }
+        agent_id: u64,
+        from: Option<headspace_core::Timestamp>,
+        until: Option<headspace_core::Timestamp>,
+    ) -> BoxFuture<'_, Result<Vec<StepRow>, StoreError>>;
     /// An agent's usage rows written in `[from, until)` (either end open when `None`), by
     /// time then message id.
     fn usage_rows(
         &self,
-        _agent_id: u64,
-        _from: Option<headspace_core::Timestamp>,
-        _until: Option<headspace_core::Timestamp>,
-    ) -> BoxFuture<'_, Result<Vec<headspace_core::usage::sum::UsageRow>, StoreError>> {
-        Box::pin(async { Ok(Vec::new()) })
-    }
+        agent_id: u64,
+        from: Option<headspace_core::Timestamp>,
+        until: Option<headspace_core::Timestamp>,
+    ) -> BoxFuture<'_, Result<Vec<headspace_core::usage::sum::UsageRow>, StoreError>>;
     /// Each agent's current step, by agent ([`headspace_core::usage::step::current_step`] since its
     /// current task's start).
-    fn current_steps(&self) -> BoxFuture<'_, Result<BTreeMap<u64, StepRow>, StoreError>> {
-        Box::pin(async { Ok(BTreeMap::new()) })
-    }
+    fn current_steps(&self) -> BoxFuture<'_, Result<BTreeMap<u64, StepRow>, StoreError>>;
     /// Token usage summed by group and model ([`headspace_core::usage::sum::sum_by_model`]),
     /// of one agent or of all.
     fn usage(
         &self,
-        _by: UsageBy,
-        _agent_id: Option<u64>,
-    ) -> BoxFuture<'_, Result<Vec<ModelUsage>, StoreError>> {
-        Box::pin(async { Ok(Vec::new()) })
-    }
-    /// Every machine writing into the store (none in memory: one process is one machine).
+        by: UsageBy,
+        agent_id: Option<u64>,
+    ) -> BoxFuture<'_, Result<Vec<ModelUsage>, StoreError>>;
+    /// Every machine writing into the store: none for a store only one server writes (it
+    /// is the only machine).
     fn machines(
         &self,
-    ) -> BoxFuture<'_, Result<Vec<crate::server::machines::MachineRow>, StoreError>> {
-        Box::pin(async { Ok(Vec::new()) })
-    }
+    ) -> BoxFuture<'_, Result<Vec<crate::server::machines::MachineRow>, StoreError>>;
     /// Every stored turn, under any agent, holding one of these entry uuids (for the audit).
     fn entry_turns<'a>(
         &'a self,
@@ -252,35 +241,4 @@ pub trait Store: Send + Sync {
                 .collect())
         })
     }
-
-    /// The turns matching a search, best first (see [`SearchQuery`]). Only PostgreSQL
-    /// searches; another store says so.
-    fn search<'a>(
-        &'a self,
-        query: &'a SearchQuery,
-    ) -> BoxFuture<'a, Result<Vec<SearchHit>, StoreError>> {
-        let _ = query;
-        Box::pin(async { Err(unsupported("search")) })
-    }
-    /// Ended agents, most recently seen first: of one project, of one day (its first
-    /// millisecond, UTC), at most `limit`.
-    fn history<'a>(
-        &'a self,
-        project: Option<&'a str>,
-        day: Option<Timestamp>,
-        limit: i64,
-    ) -> BoxFuture<'a, Result<Vec<HistoryAgent>, StoreError>> {
-        let _ = (project, day, limit);
-        Box::pin(async { Err(unsupported("the history")) })
-    }
-    /// Deletes (or, dry, lists) ended agents last heard of before a time, with their turns.
-    fn prune(&self, request: PruneRequest) -> BoxFuture<'_, Result<Vec<PrunedAgent>, StoreError>> {
-        let _ = request;
-        Box::pin(async { Err(unsupported("prune")) })
-    }
-}
-
-/// The error of a store that cannot do `what` (only PostgreSQL has the search indexes).
-fn unsupported(what: &str) -> StoreError {
-    StoreError::Database(format!("{what} needs the PostgreSQL store"))
 }

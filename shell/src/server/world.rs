@@ -440,6 +440,8 @@ pub struct World {
     /// (PostgreSQL's table; the simulation's shared database); `None` when every pane is
     /// this server's.
     pub pane_queue: Option<Arc<dyn crate::server::pane_queue::PaneQueue>>,
+    /// Search, history and prune (PostgreSQL); `None` for a store without them.
+    pub archive: Option<Arc<dyn crate::server::archive::Archive>>,
 }
 
 #[cfg(test)]

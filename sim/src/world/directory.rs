@@ -10,8 +10,10 @@ use headspace::server::machines::MachineRow;
 use headspace::server::store::{BoxFuture, Store, StoreError, Waited};
 use headspace_core::cluster::machines::is_online;
 use headspace_core::model::{Snapshot, TurnRow};
+use headspace_core::usage::step::StepRow;
+use headspace_core::usage::sum::{sum_by_model, ModelUsage, UsageBy, UsageRow};
 use headspace_core::view::AgentView;
-use headspace_core::Write;
+use headspace_core::{Timestamp, Write};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -166,6 +168,71 @@ impl Store for Directory {
                 Some((_, world)) => world.turns(agent_id, after, limit).await,
                 None => Ok(Vec::new()),
             }
+        })
+    }
+
+    fn steps(
+        &self,
+        agent_id: u64,
+        from: Option<Timestamp>,
+        until: Option<Timestamp>,
+    ) -> BoxFuture<'_, Result<Vec<StepRow>, StoreError>> {
+        Box::pin(async move {
+            Ok(match self.find(agent_id).await? {
+                Some((_, world)) => world.lock().store.steps_of(agent_id, from, until),
+                None => Vec::new(),
+            })
+        })
+    }
+
+    fn usage_rows(
+        &self,
+        agent_id: u64,
+        from: Option<Timestamp>,
+        until: Option<Timestamp>,
+    ) -> BoxFuture<'_, Result<Vec<UsageRow>, StoreError>> {
+        Box::pin(async move {
+            Ok(match self.find(agent_id).await? {
+                Some((_, world)) => world.lock().store.usage_of(agent_id, from, until),
+                None => Vec::new(),
+            })
+        })
+    }
+
+    fn current_steps(&self) -> BoxFuture<'_, Result<BTreeMap<u64, StepRow>, StoreError>> {
+        Box::pin(async move {
+            self.reachable()?;
+            let mut all = BTreeMap::new();
+            for (_, world) in &self.edges {
+                all.extend(world.lock().store.current_steps());
+            }
+            Ok(all)
+        })
+    }
+
+    fn usage(
+        &self,
+        by: UsageBy,
+        agent_id: Option<u64>,
+    ) -> BoxFuture<'_, Result<Vec<ModelUsage>, StoreError>> {
+        Box::pin(async move {
+            self.reachable()?;
+            // The shared database sums every machine's rows at once, as PostgreSQL does.
+            let mut rows = Vec::new();
+            let mut projects = BTreeMap::new();
+            for (_, world) in &self.edges {
+                let s = world.lock();
+                rows.extend(
+                    s.store
+                        .usage()
+                        .filter(|u| agent_id.is_none_or(|a| u.agent_id == a))
+                        .cloned(),
+                );
+                projects.extend(s.store.agents().map(|a| (a.id, a.project.clone())));
+            }
+            Ok(sum_by_model(&rows, by, |a| {
+                projects.get(&a).cloned().flatten()
+            }))
         })
     }
 

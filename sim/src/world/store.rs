@@ -153,6 +153,13 @@ impl Store for SimWorld {
         Box::pin(async move { Ok(r) })
     }
 
+    fn machines(
+        &self,
+    ) -> BoxFuture<'_, Result<Vec<headspace::server::machines::MachineRow>, StoreError>> {
+        // One server writes this store: it is the only machine, and lists none.
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
     fn panes(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
         let s = self.lock();
         let set: BTreeSet<String> = s

@@ -102,6 +102,9 @@ pub struct App {
     /// The pane commands shared with the database's other machines: how a command for a
     /// pane elsewhere gets there (`http/remote_panes.rs`); `None` when every pane is this server's.
     pub pane_queue: Option<Arc<dyn crate::server::pane_queue::PaneQueue>>,
+    /// Search, history and prune; `None` when the store has no search indexes (the
+    /// simulation's), and those routes answer 501.
+    pub archive: Option<Arc<dyn crate::server::archive::Archive>>,
     /// The core's configuration, for the rules a route applies itself (how the wait on a
     /// forwarded command goes: [`headspace_core::cluster::pane_commands::await_step`]).
     pub rules: headspace_core::Config,

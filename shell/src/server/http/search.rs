@@ -4,6 +4,7 @@
 use super::agents::resolve;
 use super::body::{error, json_response, Body};
 use super::App;
+use crate::server::archive::Archive;
 use crate::server::search::{
     hits_json, parse_bound, parse_day, HistoryAgent, PruneRequest, SearchQuery, DEFAULT_LIMIT,
     MAX_LIMIT, MAX_QUERY_CHARS,
@@ -31,13 +32,27 @@ fn nonempty(query: Option<&str>, key: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
+/// The store's archive, or the 501 that says this server has none.
+fn archive(app: &App) -> Result<&dyn Archive, Response<Body>> {
+    app.archive.as_deref().ok_or_else(|| {
+        error(
+            StatusCode::NOT_IMPLEMENTED,
+            "search, history and prune need the PostgreSQL store, and this server runs without one",
+        )
+    })
+}
+
 /// `GET /api/search?q=…&project=&agent=&actor=&since=&until=&before=&limit=`.
 pub(super) async fn search(app: &App, query: Option<&str>) -> Response<Body> {
     let parsed = match search_query(app, query).await {
         Ok(q) => q,
         Err(r) => return r,
     };
-    match app.store.search(&parsed).await {
+    let archive = match archive(app) {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    match archive.search(&parsed).await {
         Ok(hits) => json_response(StatusCode::OK, &hits_json(&hits)),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
     }
@@ -106,8 +121,11 @@ pub(super) async fn history(app: &App, query: Option<&str>) -> Response<Body> {
         },
     };
     let project = nonempty(query, "project");
-    match app
-        .store
+    let archive = match archive(app) {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    match archive
         .history(project.as_deref(), day, HISTORY_LIMIT)
         .await
     {
@@ -153,7 +171,11 @@ pub(super) async fn prune(app: &App, body: &[u8]) -> Response<Body> {
         );
     };
     let dry_run = v["dry_run"].as_bool().unwrap_or(false);
-    match app.store.prune(PruneRequest { before, dry_run }).await {
+    let archive = match archive(app) {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    match archive.prune(PruneRequest { before, dry_run }).await {
         Ok(agents) => {
             let turns: i64 = agents.iter().map(|a| a.turns).sum();
             json_response(

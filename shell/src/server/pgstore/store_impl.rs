@@ -2,6 +2,7 @@
 //! name, boxed.
 
 use super::PgStore;
+use crate::server::archive::Archive;
 use crate::server::search::{HistoryAgent, PruneRequest, PrunedAgent, SearchHit, SearchQuery};
 use crate::server::store::{BoxFuture, Store, StoreError, Waited};
 use headspace_core::model::{Snapshot, TurnRow};
@@ -144,7 +145,9 @@ impl Store for PgStore {
     ) -> BoxFuture<'_, Result<Vec<ModelUsage>, StoreError>> {
         Box::pin(PgStore::usage(self, by, agent_id))
     }
+}
 
+impl Archive for PgStore {
     fn search<'a>(
         &'a self,
         query: &'a SearchQuery,
