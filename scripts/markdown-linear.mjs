@@ -46,11 +46,14 @@ const fakeDocument = {
   createDocumentFragment: () => new FakeNode('#fragment'),
 };
 // The file runs as the body of a function (its functions local to it, as fast as a page's
-// globals; a vm context's own globals are much slower to call), which hands them out.
+// globals; a vm context's own globals are much slower to call), which hands them out. It is
+// an ES module that imports nothing: its `export` keywords are taken off (a function body
+// cannot export), and an older, classic markdown.js has none.
 const context = vm.createContext({ document: fakeDocument });
 const exported = (name) => `${name}: typeof ${name} === 'function' ? ${name} : undefined`;
+const body = readFileSync(file, 'utf8').replace(/^export (?=(async )?function |const |let )/gm, '');
 context.__md = vm.runInContext(
-  `(function () { ${readFileSync(file, 'utf8')}\n; return { ${['renderMarkdown', 'mdInline', 'mdBlocks'].map(exported).join(', ')} }; })()`,
+  `(function () { ${body}\n; return { ${['renderMarkdown', 'mdInline', 'mdBlocks'].map(exported).join(', ')} }; })()`,
   context,
   { filename: file },
 );

@@ -1,10 +1,15 @@
 // Headspace dashboard: what the card menu and the keys do to an agent (reconcile, orchestrate,
 // info, rename, dismiss) and the menu itself.
-'use strict';
+import { $, api, clock, el, since, toast } from './helpers.js';
+import { hs } from './state.js';
+import { SHOWN_LABEL, agentName, drawKeyTarget, shownState } from './needs.js';
+import { loadOrchestrations } from './orchestrations.js';
+import { renderAgents } from './cards.js';
+import { convTitle } from './conversation.js';
 
 // ---------- actions -------------------------------------------------------------------------
 
-async function reconcile(id) {
+export async function reconcile(id) {
   try {
     const r = await api(`/api/agents/${id}/reconcile`, { method: 'POST' });
     if (r.message) toast(r.message, '');
@@ -19,7 +24,7 @@ async function reconcile(id) {
 // Starts (or continues) the orchestration of the agent's project, run by this agent: a form
 // with the run's options (auto-merge, budget, heal attempts, pause between batches, restart
 // when the server starts) opens above the panels, and nothing starts until it is confirmed.
-function orchestrateProject(id) {
+export function orchestrateProject(id) {
   const a = hs.agents.get(id);
   if (!a || !a.cwd) { toast('This agent has no project folder', 'error'); return; }
   const root = $('orchestrations');
@@ -96,7 +101,7 @@ function orchestrateProject(id) {
   go.focus();
 }
 
-function showInfo(id) {
+export function showInfo(id) {
   const a = hs.agents.get(id);
   const rows = [
     ['Name', agentName(a)], ['Project', a.project], ['Folder', a.cwd], ['State', SHOWN_LABEL[shownState(a)] + (a.end_reason ? ` (${a.end_reason.replace('_', ' ')})` : '')],
@@ -116,7 +121,7 @@ function showInfo(id) {
   $('info').showModal();
 }
 
-function rename(id) {
+export function rename(id) {
   const a = hs.agents.get(id);
   const name = prompt('Name this agent (empty: its project)', (hs.names || {})[id] || '');
   if (name === null) return;
@@ -126,14 +131,14 @@ function rename(id) {
   if (hs.open === id) convTitle(a);
 }
 
-function dismiss(id) {
+export function dismiss(id) {
   hs.dismissed.add(id);
   localStorage.setItem('hs.dismissed', JSON.stringify([...hs.dismissed]));
   renderAgents();
   toast('Dismissed; it comes back when it does something', '');
 }
 
-function openMenu(id, anchor) {
+export function openMenu(id, anchor) {
   const m = $('menu');
   m.dataset.agent = id;
   const r = anchor.getBoundingClientRect();
@@ -143,13 +148,13 @@ function openMenu(id, anchor) {
   m.querySelector('button').focus();
 }
 
-function closeMenu() {
+export function closeMenu() {
   $('menu').hidden = true;
 }
 
 /// Selects agent `id`'s card (its outline); when it waits, number keys answer it, and its
 /// "Needs you" item and card say so (drawKeyTarget). `scroll`: bring the card into view.
-function select(id, scroll = true) {
+export function select(id, scroll = true) {
   hs.selected = id;
   for (const c of document.querySelectorAll('.card')) c.classList.toggle('selected', Number(c.dataset.id) === id);
   drawKeyTarget();

@@ -1,122 +1,33 @@
-// Headspace dashboard: agent cards and conversations, live over SSE.
-// Plain JavaScript, no dependencies. Every piece of agent or user text goes through
+// Headspace dashboard: agent cards and conversations, live over SSE. The page's entry module
+// (index.html loads only this file): it imports the others, wires the page once it is parsed,
+// and applies the server's events. Plain JavaScript, no dependencies and no build step: ES
+// modules, as the browser loads them. Every piece of agent or user text goes through
 // textContent, never innerHTML: agent text is data.
-'use strict';
+import { $, login, since, toast } from './helpers.js';
+import { cards, hs } from './state.js';
+import { drawIcons } from './icons.js';
+import { renderMarkdown } from './markdown.js';
+import { answer } from './questions.js';
+import { answerByKey, attention, toggleNotifications } from './needs.js';
+import { interrupt, isInterruptKey, settlePending, wireComposer } from './composer.js';
+import { lastOrchestrations, loadOrchestrations, orchestrate, refreshOrchestrations, renderOrchestrations } from './orchestrations.js';
+import { closeMenu, dismiss, openMenu, orchestrateProject, reconcile, rename, select, showInfo } from './actions.js';
+import { loadAudit } from './audit.js';
+import { refreshSteps } from './steps.js';
+import { loadMachines } from './machines.js';
+import { loadAgents, refreshAgent, reloadAgents, renderAgents } from './cards.js';
+import { closeConversation, liveTurn, openConversation, refetchOpen, upsertTurn, wireConversation } from './conversation.js';
+import { wireSearch } from './search.js';
+import { wireUsage } from './usage.js';
 
-const $ = (id) => document.getElementById(id);
-
-const hs = {
-  agents: new Map(),        // id -> agent JSON
-  open: null,               // agent id whose conversation is shown
-  turns: new Map(),         // turn id -> { turn, el }
-  order: [],                // [timestamp ms, id] sorted: the conversation's order
-  done: new Set(),          // task ids with a completion: their progress collapses
-  selected: null,           // selected card's agent id
-  lastEventId: 0,           // the last SSE event applied: an event is never applied twice
-  refresh: new Map(),       // agent id -> pending refresh timer
-  dismissed: new Set(JSON.parse(localStorage.getItem('hs.dismissed') || '[]')),
-  names: JSON.parse(localStorage.getItem('hs.names') || '{}'), // agent id -> the user's name for it
-  metrics: { firstRenderMs: null, lastLoadMs: null, eventsApplied: 0, gaps: 0, draws: 0, drawMs: 0 },
-};
-window.__hs = hs; // for the browser test and the curious
-
-// ---------- helpers -------------------------------------------------------------------------
-
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined && text !== null) e.textContent = String(text);
-  return e;
-}
-
-async function api(path, options) {
-  // The server takes actions only as JSON (a cross-site page cannot send that unasked).
-  const o = Object.assign({}, options || {});
-  if (o.method && o.method !== 'GET') o.headers = Object.assign({ 'content-type': 'application/json' }, o.headers || {});
-  const r = await fetch(path, o);
-  const body = await r.json().catch(() => ({}));
-  if (r.status === 401) showLogin();
-  if (!r.ok) throw new Error(body.error || `${r.status} ${r.statusText}`);
-  if (o.withEventId) return { body, lastEventId: Number(r.headers.get('x-last-event-id') || 0) };
-  return body;
-}
-
-// Off loopback the server wants its token: the page asks for it once and the server answers
-// with an HttpOnly cookie, which EventSource sends too.
-function showLogin() {
-  const d = $('login');
-  if (!d || d.open) return;
-  d.showModal();
-  $('login-token').focus();
-}
-
-async function login(e) {
-  e.preventDefault();
-  try {
-    await api('/api/login', { method: 'POST', body: JSON.stringify({ token: $('login-token').value }) });
-    location.reload();
-  } catch (err) {
-    $('login-error').textContent = err.message;
-  }
-}
-
-function toast(message, kind) {
-  const t = el('div', `toast ${kind || ''}`, message);
-  $('toasts').appendChild(t);
-  setTimeout(() => t.remove(), 4500);
-}
-
-function since(iso) {
-  if (!iso) return '';
-  const s = Math.max(0, Math.floor((Date.now() - Date.parse(iso)) / 1000));
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
-  if (s < 86400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
-  return `${Math.floor(s / 86400)}d`;
-}
-
-function clock(iso) {
-  const d = new Date(iso);
-  return isNaN(d) ? '' : d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
-}
-
-
-function options(question, agentId) {
-  // AskUserQuestion: {questions: [{question, options: [{label}]}]}; permission: {options: [...]}.
-  // With an agent, the first question's options are buttons that answer it in the pane (the
-  // terminal numbers them from 1); the rest are shown as they are.
-  const box = el('div', 'options');
-  const qs = (question && question.questions) || (question ? [question] : []);
-  qs.forEach((q, qi) => {
-    (q.options || []).forEach((o, i) => {
-      const label = typeof o === 'string' ? o : o.label;
-      if (agentId !== undefined && qi === 0) {
-        const b = el('button', 'answer', `${i + 1}. ${label}`);
-        b.dataset.answer = String(i + 1);
-        b.dataset.agent = String(agentId);
-        box.appendChild(b);
-      } else {
-        box.appendChild(el('span', null, label));
-      }
-    });
-  });
-  return box.childElementCount ? box : null;
-}
-
-async function answer(agentId, option, button) {
-  button.disabled = true;
-  try {
-    const r = await api(`/api/agents/${agentId}/answer`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ option: Number(option) }),
-    });
-    toast(`Answered “${r.label}”${r.verified ? '' : ' (the pane did not change; check it)'}`, r.verified ? 'ok' : 'error');
-  } catch (e) {
-    button.disabled = false;
-    toast(`Could not answer: ${e.message}`, 'error');
-  }
-}
+// The browser tests call these in the page, by name, as globals (they were, while the scripts
+// were classic): loadAudit and renderOrchestrations(lastOrchestrations) (dashboard.rs),
+// loadAgents and refreshAgent (dashboard_machines.rs), openConversation and renderMarkdown
+// (dashboard_keys.rs). Modules have no globals: these are put on `window` for them, and
+// nothing in the page reads them there. lastOrchestrations is read through a getter: the
+// list it names changes.
+Object.assign(window, { loadAudit, renderOrchestrations, loadAgents, refreshAgent, openConversation, renderMarkdown });
+Object.defineProperty(window, 'lastOrchestrations', { get: () => lastOrchestrations, configurable: true });
 
 // ---------- live updates --------------------------------------------------------------------
 
@@ -176,11 +87,14 @@ function applyTheme(t) {
   if (t) document.documentElement.dataset.theme = t; else delete document.documentElement.dataset.theme;
 }
 
+// Module scripts run once the page is parsed, before DOMContentLoaded: the page is wired then,
+// as it was when the scripts were classic.
 document.addEventListener('DOMContentLoaded', async () => {
-  emptyTemplate = $('empty').cloneNode(true);
+  cards.emptyTemplate = $('empty').cloneNode(true);
+  attention.openConversation = openConversation; // a notification's click (needs.js)
   drawIcons();
   wireComposer();
-  wireFollow();
+  wireConversation();
   $('notify').addEventListener('click', toggleNotifications);
   $('notify').setAttribute('aria-pressed', String(localStorage.getItem('hs.notify') === '1'));
   $('needs').addEventListener('click', (e) => {
@@ -247,6 +161,8 @@ document.addEventListener('DOMContentLoaded', async () => {
     else return;
     e.preventDefault();
   });
+  wireSearch(); // after the filter and the keys: its listeners run after theirs
+  wireUsage();
   setInterval(() => {
     for (const s of document.querySelectorAll('.since')) s.textContent = since(s.dataset.since);
   }, 5000);
@@ -256,8 +172,8 @@ document.addEventListener('DOMContentLoaded', async () => {
     toast(`Cannot load agents: ${e.message}`, 'error');
   }
   hs.metrics.firstRenderMs = performance.now();
-  loadMachines();
-  setInterval(loadMachines, 5000);
+  loadMachines(reloadAgents);
+  setInterval(() => loadMachines(reloadAgents), 5000);
   loadOrchestrations();
   setInterval(loadOrchestrations, 5000);
   loadAudit();

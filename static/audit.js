@@ -1,10 +1,12 @@
 // Headspace dashboard: the proof that no turn is lost or doubled. The header says what the
 // server's latest audit found (every transcript line against the stored turns), and when it
 // found something, a Repair button reconciles the agents it named and audits again.
-'use strict';
+import { $, api, clock, el, toast } from './helpers.js';
+import { hs } from './state.js';
+import { openConversation } from './conversation.js';
 
 /// Shows the latest audit's summary in the header (`GET /api/audit/summary`).
-async function loadAudit() {
+export async function loadAudit() {
   let s;
   try {
     s = await api('/api/audit/summary');

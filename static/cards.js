@@ -3,24 +3,17 @@
 // happens on load, on a filter and on a rename; a live change touches only its own card: the
 // card is made again and put at its place in its group, the group moves only if its place
 // changed, and the counts are kept by adding and subtracting. Changes that arrive together
-// are drawn once, on an animation frame at most ten times a second.
-'use strict';
-
-const cards = {
-  els: new Map(),       // agent id -> its card element
-  groups: new Map(),    // group (see groupOf) -> { section, head, grid, project, machine }
-  counts: new Map(),    // shown state -> how many agents (the summary)
-  countEls: new Map(),  // shown state -> its span in the summary
-  drawnTotal: null,     // the agent count the summary shows
-  dirty: new Set(),     // agent ids whose cards wait for the next frame
-  needsDirty: false,    // the "Needs you" strip waits for the next frame
-  orchDirty: false,     // orchestration panels wait for the next frame
-  scheduled: false,     // a draw is on its way
-  frame: null,          // the pending animation frame
-  timer: null,          // its stand-in when frames do not come (a hidden tab)
-  drawnAt: -Infinity,   // when the cards were last drawn (performance.now())
-  empty: null,          // the "no agents yet" note, when it is shown
-};
+// are drawn once, on an animation frame at most ten times a second. What is drawn is kept in
+// `cards` (state.js).
+import { $, api, el, since } from './helpers.js';
+import { cards, hs } from './state.js';
+import { icon } from './icons.js';
+import { inline } from './markdown.js';
+import { SHOWN_LABEL, SHOWN_ORDER, agentName, askedBlock, attention, drawKeyTarget, noteAttention, noteTransition, renderNeeds, shownState, waitingAgents, waitingSince } from './needs.js';
+import { dropEmptyMachine, groupOf, groupParent, machineLastSeen, machineOf, machines, multiMachine, offlineLabel, renderMachineHead } from './machines.js';
+import { nowLine, usageLine } from './steps.js';
+import { orchestrationNames, rerenderOrchestrations } from './orchestrations.js';
+import { convTitle } from './conversation.js';
 
 // Cards are drawn at most this often: at a hundred events a second, the changes of the last
 // quarter second share one style, layout and paint instead of one each (and Chromium's
@@ -133,7 +126,7 @@ function newGroup(id, project, machine, parent) {
   return g;
 }
 
-function renderAgents() {
+export function renderAgents() {
   const root = $('cards');
   const agents = visibleAgents();
   machines.multi = multiMachine();
@@ -214,9 +207,8 @@ function renderSummary() {
   }
 }
 
-let emptyTemplate = null;
 function emptyNote() {
-  return emptyTemplate.cloneNode(true);
+  return cards.emptyTemplate.cloneNode(true);
 }
 
 // ---------- one card at a time --------------------------------------------------------------
@@ -347,7 +339,13 @@ function orderGroups(root) {
   }
 }
 
-async function loadAgents() {
+/// Every card again from the server (a machine went offline or came back: machines.js); drawn
+/// again from what the page has when the server does not answer.
+export async function reloadAgents() {
+  try { await loadAgents(); } catch (e) { renderAgents(); }
+}
+
+export async function loadAgents() {
   const { body: list, lastEventId } = await api('/api/agents', { withEventId: true });
   // The stream starts where this list ends: an event committed in between is not missed.
   if (!hs.streamFrom) hs.streamFrom = lastEventId;
@@ -357,7 +355,7 @@ async function loadAgents() {
   if (hs.open !== null) convTitle(hs.agents.get(hs.open));
 }
 
-function refreshAgent(id) {
+export function refreshAgent(id) {
   if (hs.refresh.has(id)) return;
   hs.refresh.set(id, setTimeout(async () => {
     hs.refresh.delete(id);

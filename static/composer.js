@@ -2,8 +2,11 @@
 // new line, ↑ and ↓ walk the prompts sent before, Escape leaves the box (and never reaches the
 // agent); Interrupt (its button, or Alt+I) and Clear use the agent's routes. What was sent
 // shows at once as a pending turn, which the real turn (from the transcript or the prompt
-// hook) replaces.
-'use strict';
+// hook) replaces. Following the conversation's end (followEnd, pinEnd) is here too; its
+// wiring (wireFollow) is conversation.js's.
+import { $, api, el, toast } from './helpers.js';
+import { hs } from './state.js';
+import { renderMarkdown } from './markdown.js';
 
 const composer = {
   history: JSON.parse(localStorage.getItem('hs.history') || '[]'), // newest last
@@ -34,7 +37,7 @@ function showPending(agentId, text) {
 }
 
 /// A real user turn arrived: the pending one with its text goes.
-function settlePending(turn) {
+export function settlePending(turn) {
   if (turn.actor !== 'user') return;
   const i = composer.pending.findIndex((p) => p.agentId === turn.agent_id && p.text === String(turn.text).trim());
   if (i < 0) return;
@@ -42,7 +45,7 @@ function settlePending(turn) {
   composer.pending.splice(i, 1);
 }
 
-function dropPending() {
+export function dropPending() {
   for (const p of composer.pending) p.el.remove();
   composer.pending = [];
 }
@@ -93,15 +96,15 @@ function walkHistory(step) {
 /// Alt+I: the interrupt's key, in the prompt box and on the page. Escape is not: it leaves the
 /// box. Known by the character it would type, never by the key's place: on a Mac, Option+I
 /// is the circumflex's dead key (ê), typed in ordinary text, and must not interrupt.
-function isInterruptKey(e) {
+export function isInterruptKey(e) {
   return e.altKey && !e.ctrlKey && !e.metaKey && (e.key === 'i' || e.key === 'I');
 }
 
-function interrupt() {
+export function interrupt() {
   paneAction('interrupt', 'Interrupted (Escape sent)');
 }
 
-function wireComposer() {
+export function wireComposer() {
   const box = $('prompt');
   box.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); sendPrompt(); return; }
@@ -121,7 +124,7 @@ function wireComposer() {
 }
 
 /// Keeps the conversation at its end while the user reads the end; otherwise shows "new below".
-function followEnd(force) {
+export function followEnd(force) {
   if (force) hs.atEnd = true;
   if (hs.atEnd) {
     $('new-below').hidden = true;
@@ -133,25 +136,9 @@ function followEnd(force) {
 
 // Bubbles off screen are laid out lazily (content-visibility), so the height grows for a few
 // frames after a jump to the end: stay pinned to it until then, unless the user scrolls away.
-function pinEnd(frames) {
+export function pinEnd(frames) {
   const box = $('turns');
   if (!hs.atEnd) return;
   box.scrollTop = box.scrollHeight;
   if (frames > 0) requestAnimationFrame(() => pinEnd(frames - 1));
-}
-
-function wireFollow() {
-  const box = $('turns');
-  hs.atEnd = true;
-  let last = 0;
-  box.addEventListener('scroll', () => {
-    // Only the reader moving up leaves the end (content growing below does not); reaching
-    // the end again follows again (the conversation's end: not a window's opened around a turn).
-    if (!conv.newer && box.scrollHeight - box.scrollTop - box.clientHeight < 48) hs.atEnd = true;
-    else if (box.scrollTop < last - 2) hs.atEnd = false;
-    last = box.scrollTop;
-    if (hs.atEnd) $('new-below').hidden = true;
-  });
-  // Below a window opened around a turn, the end is a page away: the conversation opens there.
-  $('new-below').addEventListener('click', () => (conv.newer && hs.open !== null ? openConversation(hs.open) : followEnd(true)));
 }

@@ -2,7 +2,13 @@
 // turns (or around one turn, from a search result) and pages back when the reader scrolls to
 // the top, keeping what they look at in place; a window opened around a turn pages forward
 // at the bottom. Turns live by id: the same turn from an event and a page is one bubble.
-'use strict';
+import { $, api, clock, el } from './helpers.js';
+import { hs } from './state.js';
+import { renderMarkdown } from './markdown.js';
+import { options } from './questions.js';
+import { SHOWN_LABEL, agentName, renderConvPending, shownState } from './needs.js';
+import { placeTaskFiles, refreshSteps, refreshTaskFiles, setSteps, taskFiles, usageLine } from './steps.js';
+import { dropPending, followEnd } from './composer.js';
 
 const conv = {
   firstPage: 200,   // turns shown when a conversation opens
@@ -16,7 +22,7 @@ const conv = {
   held: new Map(),  // turn id -> live turn held while the window does not reach the end
 };
 
-function convTitle(a) {
+export function convTitle(a) {
   $('conv-title').textContent = a ? `${agentName(a)} · ${SHOWN_LABEL[shownState(a)]}` : '';
   $('conv-title').title = a ? `session ${a.session_id}` : '';
   const spent = usageLine(a, 'conv-usage');
@@ -123,7 +129,7 @@ function collapseGroup(taskId, group) {
 
 // Inserts or updates a turn at its place in (timestamp, id) order. Idempotent: the same turn
 // twice (from an event and a refetch) is one bubble.
-function upsertTurn(t, bulk) {
+export function upsertTurn(t, bulk) {
   const existing = hs.turns.get(t.id);
   if (existing) {
     const oldKey = key(existing.turn);
@@ -167,7 +173,7 @@ function upsertTurn(t, bulk) {
 /// A turn from the live stream. One that falls outside the fetched span waits: before it,
 /// the older pages bring it; after it, while the window does not reach the end, it is held
 /// until the pages forward do.
-function liveTurn(t) {
+export function liveTurn(t) {
   const k = key(t);
   if (conv.newer) {
     conv.held.set(t.id, t);
@@ -236,7 +242,7 @@ function addPage(page) {
 }
 
 /// Opens an agent's conversation at its end, or around one of its turns; true once shown.
-async function openConversation(id, around) {
+export async function openConversation(id, around) {
   hs.open = id;
   hs.turns = new Map();
   hs.order = [];
@@ -323,7 +329,7 @@ function fillView() {
 
 /// After a gap in the stream: the fetched span again, from its first turn on, merged by id
 /// (nothing doubled), so a turn committed meanwhile anywhere in it shows.
-async function refetchOpen() {
+export async function refetchOpen() {
   const id = hs.open, opening = conv.opening;
   if (id === null) return;
   if (!conv.oldest) {
@@ -350,13 +356,32 @@ async function refetchOpen() {
   showTurnCount();
 }
 
-function closeConversation() {
+export function closeConversation() {
   hs.open = null;
   conv.opening++;
   conv.loading = false;
   $('conversation').hidden = true;
 }
 
-document.addEventListener('DOMContentLoaded', () => {
+/// Wires the conversation's scrolling (called once by app.js at load): older or newer pages
+/// as the reader nears an edge, and following its end.
+export function wireConversation() {
   $('turns').addEventListener('scroll', fillView, { passive: true });
-});
+  wireFollow();
+}
+
+function wireFollow() {
+  const box = $('turns');
+  hs.atEnd = true;
+  let last = 0;
+  box.addEventListener('scroll', () => {
+    // Only the reader moving up leaves the end (content growing below does not); reaching
+    // the end again follows again (the conversation's end: not a window's opened around a turn).
+    if (!conv.newer && box.scrollHeight - box.scrollTop - box.clientHeight < 48) hs.atEnd = true;
+    else if (box.scrollTop < last - 2) hs.atEnd = false;
+    last = box.scrollTop;
+    if (hs.atEnd) $('new-below').hidden = true;
+  });
+  // Below a window opened around a turn, the end is a page away: the conversation opens there.
+  $('new-below').addEventListener('click', () => (conv.newer && hs.open !== null ? openConversation(hs.open) : followEnd(true)));
+}

@@ -1,6 +1,5 @@
 // Headspace dashboard: icons as inline SVG, so that they show on a machine without emoji or
 // symbol fonts. Built with the DOM (no markup strings).
-'use strict';
 
 const ICONS = {
   agent: 'M12 3a9 9 0 1 0 0 18a9 9 0 1 0 0-18zm0 5a4 4 0 1 1 0 8a4 4 0 1 1 0-8z',
@@ -18,7 +17,7 @@ const ICONS = {
 };
 
 /// An inline SVG icon, drawn with the current text colour.
-function icon(name, cls) {
+export function icon(name, cls) {
   const ns = 'http://www.w3.org/2000/svg';
   const svg = document.createElementNS(ns, 'svg');
   svg.setAttribute('viewBox', '0 0 24 24');
@@ -31,7 +30,7 @@ function icon(name, cls) {
 }
 
 /// Fills every `[data-icon]` placeholder of the static page with its icon.
-function drawIcons(root) {
+export function drawIcons(root) {
   for (const e of (root || document).querySelectorAll('[data-icon]')) {
     if (!e.querySelector('svg')) e.prepend(icon(e.dataset.icon));
   }

@@ -6,9 +6,10 @@
 // load and every five seconds and serves the headers only; a machine going offline or coming
 // back reloads the cards (their activity changed without an event: an offline machine sends
 // none), so a card's state always comes from the server.
-'use strict';
+import { $, api, el } from './helpers.js';
+import { cards, hs } from './state.js';
 
-const machines = {
+export const machines = {
   list: new Map(),   // machine name -> its row of /api/machines
   blocks: new Map(), // machine name -> { section, head, body } while grouped by machine
   multi: false,      // whether the cards are drawn grouped by machine
@@ -16,12 +17,12 @@ const machines = {
 };
 
 /// The machine an agent runs on (the server's name for its own).
-function machineOf(a) {
+export function machineOf(a) {
   return a.machine || '';
 }
 
 /// Whether agents span more than one machine: then the cards group by machine.
-function multiMachine() {
+export function multiMachine() {
   let first = null;
   for (const a of hs.agents.values()) {
     const m = machineOf(a);
@@ -32,26 +33,26 @@ function multiMachine() {
 }
 
 /// When the agent's machine was last heard from (ISO time), if known.
-function machineLastSeen(name, a) {
+export function machineLastSeen(name, a) {
   const m = machines.list.get(name);
   return (m && (m.last_seen_at || m.last_seen)) || (a && a.machine_last_seen) || null;
 }
 
 /// "offline since 10:42" (or just "offline" when it never reported).
-function offlineLabel(lastSeen) {
+export function offlineLabel(lastSeen) {
   const d = new Date(lastSeen || '');
   if (!lastSeen || isNaN(d)) return 'offline';
   return `offline since ${d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', hour12: false })}`;
 }
 
 /// The group a card goes in: its project, under its machine when grouped by machine.
-function groupOf(a) {
+export function groupOf(a) {
   const project = a.project || 'other';
   return machines.multi ? `${machineOf(a)}\u0000${project}` : project;
 }
 
 /// Where the groups of `machine` go: the cards' root, or the machine's block.
-function groupParent(machine, root) {
+export function groupParent(machine, root) {
   return machines.multi ? machineBlock(machine, root || $('cards')).body : root || $('cards');
 }
 
@@ -72,7 +73,7 @@ function machineBlock(name, parent) {
 }
 
 /// A machine's header: its name, online or offline since when, and its agents shown.
-function renderMachineHead(name) {
+export function renderMachineHead(name) {
   const b = machines.blocks.get(name);
   if (!b) return;
   let n = 0;
@@ -92,7 +93,7 @@ function renderMachineHead(name) {
 }
 
 /// Drops a machine's block when it holds no group any more.
-function dropEmptyMachine(name) {
+export function dropEmptyMachine(name) {
   const b = machines.blocks.get(name);
   if (b && !b.body.childElementCount) {
     b.section.remove();
@@ -100,8 +101,10 @@ function dropEmptyMachine(name) {
   }
 }
 
-/// Reads /api/machines; a machine gone offline or back reloads the cards.
-async function loadMachines() {
+/// Reads /api/machines; a machine gone offline or back reloads the cards with `reload` (app.js
+/// passes cards.js's reloadAgents: cards.js imports this module, so this module does not
+/// import it back).
+export async function loadMachines(reload) {
   let list;
   try {
     list = await api('/api/machines');
@@ -113,7 +116,7 @@ async function loadMachines() {
   const changed = machines.signature !== null && signature !== machines.signature;
   machines.signature = signature;
   if (changed) {
-    try { await loadAgents(); } catch (e) { renderAgents(); }
+    await reload();
   } else {
     for (const name of machines.blocks.keys()) renderMachineHead(name);
   }

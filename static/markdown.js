@@ -7,9 +7,9 @@
 // no pattern that can backtrack runs over a turn (one did, and 120 KB of unclosed backticks
 // froze the page for tens of seconds). It is pure (mdBlocks, mdInline: tokens, no DOM) and
 // counts its work in `steps`, which scripts/markdown-linear.mjs bounds per character (it runs
-// this file in node with a stand-in `document`). A classic script: its functions are the
-// page's globals (cards.js uses `inline`).
-'use strict';
+// this file in node with a stand-in `document`, as a function's body with its `export`s taken
+// off: so this module imports nothing, and exports only by `export function`). An ES module:
+// conversation.js and composer.js use `renderMarkdown`, cards.js `inline`.
 
 // ---------- characters ----------------------------------------------------------------------
 
@@ -330,7 +330,7 @@ function mdBlocks(text) {
 // ---------- the DOM ---------------------------------------------------------------------------
 
 /// The rendered text: a fragment of block elements.
-function renderMarkdown(text) {
+export function renderMarkdown(text) {
   const frag = document.createDocumentFragment();
   for (const b of mdBlocks(text).blocks) {
     if (b.type === 'code') {
@@ -376,6 +376,6 @@ function mdAppend(parent, tokens) {
 }
 
 /// Appends `text` to `parent` with its inline marks as elements, the rest as text nodes.
-function inline(parent, text) {
+export function inline(parent, text) {
   return mdAppend(parent, mdInline(text).tokens);
 }

@@ -2,20 +2,26 @@
 // the cards, the summary, the strip and the title all use), the "Needs you" strip (agents
 // waiting on a question or a permission, longest-waiting first, answered by button or
 // number key), and the notifications (tab title, opt-in browser notifications).
-'use strict';
+// shell/tests/page_rules.rs imports this module in Node (stand-ins for window, document and
+// localStorage) and checks shownState, isSubAgent and notableFinish against the core's cards.
+import { $, api, el, since, toast } from './helpers.js';
+import { cards, hs } from './state.js';
+import { icon } from './icons.js';
+import { answer, answerForm, isWizard, options, otherAnswer } from './questions.js';
+import { pinEnd } from './composer.js';
 
-const SHOWN_LABEL = { waiting: 'needs you', working: 'working', done: 'done', idle: 'idle', unknown: 'unknown', ended: 'ended' };
-const SHOWN_ORDER = ['waiting', 'working', 'done', 'idle', 'unknown', 'ended'];
+export const SHOWN_LABEL = { waiting: 'needs you', working: 'working', done: 'done', idle: 'idle', unknown: 'unknown', ended: 'ended' };
+export const SHOWN_ORDER = ['waiting', 'working', 'done', 'idle', 'unknown', 'ended'];
 
 /// The one state an agent is shown in: the card's `shown`.
-function shownState(a) {
-  // The server decides it (core/src/shown.rs: a task awaiting input that the user just sent
+export function shownState(a) {
+  // The server decides it (core/src/view/shown.rs: a task awaiting input that the user just sent
   // text to is working, not waiting; a machine that stopped reporting makes it unknown); the
   // page draws it and never decides it again.
   return SHOWN_LABEL[a.shown] ? a.shown : 'unknown';
 }
 
-const attention = {
+export const attention = {
   waitingSince: new Map(), // agent id -> ms: when the page first saw it waiting (no server time)
   shown: new Map(),        // agent id -> the shown state last rendered
   unseenDone: new Set(),   // agents that finished while the page was not looked at
@@ -27,11 +33,14 @@ const attention = {
   convPending: '',         // what the open conversation's pending request shows, as drawn
   told: new Map(),         // "agent id|state" -> ms: when that news was last notified
   recent: [],              // ms of the notices of the last minute
+  // What a notification's click does: open the agent's conversation. Set by app.js:
+  // conversation.js imports this module, so this module does not import it back.
+  openConversation: null,
 };
 
 /// When the agent started waiting, in ms: its question's time, when its permission dialog
 /// began showing (the server's), or when the page saw it.
-function waitingSince(a) {
+export function waitingSince(a) {
   if (a.state === 'awaiting_input' && a.state_since) return Date.parse(a.state_since);
   const dialogSince = a.question && a.question.question && a.question.question.since;
   if (dialogSince) return Date.parse(dialogSince);
@@ -40,14 +49,14 @@ function waitingSince(a) {
 }
 
 /// Agents waiting on the user, longest-waiting first.
-function waitingAgents() {
+export function waitingAgents() {
   return [...hs.agents.values()]
     .filter((a) => shownState(a) === 'waiting' && !hs.dismissed.has(a.id))
     .sort((x, y) => waitingSince(x) - waitingSince(y) || x.id - y.id);
 }
 
 /// The display name: the user's, else the project (and the worktree's folder when it differs).
-function agentName(a) {
+export function agentName(a) {
   const own = (hs.names || {})[a.id];
   if (own) return own;
   const folder = a.cwd ? String(a.cwd).split('/').filter(Boolean).pop() : null;
@@ -59,7 +68,7 @@ function agentName(a) {
 }
 
 /// What the agent asks, as elements: the question, the tool and its input, the options.
-function askedBlock(a, withOptions, place) {
+export function askedBlock(a, withOptions, place) {
   const box = el('div', 'asked');
   const q = a.question;
   if (!q) {
@@ -124,7 +133,7 @@ function replyBox(agentId) {
   return f;
 }
 
-function renderNeeds() {
+export function renderNeeds() {
   const root = $('needs');
   const list = waitingAgents();
   root.hidden = list.length === 0;
@@ -152,7 +161,7 @@ function renderNeeds() {
 /// The request the open conversation's agent waits on, at the conversation's end: the same
 /// question, tool input and answers as its "Needs you" item (drawn by askedBlock), gone once
 /// it stops waiting. On a phone the conversation covers the strip: this is where it answers.
-function renderConvPending(a) {
+export function renderConvPending(a) {
   const box = $('conv-pending');
   const waiting = a && a.id === hs.open && shownState(a) === 'waiting';
   // Drawn again only when what is asked changes: a reply being typed there stays.
@@ -197,7 +206,7 @@ function keyNoteText(a) {
 /// Draws the key target: the strip item's outline and a note on it and on its card, or, with
 /// none, how to pick one. Called whenever the selection, the strip or a card is drawn; draws
 /// again only what changed.
-function drawKeyTarget() {
+export function drawKeyTarget() {
   const strip = $('needs');
   const a = keyTarget();
   for (const item of strip.querySelectorAll('.need')) item.classList.toggle('focused', !!a && Number(item.dataset.id) === a.id);
@@ -233,7 +242,7 @@ function onScreen(e) {
 }
 
 /// Number key `n`: answers the key target with option `n` when its note is drawn and seen.
-function answerByKey(n) {
+export function answerByKey(n) {
   const a = keyTarget();
   if (!a) {
     const chosen = hs.agents.get(hs.selected);
@@ -260,7 +269,7 @@ function notificationsOn() {
   return localStorage.getItem('hs.notify') === '1' && 'Notification' in window && Notification.permission === 'granted';
 }
 
-async function toggleNotifications() {
+export async function toggleNotifications() {
   if (localStorage.getItem('hs.notify') === '1') {
     localStorage.removeItem('hs.notify');
     toast('Browser notifications off', '');
@@ -275,7 +284,7 @@ async function toggleNotifications() {
 /// After a card changes: tells of an agent that started waiting or finished its task. A
 /// permission's hook often comes a moment before its dialog is read from the pane: the
 /// notice waits for the question (at most two seconds) so that it can say what is asked.
-function noteTransition(a) {
+export function noteTransition(a) {
   const now = shownState(a);
   const before = attention.shown.get(a.id);
   attention.shown.set(a.id, now);
@@ -296,19 +305,19 @@ function noteTransition(a) {
   if (now === 'waiting' || finished) notify(a, now);
 }
 
-// How often to tell: the pacing of core/src/notice.rs (what --notify-command is told). What
+// How often to tell: the pacing of core/src/view/notice.rs (what --notify-command is told). What
 // is news (a sub-agent's session is not; a slash command's finish is not) is the card's
-// answer (core/src/shown.rs).
+// answer (core/src/view/shown.rs).
 const NOTICE_QUIET_MS = 30000;  // notice.rs AGENT_QUIET_MS: the same news of one agent, at most once
 const NOTICES_PER_MINUTE = 6;   // notice.rs MAX_PER_MINUTE: all agents together
 
 /// A sub-agent's session: its parent's news is what the user follows (the card says).
-function isSubAgent(a) {
+export function isSubAgent(a) {
   return a.sub_agent === true;
 }
 
 /// Whether a finished task is news (the card says: not a sub-agent's, not `/clear`'s).
-function notableFinish(a) {
+export function notableFinish(a) {
   return a.notable_finish === true;
 }
 
@@ -333,12 +342,12 @@ function notify(a, now) {
   const body = now === 'waiting' ? ((a.question && a.question.text) || 'It waits on a permission.') : ((a.last_turn && a.last_turn.text) || '');
   try {
     const n = new Notification(`${agentName(a)} ${now === 'waiting' ? 'needs you' : 'is done'}`, { body: body.slice(0, 300), tag: `hs-${a.id}` });
-    n.onclick = () => { window.focus(); openConversation(a.id); };
+    n.onclick = () => { window.focus(); attention.openConversation(a.id); };
   } catch (e) { /* notifications unavailable here */ }
 }
 
 /// The tab title: how many agents need the user, plus those that finished unseen.
-function noteAttention(waiting) {
+export function noteAttention(waiting) {
   const n = waiting + attention.unseenDone.size;
   const title = n ? `(${n}) Headspace` : 'Headspace';
   if (document.title !== title) document.title = title; // called on every card change

@@ -1,5 +1,7 @@
-// Headspace dashboard: the orchestration panels (loaded before app.js, which wires them).
-'use strict';
+// Headspace dashboard: the orchestration panels (app.js wires their buttons).
+import { $, api, clock, el, toast } from './helpers.js';
+import { hs } from './state.js';
+import { askedBlock, shownState } from './needs.js';
 
 // ---------- orchestrations ------------------------------------------------------------------
 // One panel per project with a run (`headspace orchestrate`): phase and steps, batches, cost
@@ -134,8 +136,8 @@ function runIsIn(o, a) {
   return ref !== '' && [String(a.id), a.tmux_pane, a.session_id].includes(ref);
 }
 
-let lastOrchestrations = [];
-function renderOrchestrations(list) {
+export let lastOrchestrations = [];
+export function renderOrchestrations(list) {
   lastOrchestrations = list;
   const root = $('orchestrations');
   // A start form being filled in stays across refreshes.
@@ -147,7 +149,7 @@ function renderOrchestrations(list) {
   root.hidden = list.length === 0 && !form;
 }
 
-async function loadOrchestrations() {
+export async function loadOrchestrations() {
   try {
     renderOrchestrations(await api('/api/orchestrations'));
   } catch (e) { /* the server is down: the next refresh tries again */ }
@@ -155,23 +157,23 @@ async function loadOrchestrations() {
 
 /// Panels again from the last list, when an agent's card changed (its question may be a
 /// run's).
-function rerenderOrchestrations() {
+export function rerenderOrchestrations() {
   if (lastOrchestrations.some((o) => o.agent != null)) renderOrchestrations(lastOrchestrations);
 }
 
 /// Whether a shown orchestration runs its steps in this agent (its panel shows the agent's
 /// question).
-function orchestrationNames(a) {
+export function orchestrationNames(a) {
   return lastOrchestrations.some((o) => runIsIn(o, a));
 }
 
 let orchTimer = null;
-function refreshOrchestrations() {
+export function refreshOrchestrations() {
   if (orchTimer) return;
   orchTimer = setTimeout(() => { orchTimer = null; loadOrchestrations(); }, 500);
 }
 
-async function orchestrate(command, project, button) {
+export async function orchestrate(command, project, button) {
   button.disabled = true;
   try {
     const r = await api(`/api/orchestrate/${command}`, {

@@ -1,7 +1,9 @@
-// Headspace dashboard: the answer form of an AskUserQuestion that one button cannot answer
-// (several questions, multi-select, or a free-text "Other" answer). Loaded before needs.js.
-// The server drives the pane's dialog through every question (POST .../answer {answers}).
-'use strict';
+// Headspace dashboard: answering what an agent asks. The option buttons of a question or a
+// permission (a click answers: POST .../answer {option}), and the answer form of an
+// AskUserQuestion that one button cannot answer (several questions, multi-select, or a
+// free-text "Other" answer): the server drives the pane's dialog through every question
+// (POST .../answer {answers}).
+import { api, el, toast } from './helpers.js';
 
 /// Sends `answers` (one per question) for agent `agentId`; `button` stays disabled once
 /// answered, and the form kept under `key` is forgotten.
@@ -22,7 +24,7 @@ async function postAnswers(agentId, answers, button, key) {
 }
 
 /// Whether the tool input asks more than one option button can answer.
-function isWizard(dialog) {
+export function isWizard(dialog) {
   const qs = (dialog && dialog.questions) || [];
   return qs.length > 1 || qs.some((q) => q.multiSelect);
 }
@@ -32,7 +34,7 @@ function isWizard(dialog) {
 const answerForms = new Map();
 
 /// The form answering every question of `dialog` for agent `agentId`, shown in `place`.
-function answerForm(dialog, agentId, place) {
+export function answerForm(dialog, agentId, place) {
   const key = `${place}|${agentId}|${JSON.stringify(dialog.questions.map((q) => q.question))}`;
   const kept = answerForms.get(key);
   if (kept) return kept;
@@ -85,7 +87,7 @@ function answerForm(dialog, agentId, place) {
 
 /// The free-text answer of a single AskUserQuestion ("Other…"), typed into its dialog's
 /// "Type something." row by the server.
-function otherAnswer(agentId, place, text) {
+export function otherAnswer(agentId, place, text) {
   const key = `${place}|${agentId}|other|${text}`;
   const kept = answerForms.get(key);
   if (kept) return kept;
@@ -104,4 +106,45 @@ function otherAnswer(agentId, place, text) {
   });
   answerForms.set(key, f);
   return f;
+}
+
+/// The options of a question or permission dialog: with an agent, the first question's options
+/// as buttons that answer it (see `answer`); else as text. Null when it has none.
+export function options(question, agentId) {
+  // AskUserQuestion: {questions: [{question, options: [{label}]}]}; permission: {options: [...]}.
+  // With an agent, the first question's options are buttons that answer it in the pane (the
+  // terminal numbers them from 1); the rest are shown as they are.
+  const box = el('div', 'options');
+  const qs = (question && question.questions) || (question ? [question] : []);
+  qs.forEach((q, qi) => {
+    (q.options || []).forEach((o, i) => {
+      const label = typeof o === 'string' ? o : o.label;
+      if (agentId !== undefined && qi === 0) {
+        const b = el('button', 'answer', `${i + 1}. ${label}`);
+        b.dataset.answer = String(i + 1);
+        b.dataset.agent = String(agentId);
+        box.appendChild(b);
+      } else {
+        box.appendChild(el('span', null, label));
+      }
+    });
+  });
+  return box.childElementCount ? box : null;
+}
+
+/// Answers agent `agentId`'s dialog with option `option` (an option button, or its number
+/// key); `button` stays disabled once answered.
+export async function answer(agentId, option, button) {
+  button.disabled = true;
+  try {
+    const r = await api(`/api/agents/${agentId}/answer`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ option: Number(option) }),
+    });
+    toast(`Answered “${r.label}”${r.verified ? '' : ' (the pane did not change; check it)'}`, r.verified ? 'ok' : 'error');
+  } catch (e) {
+    button.disabled = false;
+    toast(`Could not answer: ${e.message}`, 'error');
+  }
 }

@@ -3,9 +3,12 @@
 // result opens its conversation scrolled to that turn. Snippets are text: highlights are
 // code-point ranges the server returns, drawn as <mark> elements through the DOM, never
 // innerHTML.
-'use strict';
+import { $, api, clock, el, toast } from './helpers.js';
+import { hs } from './state.js';
+import { agentName } from './needs.js';
+import { openConversation } from './conversation.js';
 
-const search = {
+export const search = {
   timer: null,
   asked: '',        // the query whose results are shown (or on their way)
   delayMs: 250,
@@ -109,7 +112,7 @@ async function openAtTurn(agentId, turnId) {
 
 // ---------- history view ----------------------------------------------------------------------
 
-async function showHistory(on) {
+export async function showHistory(on) {
   search.historyShown = on;
   $('history-toggle').setAttribute('aria-pressed', String(on));
   $('history').hidden = !on;
@@ -143,7 +146,9 @@ async function showHistory(on) {
   }
 }
 
-document.addEventListener('DOMContentLoaded', () => {
+/// The filter's history search, its results and the History button (called once by app.js at
+/// load, after the filter is wired to the cards).
+export function wireSearch() {
   $('filter').addEventListener('input', onFilterInput);
   $('filter').setAttribute('placeholder', 'Filter agents, search history  /');
   $('search-results').addEventListener('click', (e) => {
@@ -155,6 +160,6 @@ document.addEventListener('DOMContentLoaded', () => {
     if (b) openConversation(Number(b.dataset.agent));
   });
   $('history-toggle').addEventListener('click', () => showHistory(!search.historyShown));
-});
+}
 
 window.__search = { openAtTurn, runSearch, showHistory, state: search };

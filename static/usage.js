@@ -1,7 +1,8 @@
-// What agents spent, by project and by day (the Usage view), and the files each task
-// changed, shown at the task's first turn. Every figure comes from the usage routes; every
-// path and name goes in through textContent.
-'use strict';
+// What agents spent, by project and by day (the Usage view). Every figure comes from the
+// usage routes; every name goes in through textContent.
+import { $, api, el } from './helpers.js';
+import { formatCost, formatTokens, refreshTaskFiles, tokenTotal } from './steps.js';
+import { search, showHistory } from './search.js';
 
 const usageView = { shown: false };
 
@@ -51,51 +52,13 @@ async function showUsage(on) {
   }
 }
 
-// ---------- files changed, by task ---------------------------------------------------------------
-
-const taskFiles = { agent: null, byTask: new Map() };
-
-// A path under the agent's folder is shown relative to it.
-function shortPath(path, cwd) {
-  return cwd && path.startsWith(`${cwd}/`) ? path.slice(cwd.length + 1) : path;
-}
-
-// Puts each task's changed files at its first turn ("changed src/lib.rs, README.md").
-function placeTaskFiles() {
-  const agent = hs.agents.get(hs.open);
-  for (const [, turnId] of hs.order) {
-    const entry = hs.turns.get(turnId);
-    if (!entry || !entry.el.classList.contains('task-start')) continue;
-    const files = taskFiles.byTask.get(entry.turn.task_id);
-    const old = entry.el.querySelector(':scope > .task-files');
-    if (!files) { if (old) old.remove(); continue; }
-    const line = el('div', 'task-files');
-    line.appendChild(el('span', 'task-files-tag', `changed ${files.length} file${files.length === 1 ? '' : 's'}:`));
-    for (const f of files) {
-      const c = el('code', null, shortPath(f, agent && agent.cwd));
-      c.title = f;
-      line.append(' ', c);
-    }
-    if (old) old.replaceWith(line); else entry.el.prepend(line);
-  }
-}
-
-async function refreshTaskFiles(agentId) {
-  try {
-    const u = await api(`/api/agents/${agentId}/usage`);
-    if (hs.open !== agentId) return;
-    taskFiles.agent = agentId;
-    taskFiles.byTask = new Map(u.tasks.filter((t) => t.files && t.files.length).map((t) => [t.task_id, t.files]));
-    placeTaskFiles();
-  } catch (e) { /* the next step event tries again */ }
-}
-
-document.addEventListener('DOMContentLoaded', () => {
+/// The Usage button (called once by app.js at load, after the History button is wired).
+export function wireUsage() {
   $('usage-toggle').addEventListener('click', () => {
     if (search.historyShown) showHistory(false);
     showUsage(!usageView.shown);
   });
   $('history-toggle').addEventListener('click', () => { if (usageView.shown) showUsage(false); });
-});
+}
 
 window.__usage = { showUsage, refreshTaskFiles, state: usageView };

@@ -94,25 +94,32 @@ fn the_core_and_the_page_agree_on_who_needs_you_and_which_finish_is_news() {
     let cards_file = dir.join("cards.json");
     std::fs::write(&cards_file, serde_json::to_vec(&cards).unwrap()).unwrap();
     let needs = concat!(env!("CARGO_MANIFEST_DIR"), "/../static/needs.js");
-    // needs.js defines its rules at the top level of a classic script; a fresh context runs
-    // it and is asked each card's questions.
+    // needs.js is an ES module that exports its rules; it is imported (with the modules it
+    // imports) and asked each card's questions. Node takes a `.js` file for a module only under
+    // a package.json that says so: the page's files are copied into `dir`, beside one.
     let harness = r#"
-const fs = require('fs'), vm = require('vm');
-const [script, cardsFile] = process.argv.slice(-2);
-// The page's globals its top level touches (it listens for focus and visibility).
+import fs from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+const [script, cardsFile, dir] = process.argv.slice(-3);
+const page = path.join(dir, 'static');
+fs.cpSync(path.dirname(script), page, { recursive: true });
+fs.writeFileSync(path.join(page, 'package.json'), '{"type":"module"}');
+// The page's globals the modules' top levels touch (needs.js listens for focus and
+// visibility; state.js and composer.js read localStorage, state.js sets window.__hs).
 const listens = { addEventListener() {} };
-const ctx = vm.createContext({ console, document: listens, window: listens });
-vm.runInContext(fs.readFileSync(script, 'utf8'), ctx);
+globalThis.window = listens;
+globalThis.document = listens;
+Object.defineProperty(globalThis, 'localStorage', { value: { getItem: () => null }, configurable: true, writable: true });
+const { shownState, isSubAgent, notableFinish } = await import(pathToFileURL(path.join(page, path.basename(script))).href);
 const cards = JSON.parse(fs.readFileSync(cardsFile, 'utf8'));
-const answers = cards.map((card) => {
-  ctx.__card = card;
-  return vm.runInContext('[shownState(__card), isSubAgent(__card), notableFinish(__card)]', ctx);
-});
+const answers = cards.map((card) => [shownState(card), isSubAgent(card), notableFinish(card)]);
 process.stdout.write(JSON.stringify(answers));
 "#;
     let mut node = std::process::Command::new("node")
-        .args(["-", needs])
+        .args(["--input-type=module", "-", needs])
         .arg(&cards_file)
+        .arg(&dir)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
