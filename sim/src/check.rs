@@ -27,7 +27,8 @@
 //!   position order, with its name and data, across hub switches and hub restarts, and no
 //!   `gap` (every event is retained); no committed event is left without a position.
 //!
-//! - C1 commands: a prompt a user sent through a hub to another machine's pane was typed
+//! - C1 commands: a prompt (or a question's answer, its option's key) a user sent through a
+//!   hub to another machine's pane was typed
 //!   there exactly once when the hub answered 200, never when it answered that the command
 //!   will not run (503 offline, 504 not taken, any other refusal), and at most once when the
 //!   answer says nothing sure (no answer; 504 taken without a result, or written and its
@@ -84,12 +85,15 @@ pub struct Violation {
     pub detail: String,
 }
 
-/// A prompt a user sent through a hub (the `cluster` scenario), and what the hub answered.
+/// A prompt or a question's answer a user sent through a hub (the `cluster` scenario), and
+/// what the hub answered.
 #[derive(Clone, Debug)]
 pub struct SendRecord {
     /// The agent's pane.
     pub pane: String,
-    /// The text.
+    /// What was asked: `send` or `answer`.
+    pub what: &'static str,
+    /// The text typed: the prompt, or the answer's option key.
     pub text: String,
     /// The hub asked.
     pub hub: &'static str,
@@ -396,7 +400,8 @@ impl Checker {
                 Promise::NotTyped => {}
             }
             e.2.push(format!(
-                "{} at {} answered {}",
+                "{} {} at {} answered {}",
+                s.what,
                 s.hub,
                 s.at,
                 s.answer

@@ -408,16 +408,18 @@ fn finish(
     let now = Timestamp(EPOCH_MS + sim_ms as i64);
     let mut violations = Vec::new();
     let (mut trace, mut stores, mut turns, mut commits) = (Vec::new(), Vec::new(), 0, 0);
-    let mut sends = (0, 0);
+    let (mut sends, mut answers) = ((0, 0), (0, 0));
     for (spec, world) in EDGES.iter().zip(worlds) {
         let mut s = world.lock();
-        sends.0 += s.checker.sends.len();
-        sends.1 += s
-            .checker
-            .sends
-            .iter()
-            .filter(|r| r.answer.as_ref().is_some_and(|(st, _)| *st == 200))
-            .count();
+        for r in &s.checker.sends {
+            let count = if r.what == "answer" {
+                &mut answers
+            } else {
+                &mut sends
+            };
+            count.0 += 1;
+            count.1 += usize::from(r.answer.as_ref().is_some_and(|(st, _)| *st == 200));
+        }
         let typed = std::mem::take(&mut s.typed_log);
         s.checker.check_commands(now, &typed);
         s.finish(now);
@@ -461,6 +463,7 @@ fn finish(
             .map(|r| (r.events.len(), r.connections))
             .collect(),
         sends,
+        answers,
         commands: {
             let q = queue.lock();
             (q.submitted, q.taken, q.wakes_lost)

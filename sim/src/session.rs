@@ -205,6 +205,30 @@ impl Agent {
         }
     }
 
+    /// In the `cluster` scenario the user answers the question from a hub's page, which
+    /// forwards the answer to this agent's edge through the shared pane-command table: after
+    /// part of the `wait`, option 1 is asked of a random hub and recorded for C1 as the key
+    /// it types ("1"). Returns the simulated milliseconds spent; nothing elsewhere.
+    async fn answer_through_a_hub(&mut self, wait: u64) -> u64 {
+        let Some(hubs) = self.world.lock().cluster.as_ref().map(|c| c.hubs.clone()) else {
+            return 0;
+        };
+        let start = sim_now();
+        sleep_ms(self.rng.range(wait / 4, wait / 2 + 1)).await;
+        let hub = *self.rng.pick(&hubs);
+        let path = format!("/api/agents/{}/answer", self.w.session_id);
+        let answer = post_answered(hub, &path, br#"{"option": 1}"#).await;
+        self.world.lock().checker.sends.push(SendRecord {
+            pane: self.pane.clone(),
+            what: "answer",
+            text: "1".into(),
+            hub,
+            answer,
+            at: sim_now(),
+        });
+        (sim_now().millis() - start.millis()).max(0) as u64
+    }
+
     /// Waits up to 3 s for text typed into the pane through the server.
     async fn typed(&self, want: &str) -> bool {
         for _ in 0..60 {
@@ -238,6 +262,7 @@ impl Agent {
                     let status = answer.as_ref().map(|(s, _)| *s);
                     self.world.lock().checker.sends.push(SendRecord {
                         pane: self.pane.clone(),
+                        what: "send",
                         text: x.prompt.clone(),
                         hub,
                         answer,
@@ -321,7 +346,9 @@ impl Agent {
                     );
                     self.world.show(&self.pane, Screen::Question);
                     self.phase(Activity::Waiting, Some(puuid.clone()), prompt_id.clone());
-                    sleep_ms(questions.next().copied().unwrap_or(1_000)).await;
+                    let wait = questions.next().copied().unwrap_or(1_000);
+                    let spent = self.answer_through_a_hub(wait).await;
+                    sleep_ms(wait.saturating_sub(spent)).await;
                     self.tick();
                     let a = self.w.answer(&id, "Which option?", "a");
                     self.write(&a, Some((Some("a".into()), puuid.clone(), false)));
