@@ -8,7 +8,7 @@ import { cards, hs } from './state.js';
 import { drawIcons } from './icons.js';
 import { renderMarkdown } from './markdown.js';
 import { answer } from './questions.js';
-import { answerByKey, attention, toggleNotifications } from './needs.js';
+import { answerByKey, attention, showNotice, toggleNotifications } from './needs.js';
 import { interrupt, isInterruptKey, settlePending, wireComposer } from './composer.js';
 import { lastOrchestrations, loadOrchestrations, orchestrate, refreshOrchestrations, renderOrchestrations } from './orchestrations.js';
 import { closeMenu, dismiss, openMenu, orchestrateProject, reconcile, rename, select, showInfo } from './actions.js';
@@ -63,6 +63,8 @@ function connect() {
     es.addEventListener(name, (ev) => applyOnce(ev, (d) => refreshAgent(d.agent_id)));
   }
   es.addEventListener('session_created', (ev) => applyOnce(ev, () => loadAgents()));
+  // News of the moment, with no id: told as it comes, never replayed.
+  es.addEventListener('notice', (ev) => showNotice(JSON.parse(ev.data)));
   es.addEventListener('session_activity', (ev) => applyOnce(ev, (d) => {
     refreshOrchestrations();
     // A transcript grew: its tool calls and tokens may have too.

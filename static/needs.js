@@ -25,14 +25,11 @@ export const attention = {
   waitingSince: new Map(), // agent id -> ms: when the page first saw it waiting (no server time)
   shown: new Map(),        // agent id -> the shown state last rendered
   unseenDone: new Set(),   // agents that finished while the page was not looked at
-  held: new Map(),         // agent id -> timer: a waiting notice held for its question
   markers: [],             // the "keys 1–N answer this" notes drawn (drawKeyTarget)
   markedFor: '',           // what they say, and of which agent ('' when none)
   markedAt: 0,             // when that last changed (performance.now())
   waitingCount: 0,         // agents in the strip, as last counted
   convPending: '',         // what the open conversation's pending request shows, as drawn
-  told: new Map(),         // "agent id|state" -> ms: when that news was last notified
-  recent: [],              // ms of the notices of the last minute
   // What a notification's click does: open the agent's conversation. Set by app.js:
   // conversation.js imports this module, so this module does not import it back.
   openConversation: null,
@@ -281,35 +278,18 @@ export async function toggleNotifications() {
   $('notify').setAttribute('aria-pressed', String(localStorage.getItem('hs.notify') === '1'));
 }
 
-/// After a card changes: tells of an agent that started waiting or finished its task. A
-/// permission's hook often comes a moment before its dialog is read from the pane: the
-/// notice waits for the question (at most two seconds) so that it can say what is asked.
+/// After a card changes: remembers what it shows, and counts a notable finish the user did
+/// not see for the tab title. Whether to tell the user is not decided here: the server's
+/// `notice` events say (showNotice).
 export function noteTransition(a) {
   const now = shownState(a);
   const before = attention.shown.get(a.id);
   attention.shown.set(a.id, now);
-  const held = attention.held.get(a.id);
-  if (held && (now !== 'waiting' || a.question)) {
-    clearTimeout(held);
-    attention.held.delete(a.id);
-    if (now === 'waiting') notify(a, now);
-  }
   if (now !== 'waiting') attention.waitingSince.delete(a.id);
   if (before === undefined || before === now) return;
   const finished = now === 'done' && (before === 'working' || before === 'waiting');
   if (finished && notableFinish(a) && (document.hidden || !document.hasFocus())) attention.unseenDone.add(a.id);
-  if (now === 'waiting' && !a.question) {
-    attention.held.set(a.id, setTimeout(() => { attention.held.delete(a.id); notify(hs.agents.get(a.id) || a, 'waiting'); }, 2000));
-    return;
-  }
-  if (now === 'waiting' || finished) notify(a, now);
 }
-
-// How often to tell: the pacing of core/src/view/notice.rs (what --notify-command is told). What
-// is news (a sub-agent's session is not; a slash command's finish is not) is the card's
-// answer (core/src/view/shown.rs).
-const NOTICE_QUIET_MS = 30000;  // notice.rs AGENT_QUIET_MS: the same news of one agent, at most once
-const NOTICES_PER_MINUTE = 6;   // notice.rs MAX_PER_MINUTE: all agents together
 
 /// A sub-agent's session: its parent's news is what the user follows (the card says).
 export function isSubAgent(a) {
@@ -321,28 +301,19 @@ export function notableFinish(a) {
   return a.notable_finish === true;
 }
 
-/// Whether agent `a` newly shown in state `now` is told, at `at` ms; if so it counts as told.
-function worthNotice(a, now, at) {
-  if (isSubAgent(a) || (now === 'done' && !notableFinish(a))) return false;
-  const key = `${a.id}|${now}`;
-  if (attention.told.has(key) && at < attention.told.get(key) + NOTICE_QUIET_MS) return false;
-  attention.recent = attention.recent.filter((t) => t > at - 60000);
-  if (attention.recent.length >= NOTICES_PER_MINUTE) return false;
-  attention.recent.push(at);
-  attention.told.set(key, at);
-  return true;
-}
-
-/// A browser notification, when they are on, the news is worth it, and the user is not
-/// looking at the page.
-function notify(a, now) {
-  if (!worthNotice(a, now, Date.now())) return;
+/// A `notice` event from the server (core/src/view/notice.rs decides which news is told and
+/// how often, for every page and --notify-command alike): a browser notification, when
+/// they are on and the user is not looking at the page. One tag per notice, so several
+/// open tabs show it once.
+export function showNotice(n) {
   hs.metrics.notices = (hs.metrics.notices || 0) + 1;
   if (!notificationsOn() || (!document.hidden && document.hasFocus())) return;
-  const body = now === 'waiting' ? ((a.question && a.question.text) || 'It waits on a permission.') : ((a.last_turn && a.last_turn.text) || '');
+  const a = hs.agents.get(n.agent_id);
+  const who = a ? agentName(a) : (n.project || 'agent');
+  const what = n.event === 'needs_you' ? 'needs you' : 'is done';
   try {
-    const n = new Notification(`${agentName(a)} ${now === 'waiting' ? 'needs you' : 'is done'}`, { body: body.slice(0, 300), tag: `hs-${a.id}` });
-    n.onclick = () => { window.focus(); attention.openConversation(a.id); };
+    const note = new Notification(`${who} ${what}`, { body: String(n.body || '').slice(0, 300), tag: `hs-${n.agent_id}-${n.event}-${n.at}` });
+    note.onclick = () => { window.focus(); attention.openConversation(n.agent_id); };
   } catch (e) { /* notifications unavailable here */ }
 }
 

@@ -2,7 +2,7 @@
 //! not sub-agents, not too often. No clock: the times are given.
 
 use headspace_core::model::{AgentRow, TaskRow};
-use headspace_core::view::notice::{Notices, AGENT_QUIET_MS, MAX_PER_MINUTE};
+use headspace_core::view::notice::{Notices, AGENT_QUIET_MS, MAX_PER_MINUTE, QUESTION_WAIT_MS};
 use headspace_core::view::AgentView;
 use headspace_core::{TaskState, Timestamp};
 
@@ -43,6 +43,16 @@ fn view(a: &AgentRow, state: TaskState, command: &str) -> AgentView {
     };
     let mut v = AgentView::from_rows(a, [&task], []);
     v.command = Some(command.into());
+    if state == TaskState::AwaitingInput {
+        v.question = Some(("Which one?".into(), None));
+    }
+    v
+}
+
+/// A wait whose question is not known yet (a permission's hook before its dialog is read).
+fn waiting_unasked(a: &AgentRow) -> AgentView {
+    let mut v = view(a, TaskState::AwaitingInput, "go");
+    v.question = None;
     v
 }
 
@@ -120,4 +130,38 @@ fn the_same_news_is_rate_limited_per_agent_and_in_all() {
     assert!(n
         .observe(&view(&agent(40), TaskState::AwaitingInput, "go"), t(61_000))
         .is_some());
+}
+
+#[test]
+fn a_wait_is_told_once_its_question_is_known_or_when_its_time_is_up() {
+    let mut n = Notices::new();
+    let (a, b, c) = (agent(1), agent(2), agent(3));
+    for x in [&a, &b, &c] {
+        n.observe(&view(x, TaskState::Processing, "go"), t(0));
+    }
+    // a: the question comes 500 ms after the wait: told then, saying what is asked.
+    assert_eq!(n.observe(&waiting_unasked(&a), t(1_000)), None, "held");
+    assert_eq!(n.next_due(), Some(t(1_000 + QUESTION_WAIT_MS)));
+    let told = n
+        .observe(&view(&a, TaskState::AwaitingInput, "go"), t(1_500))
+        .expect("told with its question");
+    assert_eq!(told["body"], "Which one?");
+    assert_eq!(n.next_due(), None);
+    // b: no question ever comes: told when its time is up, once.
+    assert_eq!(n.observe(&waiting_unasked(&b), t(2_000)), None);
+    assert_eq!(
+        n.observe(&waiting_unasked(&b), t(2_100)),
+        None,
+        "still held"
+    );
+    assert!(n.due(t(2_000 + QUESTION_WAIT_MS - 1)).is_empty());
+    let due = n.due(t(2_000 + QUESTION_WAIT_MS));
+    assert_eq!(due.len(), 1);
+    assert_eq!(due[0]["agent_id"], 2);
+    assert_eq!(due[0]["body"], "It waits on a permission.");
+    assert!(n.due(t(10_000)).is_empty(), "told once");
+    // c: goes back to work before its time is up: nothing is told.
+    assert_eq!(n.observe(&waiting_unasked(&c), t(3_000)), None);
+    n.observe(&view(&c, TaskState::Processing, "go"), t(3_500));
+    assert!(n.due(t(3_000 + QUESTION_WAIT_MS)).is_empty());
 }

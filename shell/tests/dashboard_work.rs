@@ -179,7 +179,8 @@ fn the_needs_you_strip_orders_waiting_agents_and_answers_them() {
         notes,
         json!([
             ["shop needs you", "Where should the diagram go?"],
-            ["garden needs you", "Do you want to proceed?"]
+            // The server's notice says the permission's command too (core notice.rs).
+            ["garden needs you", "Do you want to proceed? rm -rf target"]
         ])
     );
     browser.screenshot("dashboard-needs-you");

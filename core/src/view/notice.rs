@@ -2,9 +2,9 @@
 //! task. The shell runs `--notify-command` with what [`Notices::observe`] returns; the
 //! decision (which changes count, which are noise, how often) is made here, without a clock.
 //! Whether an agent is a sub-agent's and whether a finish is news are the card's answers
-//! (`crate::view::shown`); the dashboard's browser notifications read them from the card and keep
-//! the same pacing (`worthNotice` in `static/needs.js`, [`AGENT_QUIET_MS`] and
-//! [`MAX_PER_MINUTE`]).
+//! (`crate::view::shown`). The server publishes each notice as a `notice` event on its event
+//! stream too, and the dashboard's browser notifications show exactly those: the page decides
+//! nothing about them.
 
 use crate::model::AgentId;
 use crate::task::state::TaskState;
@@ -18,6 +18,10 @@ use std::collections::{BTreeMap, VecDeque};
 pub const AGENT_QUIET_MS: i64 = 30_000;
 /// At most this many notices in any minute, all agents together.
 pub const MAX_PER_MINUTE: usize = 6;
+/// A wait whose question is not known yet (a permission's hook often comes a moment before
+/// its dialog is read from the pane) is told once the question is known, or after this many
+/// milliseconds without it, so that the notice can say what is asked.
+pub const QUESTION_WAIT_MS: i64 = 2_000;
 
 /// What an agent is doing, as far as notices care.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,6 +57,8 @@ pub struct Notices {
     phases: BTreeMap<AgentId, Phase>,
     told: BTreeMap<(AgentId, NoticeKind), Timestamp>,
     recent: VecDeque<Timestamp>,
+    /// Waits held for their question: since when, and the card as last seen.
+    held: BTreeMap<AgentId, (Timestamp, AgentView)>,
 }
 
 fn phase(view: &AgentView) -> Phase {
@@ -75,14 +81,32 @@ impl Notices {
     /// when a task it was seen working on finishes. Not told: sub-agents, ended agents, a
     /// slash command's end (`/clear`), the same news about an agent again within
     /// [`AGENT_QUIET_MS`], and anything past [`MAX_PER_MINUTE`].
+    ///
+    /// A wait whose question is not known yet is held (see [`QUESTION_WAIT_MS`]): it is told
+    /// by the `observe` that first sees its question, or by [`Notices::due`].
     pub fn observe(&mut self, view: &AgentView, now: Timestamp) -> Option<Value> {
         let id = view.agent.id;
         let now_phase = phase(view);
         let before = self.phases.insert(id, now_phase);
+        if self.held.contains_key(&id) {
+            if now_phase != Phase::NeedsYou {
+                self.held.remove(&id);
+            } else if view.open_question().is_some() {
+                self.held.remove(&id);
+                return self.tell(view, NoticeKind::NeedsYou, now);
+            } else {
+                self.held.insert(id, (self.held[&id].0, view.clone()));
+                return None;
+            }
+        }
         if before == Some(now_phase) || view.sub_agent() {
             return None;
         }
         let kind = match now_phase {
+            Phase::NeedsYou if view.open_question().is_none() => {
+                self.held.insert(id, (now, view.clone()));
+                return None;
+            }
             Phase::NeedsYou => NoticeKind::NeedsYou,
             Phase::Finished
                 if matches!(before, Some(Phase::Working | Phase::NeedsYou))
@@ -92,6 +116,38 @@ impl Notices {
             }
             _ => return None,
         };
+        self.tell(view, kind, now)
+    }
+
+    /// The waits held for their question whose time is up at `now`, told without it (in
+    /// agent order), within the pacing.
+    pub fn due(&mut self, now: Timestamp) -> Vec<Value> {
+        let up: Vec<AgentId> = self
+            .held
+            .iter()
+            .filter(|(_, (since, _))| now >= since.add_millis(QUESTION_WAIT_MS))
+            .map(|(id, _)| *id)
+            .collect();
+        up.into_iter()
+            .filter_map(|id| {
+                let (_, view) = self.held.remove(&id)?;
+                self.tell(&view, NoticeKind::NeedsYou, now)
+            })
+            .collect()
+    }
+
+    /// When [`Notices::due`] has something to tell, if anything is held.
+    pub fn next_due(&self) -> Option<Timestamp> {
+        self.held
+            .values()
+            .map(|(since, _)| since.add_millis(QUESTION_WAIT_MS))
+            .min()
+    }
+
+    /// Tells `kind` about the agent unless the same news was told of it within
+    /// [`AGENT_QUIET_MS`] or [`MAX_PER_MINUTE`] were told in the last minute.
+    fn tell(&mut self, view: &AgentView, kind: NoticeKind, now: Timestamp) -> Option<Value> {
+        let id = view.agent.id;
         if self
             .told
             .get(&(id, kind))

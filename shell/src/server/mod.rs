@@ -302,9 +302,11 @@ async fn serve(
         http::start_pane_executor(app.clone());
         crate::server::watcher::start_notify(claude_dir.clone(), app.core.clone());
     }
-    if let Some(command) = args.notify_command.clone() {
-        crate::server::notifier::start(app.hub.clone(), app.store.clone(), command);
-    }
+    crate::server::notifier::start(
+        app.hub.clone(),
+        app.store.clone(),
+        args.notify_command.clone(),
+    );
     // Orchestration runs whose runner died with the machine or the server: shown as such,
     // and restarted where the user chose it.
     if role.has_agents() {

@@ -1,7 +1,9 @@
-//! `--notify-command`: tells a user away from the page that an agent needs them or finished,
-//! by running a command of theirs (`notify-send`, ntfy, a webhook through curl) through
-//! `sh -c` with the notice as JSON on its stdin. What to tell, and how often, is the core's
-//! [`Notices`]; this file only listens to the event hub, reads cards and spawns.
+//! Notices: telling a user that an agent needs them or finished. Each notice goes out as a
+//! passing `notice` event on the event stream (the dashboard's browser notifications show
+//! exactly these) and, with `--notify-command`, to a command of theirs (`notify-send`, ntfy,
+//! a webhook through curl) through `sh -c` with the notice as JSON on its stdin. What to
+//! tell, and how often, is the core's [`Notices`]; this file only listens to the event hub,
+//! reads cards, publishes and spawns.
 
 use crate::server::sse::Hub;
 use crate::server::store::Store;
@@ -24,32 +26,69 @@ const NEWS: [&str; 4] = [
 /// How long the command may run before it is stopped.
 const COMMAND_TIME: Duration = Duration::from_secs(30);
 
-/// Starts listening: from now on, every notice runs `command`.
-pub fn start(hub: Arc<Hub>, store: Arc<dyn Store>, command: String) {
+/// Frames of events taken at once, each agent's card read once for them.
+const BATCH: usize = 64;
+/// How often held waits are looked at ([`Notices::due`]).
+const DUE_EVERY: Duration = Duration::from_millis(250);
+
+/// Starts listening: from now on, every notice is published on `hub` and runs `command`.
+pub fn start(hub: Arc<Hub>, store: Arc<dyn Store>, command: Option<String>) {
     tokio::spawn(async move {
         let mut notices = Notices::new();
         let mut last = hub.last_id();
+        let tell = |notice: serde_json::Value| {
+            hub.publish_passing("notice", &notice);
+            if let Some(command) = &command {
+                run(command, notice);
+            }
+        };
+        let mut due = tokio::time::interval(DUE_EVERY);
         loop {
             // A listener that fell behind is dropped by the hub; it comes back where it was.
             let mut rx = hub.listen(Some(last), Duration::from_secs(3600));
-            while let Some(frame) = rx.recv().await {
-                let text = String::from_utf8_lossy(&frame);
-                for event in text.split("\n\n") {
-                    let Some((id, name, data)) = parse_event(event) else {
-                        continue;
-                    };
-                    last = last.max(id);
-                    if !NEWS.contains(&name.as_str()) {
+            loop {
+                let frame = tokio::select! {
+                    frame = rx.recv() => frame,
+                    _ = due.tick() => {
+                        if notices.next_due().is_some() {
+                            notices.due(SystemClock.now()).into_iter().for_each(&tell);
+                        }
                         continue;
                     }
-                    let Some(agent) = data["agent_id"].as_u64() else {
-                        continue;
-                    };
+                };
+                let Some(frame) = frame else { break };
+                // Under load several frames wait: each agent's card is read once for all
+                // of them, in the order the agents first appeared.
+                let mut frames = vec![frame];
+                while frames.len() < BATCH {
+                    match rx.try_recv() {
+                        Ok(f) => frames.push(f),
+                        Err(_) => break,
+                    }
+                }
+                let mut agents: Vec<u64> = Vec::new();
+                for frame in &frames {
+                    for event in String::from_utf8_lossy(frame).split("\n\n") {
+                        let Some((id, name, data)) = parse_event(event) else {
+                            continue;
+                        };
+                        last = last.max(id);
+                        if !NEWS.contains(&name.as_str()) {
+                            continue;
+                        }
+                        if let Some(agent) = data["agent_id"].as_u64() {
+                            if !agents.contains(&agent) {
+                                agents.push(agent);
+                            }
+                        }
+                    }
+                }
+                for agent in agents {
                     let Ok(Some(view)) = store.agent(agent).await else {
                         continue;
                     };
                     if let Some(notice) = notices.observe(&view, SystemClock.now()) {
-                        run(&command, notice);
+                        tell(notice);
                     }
                 }
             }

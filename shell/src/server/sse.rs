@@ -5,12 +5,17 @@
 //! events are announced to clients by id only (a `watch` of the newest id); each client then
 //! copies what it has not sent yet out of the ring. So no event is held anywhere but the ring,
 //! and a client that fell further behind than the ring reaches gets a `gap` and refetches.
+//!
+//! Passing events ([`Hub::publish_passing`], the `notice`s) are news of the moment: they
+//! carry no id, are not kept in the ring, and reach only the clients connected when they
+//! happen (a notice replayed after a reconnect would be stale, and an id of this server's
+//! own would collide with the shared database's positions on a hub).
 
 use bytes::Bytes;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 
 /// One event, framed once for every client.
 #[derive(Debug)]
@@ -37,7 +42,13 @@ pub struct Hub {
     fed: bool,
     /// Connected clients.
     pub clients: AtomicI64,
+    /// Passing events, framed, to the clients connected now.
+    passing: broadcast::Sender<Bytes>,
 }
+
+/// Passing events a client may fall behind by before it misses some (they are news of the
+/// moment; a client that slow misses them, and nothing else).
+const PASSING_QUEUE: usize = 64;
 
 /// Frames queued towards one client's socket.
 const CLIENT_QUEUE: usize = 1024;
@@ -68,6 +79,7 @@ impl Hub {
             max_bytes,
             fed: false,
             clients: 0.into(),
+            passing: broadcast::channel(PASSING_QUEUE).0,
         }
     }
 
@@ -125,6 +137,14 @@ impl Hub {
         self.newest.send_replace(id);
     }
 
+    /// Publishes a passing event: no id, not kept, to the clients connected now.
+    pub fn publish_passing(&self, name: &str, data: &dyn std::fmt::Display) {
+        // No receiver (no client connected) is not an error: nobody was there to tell.
+        let _ = self
+            .passing
+            .send(Bytes::from(format!("event: {name}\ndata: {data}\n\n")));
+    }
+
     /// The id of the last event published.
     pub fn last_id(&self) -> u64 {
         self.ring.lock().expect("hub lock").next_id - 1
@@ -180,6 +200,7 @@ impl Hub {
     ) -> mpsc::Receiver<Bytes> {
         let (out, rx) = mpsc::channel::<Bytes>(CLIENT_QUEUE);
         let mut news = self.newest.subscribe();
+        let mut passing = self.passing.subscribe();
         let hub = self.clone();
         // A client without Last-Event-ID starts at the present.
         let start = last_id.unwrap_or_else(|| *news.borrow_and_update());
@@ -223,6 +244,15 @@ impl Hub {
                             break 'client;
                         }
                     }
+                    event = passing.recv() => match event {
+                        Ok(frame) => {
+                            if !send(&out, frame).await {
+                                break 'client;
+                            }
+                        }
+                        Err(broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(broadcast::error::RecvError::Closed) => break 'client,
+                    },
                     _ = out.closed() => break 'client,
                 }
             }
@@ -286,6 +316,35 @@ mod tests {
         let mut late = hub.connect(Some(1), std::time::Duration::from_secs(60));
         late.recv().await.unwrap();
         assert!(String::from_utf8_lossy(&late.recv().await.unwrap()).contains("event: gap"));
+    }
+
+    #[tokio::test]
+    async fn a_passing_event_reaches_connected_clients_only_and_takes_no_id() {
+        let hub = Arc::new(Hub::fed(10, 16));
+        let mut here = hub.connect(None, std::time::Duration::from_secs(60));
+        assert_eq!(&here.recv().await.unwrap()[..], b"retry: 1000\n\n");
+        // Let the client's task subscribe and wait.
+        tokio::task::yield_now().await;
+        hub.publish_passing("notice", &json!({"title": "shop needs you"}));
+        let frame = here.recv().await.unwrap();
+        assert_eq!(
+            &frame[..],
+            b"event: notice\ndata: {\"title\":\"shop needs you\"}\n\n"
+        );
+        assert_eq!(hub.last_id(), 10, "no id taken");
+        assert!(
+            hub.publish_at(11, "a", &json!(1)),
+            "the database's next position is still free"
+        );
+        assert!(String::from_utf8_lossy(&here.recv().await.unwrap()).contains("id: 11"));
+        // A client that connects later never sees it: it was news of the moment.
+        let mut later = hub.connect(Some(10), std::time::Duration::from_secs(60));
+        later.recv().await.unwrap();
+        let next = String::from_utf8_lossy(&later.recv().await.unwrap()).to_string();
+        assert!(
+            next.contains("id: 11") && !next.contains("notice"),
+            "{next}"
+        );
     }
 
     #[tokio::test]
