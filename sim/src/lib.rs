@@ -33,6 +33,7 @@ pub mod run;
 pub mod scenario;
 pub mod session;
 pub mod sse_client;
+pub mod task_ids;
 pub mod world;
 
 pub use headspace_core::harness::planted::Bug;

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 /// Runs `plan` with `seed` (turmoil's network and every fault draw), with `bug` planted.
 pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
+    crate::task_ids::align_task_ids();
     if plan.cluster {
         return crate::cluster::run(plan, seed, bug);
     }

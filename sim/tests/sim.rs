@@ -120,14 +120,9 @@ fn two_edges_and_two_hubs_lose_no_event() {
     assert!(caught, "running-as-not-taken breaks C1 in one of six seeds");
 }
 
-/// The cluster scenario is a function of its seed run to run, each run in its own process.
-/// Two runs of it in one process still differ, for a cause found and not yet fixed: a
-/// crashed host's runtime shuts its tasks down shard by shard, and tokio puts a task in one
-/// of four shards by its id, which a process-wide counter hands out; a later run's tasks get
-/// other ids, so its crashed connections close in another order. (tokio's own randomness,
-/// the other cause, is seeded from the run: `.cargo/config.toml`.) `swarm` and `catch` run
-/// many seeds in one process, so a cluster failure they report may not replay byte for byte
-/// alone.
+/// The cluster scenario is a function of its seed run to run, each run in its own process:
+/// tokio's own randomness is seeded from the run (`.cargo/config.toml`). Within one process,
+/// see `one_process.rs`.
 #[test]
 fn the_cluster_scenario_gives_the_same_trace_each_process() {
     let dir = std::env::temp_dir().join(format!("hs-sim-cluster-{}", std::process::id()));
