@@ -149,8 +149,8 @@ impl Core {
     }
 
     pub(super) fn create_agent(&mut self, session: &str) -> AgentId {
-        let id = self.next_agent;
-        self.next_agent += 1;
+        let id = self.ids.agent;
+        self.ids.agent += 1;
         let row = AgentRow {
             id,
             session_id: session.to_string(),

@@ -18,8 +18,26 @@ use crate::model::{AgentId, AgentRow, Snapshot};
 use crate::pane::discovery::{witness, PaneWitness};
 use crate::task::state::TaskState;
 use crate::time::Timestamp;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use tracing::{debug, info, warn};
+
+/// Agents out of memory, those asked back, and the inputs held for them.
+#[derive(Debug, Default)]
+pub(super) struct Memory {
+    /// Agents evicted from memory.
+    pub(super) evicted: BTreeMap<AgentId, Evicted>,
+    /// Evicted agents asked back with `LoadAgents`.
+    pub(super) loading: BTreeSet<AgentId>,
+    /// The ids of every `LoadAgents` not answered yet, in the order asked: the shell answers
+    /// them in that order, so each `AgentsLoaded` answers the first (an eviction's load and
+    /// a forced reconcile's may be in flight together).
+    pub(super) loads_asked: VecDeque<BTreeSet<AgentId>>,
+    /// Inputs held until the agents they concern are back, in arrival order, each with the
+    /// time it arrived: it is decided as of then, however late the load answers.
+    pub(super) held: VecDeque<(Timestamp, Input)>,
+    /// About how many bytes `held` holds ([`crate::store::outage::input_bytes`]).
+    pub(super) held_bytes: u64,
+}
 
 /// What the core keeps of an agent it evicted (or a restart did not load).
 #[derive(Debug)]
@@ -58,7 +76,7 @@ impl Core {
             self.drain_held();
             return false;
         }
-        if !self.held.is_empty() {
+        if !self.memory.held.is_empty() {
             self.hold(self.now, input);
             return false;
         }
@@ -101,8 +119,8 @@ impl Core {
                 Needs::Skip => self.forget_read(&input),
                 Needs::Load(ids) => {
                     self.ask_to_load(ids);
-                    self.held_bytes += crate::store::outage::input_bytes(&input);
-                    self.held.push_front((at, input));
+                    self.memory.held_bytes += crate::store::outage::input_bytes(&input);
+                    self.memory.held.push_front((at, input));
                     break;
                 }
             }
@@ -113,25 +131,27 @@ impl Core {
     /// A skipped transcript input's read is done with (no reconcile waits on it).
     fn forget_read(&mut self, input: &Input) {
         if let Input::Transcript { read: Some(r), .. } = input {
-            self.reads.remove(r);
+            self.reading.reads.remove(r);
         }
     }
 
     fn ask_to_load(&mut self, ids: Vec<AgentId>) {
         let new: Vec<AgentId> = ids
             .into_iter()
-            .filter(|id| self.loading.insert(*id))
+            .filter(|id| self.memory.loading.insert(*id))
             .collect();
         if !new.is_empty() {
             debug!("[EVICT] loading agent(s) {new:?} back from the store");
-            self.loads_asked.push_back(new.iter().copied().collect());
+            self.memory
+                .loads_asked
+                .push_back(new.iter().copied().collect());
             self.out.push_back(Command::LoadAgents { ids: new });
         }
     }
 
     /// The evicted agents an input concerns.
     fn needs(&self, input: &Input) -> Needs {
-        if self.evicted.is_empty() {
+        if self.memory.evicted.is_empty() {
             return Needs::Nothing;
         }
         let mut ids = BTreeSet::new();
@@ -156,11 +176,11 @@ impl Core {
             Input::Transcript {
                 path, data, read, ..
             } if data.is_empty()
-                && read.is_none_or(|r| self.reads.get(&r).is_some_and(Option::is_none))
+                && read.is_none_or(|r| self.reading.reads.get(&r).is_some_and(Option::is_none))
                 && self
                     .files
                     .get(path)
-                    .is_some_and(|f| self.evicted.contains_key(&f.agent_id)) =>
+                    .is_some_and(|f| self.memory.evicted.contains_key(&f.agent_id)) =>
             {
                 return Needs::Skip;
             }
@@ -178,7 +198,7 @@ impl Core {
             }
             Input::Pane { pane, text } => {
                 if let Some(id) = self.by_pane.get(pane) {
-                    if let Some(e) = self.evicted.get(id) {
+                    if let Some(e) = self.memory.evicted.get(id) {
                         if e.pane_hash == Some(screen_hash(text)) {
                             return Needs::Skip;
                         }
@@ -187,7 +207,7 @@ impl Core {
                 }
             }
             Input::Panes(panes) => {
-                for (id, e) in &self.evicted {
+                for (id, e) in &self.memory.evicted {
                     let Some(pane) = e.row.tmux_pane.as_deref().filter(|_| !e.row.ended) else {
                         continue;
                     };
@@ -201,7 +221,7 @@ impl Core {
             }
             Input::Tick => {
                 let limit = self.config.reap_silent_after_ms;
-                for (id, e) in &self.evicted {
+                for (id, e) in &self.memory.evicted {
                     let silent = limit > 0
                         && !e.row.ended
                         && !e.witness.listed
@@ -215,7 +235,7 @@ impl Core {
         }
         let load: Vec<AgentId> = ids
             .into_iter()
-            .filter(|id| self.evicted.contains_key(id))
+            .filter(|id| self.memory.evicted.contains_key(id))
             .collect();
         if load.is_empty() {
             Needs::Nothing
@@ -229,10 +249,10 @@ impl Core {
         let mut back = Vec::new();
         let mut screens = Vec::new();
         for stored in snapshot.agents {
-            let Some(e) = self.evicted.remove(&stored.id) else {
+            let Some(e) = self.memory.evicted.remove(&stored.id) else {
                 continue;
             };
-            self.loading.remove(&stored.id);
+            self.memory.loading.remove(&stored.id);
             // The core's own row is the latest: every write of it was committed before the
             // load, so the two agree; the core's is kept in case the store lags.
             screens.push((stored.id, e.pane_hash, e.witness));
@@ -241,17 +261,18 @@ impl Core {
         // An agent this load asked for that the store did not return comes back from its row
         // alone, rather than holding every input for ever. Only this load's: another load
         // still in flight (a forced reconcile's) answers for its own agents (seed 505).
-        let asked = self.loads_asked.pop_front().unwrap_or_default();
+        let asked = self.memory.loads_asked.pop_front().unwrap_or_default();
         let missing: Vec<AgentId> = self
+            .memory
             .loading
             .iter()
             .copied()
-            .filter(|id| asked.contains(id) && self.evicted.contains_key(id))
+            .filter(|id| asked.contains(id) && self.memory.evicted.contains_key(id))
             .collect();
         for id in missing {
             warn!("[EVICT] the store returned no rows for agent {id}; it comes back without its history");
-            self.loading.remove(&id);
-            if let Some(e) = self.evicted.remove(&id) {
+            self.memory.loading.remove(&id);
+            if let Some(e) = self.memory.evicted.remove(&id) {
                 screens.push((id, e.pane_hash, e.witness));
                 back.push(e.row);
             }
@@ -335,7 +356,7 @@ impl Core {
                     "[EVICT] agent {id} ({}) leaves memory; the store keeps it",
                     if a.row.ended { "ended" } else { "silent" }
                 );
-                self.evicted.insert(
+                self.memory.evicted.insert(
                     id,
                     Evicted {
                         row: a.row,
@@ -350,25 +371,26 @@ impl Core {
 
     /// Agents in memory, and agents evicted from it.
     pub fn memory_counts(&self) -> (usize, usize) {
-        (self.agents.len(), self.evicted.len())
+        (self.agents.len(), self.memory.evicted.len())
     }
 
     /// The inputs held for agents not back yet: how many, and about how many bytes
     /// ([`crate::store::outage::input_bytes`]).
     pub fn held_size(&self) -> (u64, u64) {
-        (self.held.len() as u64, self.held_bytes)
+        (self.memory.held.len() as u64, self.memory.held_bytes)
     }
 
     /// Holds `input`, arrived at `at`, at the back of the queue.
     fn hold(&mut self, at: Timestamp, input: Input) {
-        self.held_bytes += crate::store::outage::input_bytes(&input);
-        self.held.push_back((at, input));
+        self.memory.held_bytes += crate::store::outage::input_bytes(&input);
+        self.memory.held.push_back((at, input));
     }
 
     /// Takes the first held input.
     fn unhold(&mut self) -> Option<(Timestamp, Input)> {
-        let (at, input) = self.held.pop_front()?;
-        self.held_bytes = self
+        let (at, input) = self.memory.held.pop_front()?;
+        self.memory.held_bytes = self
+            .memory
             .held_bytes
             .saturating_sub(crate::store::outage::input_bytes(&input));
         Some((at, input))

@@ -170,16 +170,6 @@ struct AgentState {
     fence_armed_at: Option<Timestamp>,
 }
 
-#[derive(Debug)]
-struct Reconcile {
-    agent_id: AgentId,
-    reads: BTreeSet<ReadId>,
-    recovered_before: u64,
-    /// Each file and how far it was read when the reconcile began (the re-read's end), while
-    /// the reconcile waits for the agent's stored rows; taken when the re-reads are asked for.
-    limits: Option<BTreeMap<String, u64>>,
-}
-
 /// One item of hook news a task's shown state applies on top of its transcript state.
 struct Preview {
     stamp: Timestamp,
@@ -188,52 +178,45 @@ struct Preview {
     turn_of: Option<(Actor, Intent)>,
 }
 
+/// The next ids a core hands out: its machine's id space (`Config::id_base`), each counter
+/// moved past every id restored.
+#[derive(Debug)]
+struct Ids {
+    agent: AgentId,
+    task: TaskId,
+    turn: TurnId,
+    read: ReadId,
+}
+
 /// The sans-IO engine. See the crate documentation for how to drive it.
 #[derive(Debug)]
 pub struct Core {
     config: Config,
+    /// The latest time an input was handed in with (time only moves forward).
     now: Timestamp,
+    /// The agents in memory, with their tasks and the hook news not yet confirmed.
     agents: BTreeMap<AgentId, AgentState>,
+    /// Every session id (current or past) of an agent in memory.
     by_session: BTreeMap<String, AgentId>,
+    /// The pane of each live agent in memory.
     by_pane: BTreeMap<String, AgentId>,
-    /// The panes the last tmux listing showed: an agent that came to a pane after that
-    /// listing still learns that its pane closed.
-    listed_panes: BTreeSet<String>,
-    /// Panes a listing showed and a later one did not: closed (tmux never reuses a pane id
-    /// while its server runs; a pane listed again is taken out). An agent a late hook puts
-    /// in one of them is ended at the next listing.
-    closed_panes: BTreeSet<String>,
-    /// The Claude Code processes the last listing showed, by pane.
-    pane_claudes: BTreeMap<String, BTreeSet<u32>>,
-    /// When a listing first showed a Claude Code process gone from a pane that is still open:
-    /// a session whose every word came before that, found in the pane with no Claude Code
-    /// process, ran in the one that left (a late hook created it after the exit was seen).
-    claude_left_at: BTreeMap<String, Timestamp>,
+    /// What tmux's listings showed of panes and their processes (see `panes.rs`).
+    listing: panes::Listed,
+    /// Each transcript file being read: its session and agent, its framer, its offset.
     files: BTreeMap<String, FileState>,
-    next_agent: AgentId,
-    next_task: TaskId,
-    next_turn: TurnId,
-    next_read: ReadId,
-    reads: BTreeMap<ReadId, Option<RequestId>>,
-    reconciles: BTreeMap<RequestId, Reconcile>,
-    /// Forced reconciles' re-reads from byte 0, by the read that ends each.
-    rescans: BTreeMap<ReadId, rescan::Rescan>,
+    /// The next ids to hand out.
+    ids: Ids,
+    /// Transcript reads in flight and the reconciles waiting on them (see `reconcile.rs`).
+    reading: reconcile::Reading,
+    /// Tasks changed by this input, with the state each had before it (written and
+    /// announced together by `flush`).
     dirty_tasks: BTreeMap<(AgentId, TaskId), TaskState>,
+    /// Agents whose rows this input changed.
     dirty_agents: BTreeSet<AgentId>,
+    /// The commands for the shell, in order.
     out: VecDeque<Command>,
-    /// Agents evicted from memory (see `evict.rs`).
-    evicted: BTreeMap<AgentId, evict::Evicted>,
-    /// Evicted agents asked back with `LoadAgents`.
-    loading: BTreeSet<AgentId>,
-    /// The ids of every `LoadAgents` not answered yet, in the order asked: the shell answers
-    /// them in that order, so each `AgentsLoaded` answers the first (an eviction's load and a
-    /// forced reconcile's may be in flight together).
-    loads_asked: VecDeque<BTreeSet<AgentId>>,
-    /// Inputs held until the agents they concern are back, in arrival order, each with the
-    /// time it arrived: it is decided as of then, however late the load answers.
-    held: VecDeque<(Timestamp, Input)>,
-    /// About how many bytes `held` holds ([`crate::store::outage::input_bytes`]).
-    held_bytes: u64,
+    /// Agents out of memory, asked back, and the inputs held for them (see `evict.rs`).
+    memory: evict::Memory,
 }
 
 impl Core {
@@ -252,26 +235,19 @@ impl Core {
             agents: BTreeMap::new(),
             by_session: BTreeMap::new(),
             by_pane: BTreeMap::new(),
-            listed_panes: BTreeSet::new(),
-            closed_panes: BTreeSet::new(),
-            pane_claudes: BTreeMap::new(),
-            claude_left_at: BTreeMap::new(),
+            listing: panes::Listed::default(),
             files: BTreeMap::new(),
-            next_agent: first_id,
-            next_task: first_id,
-            next_turn: first_id,
-            next_read: 1,
-            reads: BTreeMap::new(),
-            reconciles: BTreeMap::new(),
-            rescans: BTreeMap::new(),
+            ids: Ids {
+                agent: first_id,
+                task: first_id,
+                turn: first_id,
+                read: 1,
+            },
+            reading: reconcile::Reading::default(),
             dirty_tasks: BTreeMap::new(),
             dirty_agents: BTreeSet::new(),
             out: VecDeque::new(),
-            evicted: BTreeMap::new(),
-            loading: BTreeSet::new(),
-            loads_asked: VecDeque::new(),
-            held: VecDeque::new(),
-            held_bytes: 0,
+            memory: evict::Memory::default(),
         }
     }
 
@@ -327,7 +303,7 @@ impl Core {
     pub fn resolve_agent(&self, reference: &str) -> Option<AgentId> {
         let r = reference.trim();
         if let Ok(id) = r.parse::<AgentId>() {
-            if self.agents.contains_key(&id) || self.evicted.contains_key(&id) {
+            if self.agents.contains_key(&id) || self.memory.evicted.contains_key(&id) {
                 return Some(id);
             }
         }

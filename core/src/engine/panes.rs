@@ -15,6 +15,25 @@ use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use tracing::{debug, info};
 
+/// What tmux's listings showed of panes and their processes.
+#[derive(Debug, Default)]
+pub(super) struct Listed {
+    /// The panes the last listing showed: an agent that came to a pane after that listing
+    /// still learns that its pane closed.
+    pub(super) panes: BTreeSet<String>,
+    /// Panes a listing showed and a later one did not: closed (tmux never reuses a pane id
+    /// while its server runs; a pane listed again is taken out). An agent a late hook puts
+    /// in one of them is ended at the next listing.
+    pub(super) closed: BTreeSet<String>,
+    /// The Claude Code processes the last listing showed, by pane.
+    pub(super) claudes: BTreeMap<String, BTreeSet<u32>>,
+    /// When a listing first showed a Claude Code process gone from a pane that is still
+    /// open: a session whose every word came before that, found in the pane with no Claude
+    /// Code process, ran in the one that left (a late hook created it after the exit was
+    /// seen).
+    pub(super) claude_left_at: BTreeMap<String, Timestamp>,
+}
+
 /// How many closed panes the core remembers.
 const MAX_CLOSED_PANES: usize = 10_000;
 
@@ -22,13 +41,18 @@ impl Core {
     /// A listing of every tmux pane and its processes.
     pub(super) fn on_panes(&mut self, panes: &[PaneListing]) {
         let now_listed: BTreeSet<String> = panes.iter().map(|l| l.pane.clone()).collect();
-        let gone: Vec<String> = self.listed_panes.difference(&now_listed).cloned().collect();
-        if self.closed_panes.len() + gone.len() > MAX_CLOSED_PANES {
-            self.closed_panes.clear(); // a bound; forgetting old panes only delays a reaping
+        let gone: Vec<String> = self
+            .listing
+            .panes
+            .difference(&now_listed)
+            .cloned()
+            .collect();
+        if self.listing.closed.len() + gone.len() > MAX_CLOSED_PANES {
+            self.listing.closed.clear(); // a bound; forgetting old panes only delays a reaping
         }
-        self.closed_panes.extend(gone);
+        self.listing.closed.extend(gone);
         for p in &now_listed {
-            self.closed_panes.remove(p);
+            self.listing.closed.remove(p);
         }
         self.note_claude_exits(panes);
         self.place_sessions(panes);
@@ -40,7 +64,7 @@ impl Core {
             .collect();
         for (id, pane) in live {
             let listed_before =
-                self.listed_panes.contains(&pane) || self.closed_panes.contains(&pane);
+                self.listing.panes.contains(&pane) || self.listing.closed.contains(&pane);
             let agent = self.agent_mut(id);
             // A pane the last listing showed and this one does not has closed, whoever came
             // to it since (a new session after /clear, a resumed one).
@@ -51,7 +75,7 @@ impl Core {
                 agent.row.claude_pid = seen.claude_pid;
                 self.dirty_agents.insert(id);
             }
-            let left = self.claude_left_at.get(&pane).copied();
+            let left = self.listing.claude_left_at.get(&pane).copied();
             let agent = self.agent_mut(id);
             agent.pane_witness = seen;
             let reason = reason.or_else(|| {
@@ -63,7 +87,7 @@ impl Core {
                 self.reap(id, reason);
             }
         }
-        self.listed_panes = now_listed;
+        self.listing.panes = now_listed;
     }
 
     /// Remembers, per open pane, when a listing first showed a Claude Code process gone
@@ -73,18 +97,21 @@ impl Core {
         let mut shown: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
         for listing in panes {
             let pids: BTreeSet<u32> = claude_processes(listing).map(|p| p.pid).collect();
-            let before = self.pane_claudes.get(&listing.pane);
+            let before = self.listing.claudes.get(&listing.pane);
             if before.is_some_and(|b| b.iter().any(|pid| !pids.contains(pid))) {
-                self.claude_left_at.insert(listing.pane.clone(), now);
+                self.listing
+                    .claude_left_at
+                    .insert(listing.pane.clone(), now);
             }
             if !pids.is_empty() {
                 shown.insert(listing.pane.clone(), pids);
             }
         }
         // Only open panes: a closed one is the closed-pane rule's.
-        self.claude_left_at
+        self.listing
+            .claude_left_at
             .retain(|pane, _| panes.iter().any(|l| &l.pane == pane));
-        self.pane_claudes = shown;
+        self.listing.claudes = shown;
     }
 
     /// Ties each live agent without a pane to the pane of the one Claude Code process that
@@ -111,7 +138,7 @@ impl Core {
             .iter()
             .filter(|(_, id)| {
                 self.agents.get(id).map_or_else(
-                    || self.evicted.get(id).is_some_and(|e| !e.row.ended),
+                    || self.memory.evicted.get(id).is_some_and(|e| !e.row.ended),
                     |a| !a.row.ended,
                 )
             })

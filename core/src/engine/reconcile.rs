@@ -1,11 +1,33 @@
 //! Reconcile requests, transcript reads and files.
 
-use super::{Core, FileState, Reconcile};
+use super::{rescan, Core, FileState};
 use crate::io::{Command, ReadId, Reply, RequestId};
 use crate::model::{AgentId, TaskId};
 use crate::transcript::framing::LineFramer;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use tracing::info;
+
+/// Transcript reads in flight and the reconciles waiting on them.
+#[derive(Debug, Default)]
+pub(super) struct Reading {
+    /// Each read asked for, and the reconcile request it serves, if any.
+    pub(super) reads: BTreeMap<ReadId, Option<RequestId>>,
+    /// Reconciles not answered yet.
+    pub(super) reconciles: BTreeMap<RequestId, Reconcile>,
+    /// Forced reconciles' re-reads from byte 0, by the read that ends each.
+    pub(super) rescans: BTreeMap<ReadId, rescan::Rescan>,
+}
+
+/// One reconcile of an agent: the reads it waits on.
+#[derive(Debug)]
+pub(super) struct Reconcile {
+    pub(super) agent_id: AgentId,
+    pub(super) reads: BTreeSet<ReadId>,
+    pub(super) recovered_before: u64,
+    /// Each file and how far it was read when the reconcile began (the re-read's end), while
+    /// the reconcile waits for the agent's stored rows; taken when the re-reads are asked for.
+    pub(super) limits: Option<BTreeMap<String, u64>>,
+}
 
 impl Core {
     pub(super) fn on_reconcile(&mut self, agent_ref: &str, request: RequestId) {
@@ -57,17 +79,19 @@ impl Core {
                 .push_back(Command::ReadTranscript { path, from, read });
         }
         // The stored rows, not the engine's seen set, say which lines have their turn.
-        self.loads_asked.push_back(BTreeSet::from([agent_id]));
+        self.memory
+            .loads_asked
+            .push_back(BTreeSet::from([agent_id]));
         self.out.push_back(Command::LoadAgents {
             ids: vec![agent_id],
         });
         self.agent_mut(agent_id).reconciling = Some(request);
-        self.reconciles.insert(request, rec);
+        self.reading.reconciles.insert(request, rec);
     }
 
     /// Turns created so far by a running reconcile (for a partial answer).
     pub fn reconcile_created(&self, request: RequestId) -> Option<u64> {
-        let rec = self.reconciles.get(&request)?;
+        let rec = self.reading.reconciles.get(&request)?;
         let agent = self.agents.get(&rec.agent_id)?;
         Some(agent.recovered.saturating_sub(rec.recovered_before))
     }
@@ -75,7 +99,8 @@ impl Core {
     /// The bytes a reconcile waiting for its rows will re-read (each file up to where it was
     /// read when the reconcile began); 0 once its re-reads were asked for.
     pub fn reconcile_rescan_bytes(&self, request: RequestId) -> u64 {
-        self.reconciles
+        self.reading
+            .reconciles
             .get(&request)
             .and_then(|r| r.limits.as_ref())
             .map_or(0, |l| l.values().sum())
@@ -84,12 +109,12 @@ impl Core {
     /// For a forced reconcile's re-read, the offset its bytes were counted up to by
     /// [`Core::reconcile_rescan_bytes`].
     pub fn rescan_limit(&self, read: ReadId) -> Option<u64> {
-        self.rescans.get(&read).map(|r| r.limit())
+        self.reading.rescans.get(&read).map(|r| r.limit())
     }
 
     /// The reconcile a read belongs to, if any.
     pub fn read_reconcile(&self, read: ReadId) -> Option<RequestId> {
-        self.reads.get(&read).copied().flatten()
+        self.reading.reads.get(&read).copied().flatten()
     }
 
     /// An agent's transcript files and the offsets to read them from.
@@ -102,9 +127,9 @@ impl Core {
     }
 
     pub(super) fn new_read(&mut self, reconcile: Option<RequestId>) -> ReadId {
-        let id = self.next_read;
-        self.next_read += 1;
-        self.reads.insert(id, reconcile);
+        let id = self.ids.read;
+        self.ids.read += 1;
+        self.reading.reads.insert(id, reconcile);
         id
     }
 
@@ -112,7 +137,7 @@ impl Core {
         let (Some(request), Some(read)) = (reconcile, read) else {
             return;
         };
-        let Some(rec) = self.reconciles.get_mut(&request) else {
+        let Some(rec) = self.reading.reconciles.get_mut(&request) else {
             return;
         };
         rec.reads.remove(&read);
@@ -121,13 +146,13 @@ impl Core {
 
     /// Answers a reconcile once its reads are done and its re-reads have run.
     pub(super) fn finish_if_done(&mut self, request: RequestId) {
-        let Some(rec) = self.reconciles.get(&request) else {
+        let Some(rec) = self.reading.reconciles.get(&request) else {
             return;
         };
         if !rec.reads.is_empty() || rec.limits.is_some() {
             return;
         }
-        let rec = self.reconciles.remove(&request).expect("reconcile");
+        let rec = self.reading.reconciles.remove(&request).expect("reconcile");
         let agent = self.agent_mut(rec.agent_id);
         agent.reconciling = None;
         let created = agent.recovered - rec.recovered_before;

@@ -50,6 +50,7 @@ impl Core {
     /// The agent's stored rows are in: re-read each of its files from byte 0.
     pub(super) fn start_rescans(&mut self, snapshot: &Snapshot) {
         let waiting: Vec<RequestId> = self
+            .reading
             .reconciles
             .iter()
             .filter(|(_, r)| {
@@ -58,7 +59,11 @@ impl Core {
             .map(|(req, _)| *req)
             .collect();
         for request in waiting {
-            let rec = self.reconciles.get_mut(&request).expect("reconcile");
+            let rec = self
+                .reading
+                .reconciles
+                .get_mut(&request)
+                .expect("reconcile");
             let agent_id = rec.agent_id;
             let limits = rec.limits.take().unwrap_or_default();
             let stored: BTreeMap<u128, TaskId> = snapshot
@@ -70,12 +75,13 @@ impl Core {
             // A file nothing was read of before the reconcile has no line to check.
             for (path, limit) in limits.into_iter().filter(|(_, l)| *l > 0) {
                 let read = self.new_read(Some(request));
-                self.reconciles
+                self.reading
+                    .reconciles
                     .get_mut(&request)
                     .expect("reconcile")
                     .reads
                     .insert(read);
-                self.rescans.insert(
+                self.reading.rescans.insert(
                     read,
                     Rescan {
                         agent_id,
@@ -107,13 +113,14 @@ impl Core {
         read: Option<ReadId>,
     ) {
         let ids: Vec<ReadId> = self
+            .reading
             .rescans
             .iter()
             .filter(|(_, r)| r.path == path)
             .map(|(id, _)| *id)
             .collect();
         for id in ids {
-            let r = self.rescans.get_mut(&id).expect("rescan");
+            let r = self.reading.rescans.get_mut(&id).expect("rescan");
             let limit = r.limit;
             let mut lines = Vec::new();
             r.scan.push(offset, data, |e, end| {
@@ -125,7 +132,7 @@ impl Core {
                 self.rescan_line(id, e);
             }
             if read == Some(id) {
-                let mut r = self.rescans.remove(&id).expect("rescan");
+                let mut r = self.reading.rescans.remove(&id).expect("rescan");
                 let rest = std::mem::take(&mut r.pending);
                 self.place(&mut r, rest, None);
             }
@@ -133,7 +140,7 @@ impl Core {
     }
 
     fn rescan_line(&mut self, id: ReadId, e: Entry) {
-        let mut r = self.rescans.remove(&id).expect("rescan");
+        let mut r = self.reading.rescans.remove(&id).expect("rescan");
         let key = uuid_key(e.uuid().expect("a conversational line has a uuid"));
         match r.stored.get(&key).copied() {
             Some(task) => {
@@ -149,7 +156,7 @@ impl Core {
                 }
             }
         }
-        self.rescans.insert(id, r);
+        self.reading.rescans.insert(id, r);
     }
 
     /// Gives missing lines their turns. They belong to the task of the stored line before

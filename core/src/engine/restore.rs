@@ -53,13 +53,13 @@ impl Core {
         for d in dormant {
             let row = d.row;
             if self.own_id(row.id) {
-                self.next_agent = self.next_agent.max(row.id + 1);
+                self.ids.agent = self.ids.agent.max(row.id + 1);
             }
             if let Some(t) = d.max_task.filter(|t| self.own_id(*t)) {
-                self.next_task = self.next_task.max(t + 1);
+                self.ids.task = self.ids.task.max(t + 1);
             }
             if let Some(t) = d.max_turn.filter(|t| self.own_id(*t)) {
-                self.next_turn = self.next_turn.max(t + 1);
+                self.ids.turn = self.ids.turn.max(t + 1);
             }
             for s in row.sessions.iter().chain([&row.session_id]) {
                 self.by_session.entry(s.clone()).or_insert(row.id);
@@ -69,7 +69,7 @@ impl Core {
                 self.by_pane.entry(p.clone()).or_insert(row.id);
             }
             let quiet_since = row.last_seen_at;
-            self.evicted.insert(
+            self.memory.evicted.insert(
                 row.id,
                 Evicted {
                     row,
@@ -92,7 +92,7 @@ impl Core {
         let ids: BTreeSet<AgentId> = agents.iter().map(|r| r.id).collect();
         for row in agents {
             if self.own_id(row.id) {
-                self.next_agent = self.next_agent.max(row.id + 1);
+                self.ids.agent = self.ids.agent.max(row.id + 1);
             }
             for s in &row.sessions {
                 self.by_session.insert(s.clone(), row.id);
@@ -108,7 +108,7 @@ impl Core {
         }
         for row in tasks {
             if self.own_id(row.id) {
-                self.next_task = self.next_task.max(row.id + 1);
+                self.ids.task = self.ids.task.max(row.id + 1);
             }
             if let Some(agent) = self.agents.get_mut(&row.agent_id) {
                 agent.task_order.insert((row.started_at, row.id));
@@ -119,7 +119,7 @@ impl Core {
         turns.sort_by_key(|t| t.id);
         for turn in &turns {
             if self.own_id(turn.id) {
-                self.next_turn = self.next_turn.max(turn.id + 1);
+                self.ids.turn = self.ids.turn.max(turn.id + 1);
             }
             let Some(agent) = self.agents.get_mut(&turn.agent_id) else {
                 continue;

@@ -18,8 +18,8 @@ impl Core {
         session: Option<String>,
         started_at: Timestamp,
     ) -> TaskId {
-        let id = self.next_task;
-        self.next_task += 1;
+        let id = self.ids.task;
+        self.ids.task += 1;
         let row = TaskRow {
             id,
             agent_id,

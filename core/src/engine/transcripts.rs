@@ -19,8 +19,8 @@ impl Core {
         data: &[u8],
         read: Option<ReadId>,
     ) {
-        let reconcile = read.and_then(|r| self.reads.remove(&r)).flatten();
-        if !self.rescans.is_empty() {
+        let reconcile = read.and_then(|r| self.reading.reads.remove(&r)).flatten();
+        if !self.reading.rescans.is_empty() {
             self.feed_rescans(path, offset, data, read);
         }
         if !self.files.contains_key(path) {
@@ -73,7 +73,7 @@ impl Core {
                 read,
             });
             if let Some(r) = reconcile {
-                if let Some(rec) = self.reconciles.get_mut(&r) {
+                if let Some(rec) = self.reading.reconciles.get_mut(&r) {
                     rec.reads.insert(read);
                 }
             }

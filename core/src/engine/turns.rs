@@ -8,8 +8,8 @@ use tracing::warn;
 
 impl Core {
     pub(super) fn new_turn_id(&mut self) -> TurnId {
-        let id = self.next_turn;
-        self.next_turn += 1;
+        let id = self.ids.turn;
+        self.ids.turn += 1;
         id
     }
 
