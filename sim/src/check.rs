@@ -27,8 +27,8 @@
 //!   position order, with its name and data, across hub switches and hub restarts, and no
 //!   `gap` (every event is retained); no committed event is left without a position.
 //!
-//! - C1 commands: a prompt (or a question's answer, its option's key) a user sent through a
-//!   hub to another machine's pane was typed
+//! - C1 commands: a prompt (or a question's answer, its option's key; or an interrupt, its
+//!   Escape) a user sent through a hub to another machine's pane was typed
 //!   there exactly once when the hub answered 200, never when it answered that the command
 //!   will not run (503 offline, 504 not taken, any other refusal), and at most once when the
 //!   answer says nothing sure (no answer; 504 taken without a result, or written and its
@@ -91,9 +91,9 @@ pub struct Violation {
 pub struct SendRecord {
     /// The agent's pane.
     pub pane: String,
-    /// What was asked: `send` or `answer`.
+    /// What was asked: `send`, `answer` or `interrupt`.
     pub what: &'static str,
-    /// The text typed: the prompt, or the answer's option key.
+    /// The text typed: the prompt, the answer's option key, or the interrupt's Escape.
     pub text: String,
     /// The hub asked.
     pub hub: &'static str,

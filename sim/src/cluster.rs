@@ -408,14 +408,14 @@ fn finish(
     let now = Timestamp(EPOCH_MS + sim_ms as i64);
     let mut violations = Vec::new();
     let (mut trace, mut stores, mut turns, mut commits) = (Vec::new(), Vec::new(), 0, 0);
-    let (mut sends, mut answers) = ((0, 0), (0, 0));
+    let (mut sends, mut answers, mut interrupts) = ((0, 0), (0, 0), (0, 0));
     for (spec, world) in EDGES.iter().zip(worlds) {
         let mut s = world.lock();
         for r in &s.checker.sends {
-            let count = if r.what == "answer" {
-                &mut answers
-            } else {
-                &mut sends
+            let count = match r.what {
+                "answer" => &mut answers,
+                "interrupt" => &mut interrupts,
+                _ => &mut sends,
             };
             count.0 += 1;
             count.1 += usize::from(r.answer.as_ref().is_some_and(|(st, _)| *st == 200));
@@ -464,6 +464,7 @@ fn finish(
             .collect(),
         sends,
         answers,
+        interrupts,
         commands: {
             let q = queue.lock();
             (q.submitted, q.taken, q.wakes_lost)

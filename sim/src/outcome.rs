@@ -65,6 +65,8 @@ pub struct ClusterStats {
     pub sends: (usize, usize),
     /// Questions users answered through a hub, and how many the hub answered 200.
     pub answers: (usize, usize),
+    /// Turns users interrupted through a hub, and how many the hub answered 200.
+    pub interrupts: (usize, usize),
     /// Pane commands written into the shared table, taken by an edge, and wake-ups lost.
     pub commands: (u64, u64, u64),
 }
@@ -78,7 +80,7 @@ impl std::fmt::Display for ClusterStats {
             .collect();
         write!(
             f,
-            "events: {} sequenced, {} commits out of id order, {} ids rolled back, notifications {} lost and {} late; {} edge and {} hub crashes, {} hub reads failed; clients: {}; sends through a hub: {} ({} answered 200), answers {} ({} answered 200), pane commands {} written, {} taken, {} wake-ups lost",
+            "events: {} sequenced, {} commits out of id order, {} ids rolled back, notifications {} lost and {} late; {} edge and {} hub crashes, {} hub reads failed; clients: {}; sends through a hub: {} ({} answered 200), answers {} ({} answered 200), interrupts {} ({} answered 200), pane commands {} written, {} taken, {} wake-ups lost",
             self.sequenced,
             self.out_of_order,
             self.rolled_back,
@@ -92,6 +94,8 @@ impl std::fmt::Display for ClusterStats {
             self.sends.1,
             self.answers.0,
             self.answers.1,
+            self.interrupts.0,
+            self.interrupts.1,
             self.commands.0,
             self.commands.1,
             self.commands.2

@@ -215,18 +215,42 @@ impl Agent {
         };
         let start = sim_now();
         sleep_ms(self.rng.range(wait / 4, wait / 2 + 1)).await;
-        let hub = *self.rng.pick(&hubs);
-        let path = format!("/api/agents/{}/answer", self.w.session_id);
-        let answer = post_answered(hub, &path, br#"{"option": 1}"#).await;
+        self.through_a_hub(&hubs, "answer", br#"{"option": 1}"#, "1")
+            .await;
+        (sim_now().millis() - start.millis()).max(0) as u64
+    }
+
+    /// In the `cluster` scenario the user stops a turn from a hub's page: `interrupt`,
+    /// forwarded to this agent's edge, presses Escape there (recorded for C1). The agent
+    /// then stops its turn, as its plan says.
+    async fn interrupt_through_a_hub(&mut self) {
+        let Some(hubs) = self.world.lock().cluster.as_ref().map(|c| c.hubs.clone()) else {
+            return;
+        };
+        self.through_a_hub(&hubs, "interrupt", b"{}", crate::world::ESCAPE)
+            .await;
+    }
+
+    /// Posts `what` for this agent (by session) to a random hub and records it for C1, with
+    /// what it types in the pane when it runs.
+    async fn through_a_hub(
+        &mut self,
+        hubs: &[&'static str],
+        what: &'static str,
+        body: &[u8],
+        typed: &str,
+    ) {
+        let hub = *self.rng.pick(hubs);
+        let path = format!("/api/agents/{}/{what}", self.w.session_id);
+        let answer = post_answered(hub, &path, body).await;
         self.world.lock().checker.sends.push(SendRecord {
             pane: self.pane.clone(),
-            what: "answer",
-            text: "1".into(),
+            what,
+            text: typed.to_string(),
             hub,
             answer,
             at: sim_now(),
         });
-        (sim_now().millis() - start.millis()).max(0) as u64
     }
 
     /// Waits up to 3 s for text typed into the pane through the server.
@@ -384,6 +408,7 @@ impl Agent {
         sleep_ms(x.step_ms).await;
         self.tick();
         if x.interrupt {
+            self.interrupt_through_a_hub().await;
             let l = self.w.interrupt();
             self.write(&l, None);
         } else {

@@ -12,6 +12,7 @@ use crate::check::Checker;
 use crate::rng::Rng;
 use headspace::server::store::BoxFuture;
 use headspace::server::world::{Clock, FileStat, Files, Panes};
+use headspace_core::pane::dialog::Key;
 use headspace_core::pane::discovery::{PaneListing, PaneProcess};
 use headspace_core::pane::send_check::Sent;
 use headspace_core::store::MemStore;
@@ -384,6 +385,21 @@ impl Panes for SimWorld {
         Box::pin(async move { out })
     }
 
+    fn interrupt<'a>(&'a self, pane: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        // Escape reaches the pane at once; the simulated agent stops its turn on its own
+        // schedule (its plan says which turns are interrupted), so the key is only recorded.
+        Box::pin(async move { self.key(pane, ESCAPE) })
+    }
+
+    fn press<'a>(&'a self, pane: &'a str, keys: &'a [Key]) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            for k in keys {
+                self.key(pane, &format!("{k:?}"))?;
+            }
+            Ok(())
+        })
+    }
+
     fn send<'a>(&'a self, pane: &'a str, text: &'a str) -> BoxFuture<'a, Result<Sent, String>> {
         Box::pin(async move {
             if !self.lock().screens.contains_key(pane) {
@@ -403,6 +419,21 @@ impl Panes for SimWorld {
                 verified: true,
             })
         })
+    }
+}
+
+/// What an interrupt types, as the typed log records it.
+pub const ESCAPE: &str = "<Escape>";
+
+impl SimWorld {
+    /// Records a key pressed in `pane` (not text for the agent: its inbox is untouched).
+    fn key(&self, pane: &str, key: &str) -> Result<(), String> {
+        let mut s = self.lock();
+        if !s.screens.contains_key(pane) {
+            return Err(format!("can't find pane: {pane}"));
+        }
+        s.typed_log.push((pane.to_string(), key.to_string()));
+        Ok(())
     }
 }
 

@@ -348,21 +348,13 @@ pub trait Panes: Send + Sync {
     }
     /// Types `text` into a pane and presses Enter, verified.
     fn send<'a>(&'a self, pane: &'a str, text: &'a str) -> BoxFuture<'a, Result<Sent, String>>;
-    /// Presses Escape in a pane, to stop the agent's turn. By default there is no way to.
-    fn interrupt<'a>(&'a self, pane: &'a str) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(async move { Err(format!("cannot press keys in pane {pane} here")) })
-    }
+    /// Presses Escape in a pane, to stop the agent's turn.
+    fn interrupt<'a>(&'a self, pane: &'a str) -> BoxFuture<'a, Result<(), String>>;
     /// Every pane with the processes running in it, or `None` when they cannot be listed
-    /// (no tmux server): by default they cannot.
-    fn list(&self) -> BoxFuture<'_, Option<Vec<PaneListing>>> {
-        Box::pin(async { None })
-    }
-    /// Presses `keys` in a pane (a dialog driven by [`headspace_core::pane::dialog`]). By default
-    /// there is no way to.
-    fn press<'a>(&'a self, pane: &'a str, keys: &'a [Key]) -> BoxFuture<'a, Result<(), String>> {
-        let _ = keys;
-        Box::pin(async move { Err(format!("cannot press keys in pane {pane} here")) })
-    }
+    /// (no tmux server).
+    fn list(&self) -> BoxFuture<'_, Option<Vec<PaneListing>>>;
+    /// Presses `keys` in a pane (a dialog driven by [`headspace_core::pane::dialog`]).
+    fn press<'a>(&'a self, pane: &'a str, keys: &'a [Key]) -> BoxFuture<'a, Result<(), String>>;
     /// Picks option `n` (numbered from 1, labelled `label`) of the dialog on a pane. By
     /// default the number is typed like any text.
     fn choose<'a>(
