@@ -8,6 +8,11 @@ use headspace_core::view::{ambiguous_pane, clip, resolve_reference, AgentView, C
 use headspace_core::{Actor, Intent, TaskState, Timestamp, Write};
 use serde_json::json;
 
+/// Each view's agent row with its machine, as `ambiguous_pane` takes them.
+fn rows(views: &[AgentView]) -> impl Iterator<Item = (&AgentRow, &str)> {
+    views.iter().map(|v| (&v.agent, v.machine.as_str()))
+}
+
 fn t(ms: i64) -> Timestamp {
     Timestamp(1_793_523_600_000 + ms)
 }
@@ -274,17 +279,17 @@ fn a_pane_held_on_two_machines_is_no_reference() {
         v
     };
     let views = vec![on(1, "s-a", "%1", "desk"), on(2, "s-b", "%1", "laptop")];
-    let why = ambiguous_pane(&views, "%1", "hub").expect("two machines hold %1");
+    let why = ambiguous_pane(rows(&views), "%1", "hub").expect("two machines hold %1");
     assert!(why.contains("desk, laptop"), "{why}");
     // This server's own rows (machine empty) count as its machine.
     let mine = vec![on(1, "s-a", "%1", ""), on(2, "s-b", "%1", "laptop")];
-    assert!(ambiguous_pane(&mine, "%1", "desk").is_some());
+    assert!(ambiguous_pane(rows(&mine), "%1", "desk").is_some());
     // One machine's pane, or the other agent ended: the pane names one agent.
-    assert!(ambiguous_pane(&views[..1], "%1", "hub").is_none());
+    assert!(ambiguous_pane(rows(&views[..1]), "%1", "hub").is_none());
     let mut ended = views.clone();
     ended[1].agent.ended = true;
-    assert!(ambiguous_pane(&ended, "%1", "hub").is_none());
+    assert!(ambiguous_pane(rows(&ended), "%1", "hub").is_none());
     // A session is never ambiguous, even one spelled like a pane.
     let odd = vec![on(1, "%1", "%1", "desk"), on(2, "s-b", "%1", "laptop")];
-    assert!(ambiguous_pane(&odd, "%1", "hub").is_none());
+    assert!(ambiguous_pane(rows(&odd), "%1", "hub").is_none());
 }

@@ -57,8 +57,8 @@ fn the_simulated_card_shows_the_question_the_agent_waits_on() {
     };
     feed(&mut core, transcript);
 
-    let id = now(store.resolve("%5"))
-        .unwrap()
+    let named = now(store.named("%5")).unwrap();
+    let id = headspace_core::view::resolve_reference(named.iter().map(|(a, _)| a), "%5")
         .expect("the pane names the agent");
     let view = now(store.agent(id)).unwrap().expect("the agent's card");
     let card = view.card();

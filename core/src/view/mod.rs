@@ -200,15 +200,15 @@ pub fn names(agent: &AgentRow, reference: &str) -> bool {
 /// When `reference` names only a pane (no agent by id or session) and live agents on more
 /// than one machine hold that pane, the error that says so: a pane id (`%1`) names a pane on
 /// every machine, so taking one of them would type into a pane the user may not mean.
-/// `views` are every agent, each with its machine (empty for `this_machine`'s).
+/// `named` are the agents `reference` names ([`names`]; more do no harm), each with its
+/// machine (empty for `this_machine`'s).
 pub fn ambiguous_pane<'a>(
-    views: impl IntoIterator<Item = &'a AgentView>,
+    named: impl IntoIterator<Item = (&'a AgentRow, &'a str)>,
     reference: &str,
     this_machine: &str,
 ) -> Option<String> {
     let mut machines = std::collections::BTreeSet::new();
-    for v in views {
-        let a = &v.agent;
+    for (a, machine) in named {
         if reference.parse::<AgentId>().ok() == Some(a.id)
             || a.session_id == reference
             || a.sessions.iter().any(|s| s == reference)
@@ -216,7 +216,7 @@ pub fn ambiguous_pane<'a>(
             return None;
         }
         if !a.ended && a.tmux_pane.as_deref() == Some(reference) {
-            machines.insert(crate::cluster::machines::holder(&v.machine, this_machine).to_string());
+            machines.insert(crate::cluster::machines::holder(machine, this_machine).to_string());
         }
     }
     (machines.len() > 1).then(|| {

@@ -3,7 +3,7 @@
 //! production, the simulator's world in memory; both answer with the core's
 //! [`AgentView`], whose card the core computes.
 
-use headspace_core::model::{Snapshot, TurnRow};
+use headspace_core::model::{AgentRow, Snapshot, TurnRow};
 use headspace_core::transcript::audit::StoredTurn;
 use headspace_core::usage::step::StepRow;
 use headspace_core::usage::sum::{ModelUsage, UsageBy};
@@ -104,9 +104,15 @@ pub trait Store: Send + Sync {
     fn agent(&self, agent_id: u64) -> BoxFuture<'_, Result<Option<AgentView>, StoreError>>;
     /// The panes of agents still running.
     fn panes(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>>;
-    /// An agent by id, session id (current or past) or pane, chosen by
-    /// [`resolve_reference`](headspace_core::view::resolve_reference).
-    fn resolve<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<Option<u64>, StoreError>>;
+    /// Every agent `reference` names ([`names`](headspace_core::view::names): its id, a
+    /// session id current or past, or its pane), each with its machine (empty for this
+    /// server's own): what [`resolve_reference`](headspace_core::view::resolve_reference)
+    /// chooses from, and what tells a pane held on two machines
+    /// ([`ambiguous_pane`](headspace_core::view::ambiguous_pane)).
+    fn named<'a>(
+        &'a self,
+        reference: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<(AgentRow, String)>, StoreError>>;
     /// Runs `f` holding the agent's store-wide reconcile lock; `None` when another holds it.
     fn with_reconcile_lock<'a>(
         &'a self,

@@ -136,15 +136,24 @@ impl Store for Directory {
         Box::pin(async { Ok(Vec::new()) })
     }
 
-    fn resolve<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+    fn named<'a>(
+        &'a self,
+        reference: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<(headspace_core::model::AgentRow, String)>, StoreError>> {
         Box::pin(async move {
             self.reachable()?;
-            let agents: Vec<_> = self
+            Ok(self
                 .edges
                 .iter()
-                .flat_map(|(_, w)| w.lock().store.agents().cloned().collect::<Vec<_>>())
-                .collect();
-            Ok(headspace_core::view::resolve_reference(&agents, reference))
+                .flat_map(|(machine, w)| {
+                    w.lock()
+                        .store
+                        .agents()
+                        .filter(|a| headspace_core::view::names(a, reference))
+                        .map(|a| (a.clone(), machine.to_string()))
+                        .collect::<Vec<_>>()
+                })
+                .collect())
         })
     }
 

@@ -171,8 +171,17 @@ impl Store for SimWorld {
         Box::pin(async move { Ok(set.into_iter().collect()) })
     }
 
-    fn resolve<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
-        let r = self.lock().store.resolve(reference);
+    fn named<'a>(
+        &'a self,
+        reference: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<(headspace_core::model::AgentRow, String)>, StoreError>> {
+        let r = self
+            .lock()
+            .store
+            .agents()
+            .filter(|a| headspace_core::view::names(a, reference))
+            .map(|a| (a.clone(), String::new()))
+            .collect();
         Box::pin(async move { Ok(r) })
     }
 

@@ -8,7 +8,7 @@ use crate::server::driver::{Msg, ReconcileProgress};
 use crate::server::store::Waited;
 use headspace_core::cluster::pane_commands::PaneCommandKind;
 use headspace_core::task::wait::{self, WaitDebounce, WaitVerdict};
-use headspace_core::view::{ambiguous_pane, AgentView};
+use headspace_core::view::{ambiguous_pane, resolve_reference, AgentView};
 use headspace_core::Activity;
 use headspace_core::{Input, Reply};
 use hyper::{Response, StatusCode};
@@ -19,25 +19,24 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 pub(super) async fn resolve(app: &App, reference: &str) -> Result<u64, Response<Body>> {
+    let named = match app.store.named(reference).await {
+        Ok(named) => named,
+        Err(e) => return Err(error(StatusCode::SERVICE_UNAVAILABLE, e)),
+    };
     // Across machines a pane id names a pane on each: refuse it when more than one live
     // agent holds it (a database of one machine has none to confuse).
-    if app.pane_queue.is_some() && reference.starts_with('%') {
-        match app.store.agents().await {
-            Ok(views) => {
-                if let Some(why) = ambiguous_pane(&views, reference, &app.machine) {
-                    return Err(error(StatusCode::CONFLICT, why));
-                }
-            }
-            Err(e) => return Err(error(StatusCode::SERVICE_UNAVAILABLE, e)),
+    if app.pane_queue.is_some() {
+        let rows = named.iter().map(|(a, m)| (a, m.as_str()));
+        if let Some(why) = ambiguous_pane(rows, reference, &app.machine) {
+            return Err(error(StatusCode::CONFLICT, why));
         }
     }
-    match app.store.resolve(reference).await {
-        Ok(Some(id)) => Ok(id),
-        Ok(None) => Err(error(
+    match resolve_reference(named.iter().map(|(a, _)| a), reference) {
+        Some(id) => Ok(id),
+        None => Err(error(
             StatusCode::NOT_FOUND,
             format!("no agent {reference}"),
         )),
-        Err(e) => Err(error(StatusCode::SERVICE_UNAVAILABLE, e)),
     }
 }
 

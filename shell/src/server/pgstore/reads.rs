@@ -166,23 +166,28 @@ impl PgStore {
     /// Finds an agent by id, Claude session id (current or past) or tmux pane: the query
     /// finds the agents the reference names, the core's rule picks one.
     pub async fn resolve(&self, reference: &str) -> Result<Option<u64>, StoreError> {
+        let named = self.named(reference).await?;
+        Ok(resolve_reference(named.iter().map(|(a, _)| a), reference))
+    }
+
+    /// Every agent `reference` names (by id, session current or past, or pane), with its
+    /// machine: one indexed query, not every agent's card.
+    pub async fn named(&self, reference: &str) -> Result<Vec<(AgentRow, String)>, StoreError> {
         let c = self.pool.get().await?;
         let by_id = reference.parse::<i64>().ok();
-        let named: Vec<AgentRow> = c
-            .query(
-                &format!(
-                    "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission, end_reason, claude_pid, git_branch
-                     FROM agents WHERE id = $1 OR session_id = $2 OR $2 = ANY(sessions) OR tmux_pane = $2",
-                    ms("last_seen_at"),
-                    ms("sent_at"),
-                ),
-                &[&by_id.unwrap_or(-1), &reference],
-            )
-            .await?
-            .iter()
-            .map(|r| agent_row(r, 12))
-            .collect();
-        Ok(resolve_reference(&named, reference))
+        Ok(c.query(
+            &format!(
+                "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission, end_reason, claude_pid, git_branch, machine
+                 FROM agents WHERE id = $1 OR session_id = $2 OR $2 = ANY(sessions) OR tmux_pane = $2",
+                ms("last_seen_at"),
+                ms("sent_at"),
+            ),
+            &[&by_id.unwrap_or(-1), &reference],
+        )
+        .await?
+        .iter()
+        .map(|r| (agent_row(r, 12), r.get::<_, String>(15)))
+        .collect())
     }
 
     /// Runs `f` holding the cluster-wide reconcile lock of an agent, so two replicas never

@@ -5,7 +5,7 @@ use super::PgStore;
 use crate::server::archive::Archive;
 use crate::server::search::{HistoryAgent, PruneRequest, PrunedAgent, SearchHit, SearchQuery};
 use crate::server::store::{BoxFuture, Store, StoreError, Waited};
-use headspace_core::model::{Snapshot, TurnRow};
+use headspace_core::model::{AgentRow, Snapshot, TurnRow};
 use headspace_core::transcript::audit::StoredTurn;
 use headspace_core::usage::step::StepRow;
 use headspace_core::usage::sum::{ModelUsage, UsageBy};
@@ -66,8 +66,11 @@ impl Store for PgStore {
         Box::pin(PgStore::panes(self))
     }
 
-    fn resolve<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
-        Box::pin(PgStore::resolve(self, reference))
+    fn named<'a>(
+        &'a self,
+        reference: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<(AgentRow, String)>, StoreError>> {
+        Box::pin(PgStore::named(self, reference))
     }
 
     fn with_reconcile_lock<'a>(
