@@ -29,7 +29,7 @@ pub fn align_task_ids() -> u64 {
                 .expect("an empty task")
         });
         let n: u64 = id.to_string().parse().expect("a task id is a number");
-        if (n + 1) % ALIGN == 0 {
+        if (n + 1).is_multiple_of(ALIGN) {
             return n + 1;
         }
     }

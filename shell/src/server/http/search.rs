@@ -4,7 +4,6 @@
 use super::agents::resolve;
 use super::body::{error, json_response, Body};
 use super::App;
-use crate::server::archive::Archive;
 use crate::server::search::{
     hits_json, parse_bound, parse_day, HistoryAgent, PruneRequest, SearchQuery, DEFAULT_LIMIT,
     MAX_LIMIT, MAX_QUERY_CHARS,
@@ -32,14 +31,12 @@ fn nonempty(query: Option<&str>, key: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// The store's archive, or the 501 that says this server has none.
-fn archive(app: &App) -> Result<&dyn Archive, Response<Body>> {
-    app.archive.as_deref().ok_or_else(|| {
-        error(
-            StatusCode::NOT_IMPLEMENTED,
-            "search, history and prune need the PostgreSQL store, and this server runs without one",
-        )
-    })
+/// The 501 of a server whose store has no archive (search, history, prune).
+fn no_archive() -> Response<Body> {
+    error(
+        StatusCode::NOT_IMPLEMENTED,
+        "search, history and prune need the PostgreSQL store, and this server runs without one",
+    )
 }
 
 /// `GET /api/search?q=…&project=&agent=&actor=&since=&until=&before=&limit=`.
@@ -48,9 +45,8 @@ pub(super) async fn search(app: &App, query: Option<&str>) -> Response<Body> {
         Ok(q) => q,
         Err(r) => return r,
     };
-    let archive = match archive(app) {
-        Ok(a) => a,
-        Err(r) => return r,
+    let Some(archive) = app.archive.as_deref() else {
+        return no_archive();
     };
     match archive.search(&parsed).await {
         Ok(hits) => json_response(StatusCode::OK, &hits_json(&hits)),
@@ -121,9 +117,8 @@ pub(super) async fn history(app: &App, query: Option<&str>) -> Response<Body> {
         },
     };
     let project = nonempty(query, "project");
-    let archive = match archive(app) {
-        Ok(a) => a,
-        Err(r) => return r,
+    let Some(archive) = app.archive.as_deref() else {
+        return no_archive();
     };
     match archive
         .history(project.as_deref(), day, HISTORY_LIMIT)
@@ -171,9 +166,8 @@ pub(super) async fn prune(app: &App, body: &[u8]) -> Response<Body> {
         );
     };
     let dry_run = v["dry_run"].as_bool().unwrap_or(false);
-    let archive = match archive(app) {
-        Ok(a) => a,
-        Err(r) => return r,
+    let Some(archive) = app.archive.as_deref() else {
+        return no_archive();
     };
     match archive.prune(PruneRequest { before, dry_run }).await {
         Ok(agents) => {
