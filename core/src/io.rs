@@ -66,6 +66,13 @@ pub enum Input {
         /// The text typed, when known: only the prompt with this text answers the send.
         text: Option<String>,
     },
+    /// The user stopped the agent through Headspace (`stop`): it was asked to exit and its
+    /// pane is gone or killed. It ends with the reason `stopped`, whatever hook or listing
+    /// says so after.
+    Stopped {
+        /// An agent id, a Claude session id or a pane id.
+        agent: String,
+    },
     /// Rebuild all state from what the store holds (after a restart).
     Restore(Snapshot),
     /// The stored rows of agents the core evicted from memory and asked back with

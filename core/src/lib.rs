@@ -148,6 +148,7 @@ pub mod harness;
 pub mod hook;
 pub mod io;
 pub mod kind;
+pub mod launch;
 pub mod model;
 pub mod orchestration;
 pub mod pane;

@@ -423,3 +423,58 @@ fn a_session_a_late_hook_puts_in_a_pane_whose_claude_already_exited_is_ended() {
     assert_eq!(agent_of(&r, &c).tmux_pane.as_deref(), Some("%7"));
     assert!(!agent_of(&r, &c).ended, "{:?}", agent_of(&r, &c));
 }
+
+/// The user stops an agent through Headspace: it ends as `stopped`, also when its own
+/// SessionEnd came first; a late line of its last turn does not bring it back, and the
+/// trace format carries the stop (`{"stopped": {"agent": …}}`).
+#[test]
+fn a_stopped_agent_ends_as_stopped_and_stays_ended() {
+    let mut r = Replayer::new(CLAUDE_DIR);
+    let mut s = session(&mut r, 1, "/work/p", 10_000);
+    let id = agent_of(&r, &s).id;
+    r.step(
+        at(11_000),
+        Step::Stopped {
+            agent: id.to_string(),
+        },
+    );
+    let a = agent_of(&r, &s);
+    assert!(a.ended);
+    assert_eq!(a.end_reason.as_deref(), Some("stopped"));
+    let tail = s.agent_text("the last words, read late");
+    r.step(
+        at(12_000),
+        Step::Append {
+            path: s.path(),
+            data: format!("{}\n", tail.json).into_bytes(),
+        },
+    );
+    assert_eq!(agent_of(&r, &s).end_reason.as_deref(), Some("stopped"));
+
+    // Its own SessionEnd first (it took /exit), then the stop: still `stopped`.
+    let mut r = Replayer::new(CLAUDE_DIR);
+    let s = session(&mut r, 2, "/work/q", 10_000);
+    let end = json!({"session_id": s.session_id, "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"});
+    r.step(
+        at(11_000),
+        Step::Hook {
+            event: Some("SessionEnd".into()),
+            body: end.to_string().into_bytes(),
+        },
+    );
+    assert!(agent_of(&r, &s).ended);
+    r.step(
+        at(11_500),
+        Step::Stopped {
+            agent: s.session_id.clone(),
+        },
+    );
+    assert_eq!(agent_of(&r, &s).end_reason.as_deref(), Some("stopped"));
+
+    let t = headspace_core::harness::trace::Trace::parse(concat!(
+        "{\"trace\": 1, \"epoch\": \"2026-02-18T10:00:00Z\", \"claude_dir\": \"/c\"}\n",
+        "{\"at_ms\": 5, \"stopped\": {\"agent\": 7}}\n",
+    ))
+    .unwrap();
+    assert_eq!(t.steps[0].1, Step::Stopped { agent: "7".into() });
+}

@@ -15,6 +15,7 @@ pub mod clock;
 pub mod config;
 pub mod fsutil;
 pub mod hooks;
+pub mod launch;
 pub mod orchestrate;
 pub mod private_files;
 pub mod procs;

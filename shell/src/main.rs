@@ -147,6 +147,63 @@ enum Cmd {
         #[command(subcommand)]
         action: OrchestrateAction,
     },
+    /// Start an agent in DIR, in a new window of the server's tmux (its session
+    /// `headspace`): in DIR itself, or with --worktree in a new git worktree on a new branch
+    /// `headspace/NAME` (a name is picked from the prompt when none is given).
+    New {
+        /// The folder (inside a --projects-root of the server).
+        dir: String,
+        /// Work in a new worktree, named NAME (letters, digits, '-', '_', '.').
+        #[arg(long, num_args = 0..=1, default_missing_value = "")]
+        worktree: Option<String>,
+        /// The branch the worktree starts from (default: DIR's current branch).
+        #[arg(long, requires = "worktree")]
+        base: Option<String>,
+        /// The kind of agent.
+        #[arg(long, default_value = "claude")]
+        agent: String,
+        /// The first prompt, typed once the agent runs.
+        #[arg(long)]
+        prompt: Option<String>,
+        #[command(flatten)]
+        server: ServerArg,
+    },
+    /// Stop an agent: asked to exit, killed after 10 s (at once with --force).
+    Stop {
+        /// Agent id, session id or pane.
+        agent: String,
+        /// Kill it at once.
+        #[arg(long)]
+        force: bool,
+        #[command(flatten)]
+        server: ServerArg,
+    },
+    /// What an agent changed: a worktree's branch and uncommitted changes against where it
+    /// started; any other agent's folder's uncommitted changes.
+    Diff {
+        /// Agent id, session id or pane.
+        agent: String,
+        #[command(flatten)]
+        server: ServerArg,
+    },
+    /// Merge an agent's branch (its uncommitted work committed first) into the branch it
+    /// started from, in the main checkout; a conflict changes nothing.
+    Merge {
+        /// Agent id, session id or pane.
+        agent: String,
+        /// One commit instead of a merge commit.
+        #[arg(long)]
+        squash: bool,
+        #[command(flatten)]
+        server: ServerArg,
+    },
+    /// Remove the worktree and branch Headspace made for a stopped agent.
+    Discard {
+        /// Agent id, session id or pane.
+        agent: String,
+        #[command(flatten)]
+        server: ServerArg,
+    },
 }
 
 fn main() -> ExitCode {
@@ -233,6 +290,33 @@ fn main() -> ExitCode {
             dry_run,
             server,
         } => cli::search::prune(&before, dry_run, &server),
+        Cmd::New {
+            dir,
+            worktree,
+            base,
+            agent,
+            prompt,
+            server,
+        } => cli::launch::new(
+            &dir,
+            worktree.as_deref(),
+            base.as_deref(),
+            &agent,
+            prompt.as_deref(),
+            &server,
+        ),
+        Cmd::Stop {
+            agent,
+            force,
+            server,
+        } => cli::launch::stop(&agent, force, &server),
+        Cmd::Diff { agent, server } => cli::launch::diff(&agent, &server),
+        Cmd::Merge {
+            agent,
+            squash,
+            server,
+        } => cli::launch::merge(&agent, squash, &server),
+        Cmd::Discard { agent, server } => cli::launch::discard(&agent, &server),
     }
 }
 

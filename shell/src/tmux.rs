@@ -217,6 +217,54 @@ pub async fn send(socket: Option<&str>, pane: &str, text: &str) -> Result<Sent, 
     Ok(check.sent())
 }
 
+/// Starts `argv` (run as it is: no shell) in `cwd`, in a new window named `window` of the
+/// session `session` (made when absent, 200×50, detached); the new pane's id.
+pub async fn open_window(
+    socket: Option<&str>,
+    session: &str,
+    window: &str,
+    cwd: &std::path::Path,
+    argv: &[&str],
+) -> Result<String, String> {
+    let cwd = cwd.display().to_string();
+    let target = format!("{session}:");
+    let exists = tmux(socket, &["has-session", "-t", &format!("={session}")])
+        .await
+        .is_ok();
+    let mut args: Vec<&str> = if exists {
+        vec!["new-window", "-d", "-t", &target]
+    } else {
+        vec!["new-session", "-d", "-s", session, "-x", "200", "-y", "50"]
+    };
+    args.extend(["-P", "-F", "#{pane_id}", "-n", window, "-c", &cwd, "--"]);
+    args.extend_from_slice(argv);
+    let pane = tmux(socket, &args).await?.trim().to_string();
+    if !pane.starts_with('%') {
+        return Err(format!("tmux gave no pane id for the new window: {pane:?}"));
+    }
+    // A command that cannot start (not found, exits at once) closes its pane.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    if !pane_exists(socket, &pane).await {
+        return Err(format!(
+            "{} exited at once in {cwd}: check --claude-command",
+            argv.first().unwrap_or(&"the command")
+        ));
+    }
+    Ok(pane)
+}
+
+/// Whether `pane` is open.
+pub async fn pane_exists(socket: Option<&str>, pane: &str) -> bool {
+    tmux(socket, &["display-message", "-p", "-t", pane, "#{pane_id}"])
+        .await
+        .is_ok_and(|p| p.trim() == pane)
+}
+
+/// Closes `pane`, killing what runs in it.
+pub async fn kill_pane(socket: Option<&str>, pane: &str) -> Result<(), String> {
+    tmux(socket, &["kill-pane", "-t", pane]).await.map(|_| ())
+}
+
 /// The visible screen of `pane`.
 async fn screen(socket: Option<&str>, pane: &str) -> Result<String, String> {
     tmux(socket, &["capture-pane", "-p", "-t", pane]).await

@@ -319,6 +319,7 @@ fn start_machine_b(db: &str, claude_b: &Path, tmux: &Tmux) -> tokio::runtime::Ru
                 url: db.to_string(),
             })),
             archive: Some(Arc::new(store)),
+            launcher: None,
         };
         let app = start(&world, machine_b_settings(claude_b), None)
             .await

@@ -283,6 +283,8 @@ impl SimWorld {
             }),
             // No search indexes in memory: the search routes answer 501 here.
             archive: None,
+            // The simulated panes start no agents: those routes answer 501 here.
+            launcher: None,
         }
     }
 }

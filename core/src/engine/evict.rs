@@ -216,7 +216,9 @@ impl Core {
                     }
                 }
             }
-            Input::Sent { agent, .. } | Input::Reconcile { agent, .. } => {
+            Input::Sent { agent, .. }
+            | Input::Reconcile { agent, .. }
+            | Input::Stopped { agent } => {
                 ids.extend(self.resolve_agent(agent));
             }
             Input::Tick => {

@@ -277,6 +277,7 @@ impl Core {
             Input::Pane { pane, text } => self.on_pane(&pane, &text),
             Input::Panes(panes) => self.on_panes(&panes),
             Input::Sent { agent, text } => self.on_sent(&agent, text.as_deref()),
+            Input::Stopped { agent } => self.on_stopped(&agent),
             Input::Tick => {
                 self.check_gaps();
                 self.expire_sends();

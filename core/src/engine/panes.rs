@@ -181,6 +181,24 @@ impl Core {
         }
     }
 
+    /// The user stopped the agent through Headspace: it ends as `stopped` (also when its own
+    /// SessionEnd came first, which says only that it exited).
+    pub(super) fn on_stopped(&mut self, agent_ref: &str) {
+        let Some(id) = self.resolve_agent(agent_ref) else {
+            return;
+        };
+        let agent = self.agent_mut(id);
+        if !agent.row.ended {
+            self.reap(id, EndReason::Stopped);
+            return;
+        }
+        if agent.row.end_reason.as_deref() != Some(EndReason::Stopped.as_str()) {
+            agent.row.end_reason = Some(EndReason::Stopped.as_str().to_string());
+            self.dirty_agents.insert(id);
+            self.publish(id, "card_refresh", json!({"agent_id": id}));
+        }
+    }
+
     /// Ends an agent for `reason`, as its SessionEnd would.
     fn reap(&mut self, id: AgentId, reason: EndReason) {
         let now = self.now;
@@ -217,9 +235,10 @@ impl Core {
         let Some(ended) = agent.ended_at else {
             return;
         };
-        // Only the reaper's end is undone by any news; a SessionEnd by a new session start
-        // or prompt (the hooks' own rules).
-        if !agent.row.ended || agent.row.end_reason.is_none() || at <= ended {
+        // Only the reaper's end is undone by any news; a SessionEnd, or the user's stop, by
+        // a new session start or prompt (the hooks' own rules).
+        let stopped = agent.row.end_reason.as_deref() == Some(EndReason::Stopped.as_str());
+        if !agent.row.ended || agent.row.end_reason.is_none() || stopped || at <= ended {
             return;
         }
         info!(

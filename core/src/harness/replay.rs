@@ -83,6 +83,7 @@ impl Replayer {
                 self.core.handle(at, Input::Reconcile { agent, request });
             }
             Step::Sent { agent, text } => self.core.handle(at, Input::Sent { agent, text }),
+            Step::Stopped { agent } => self.core.handle(at, Input::Stopped { agent }),
             Step::Restart => {
                 self.core = Core::new(self.config.clone());
                 self.deferred.clear();

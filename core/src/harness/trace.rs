@@ -54,6 +54,11 @@ pub enum Step {
         /// The text typed.
         text: Option<String>,
     },
+    /// The user stopped an agent through Headspace (an extension of the contract's format).
+    Stopped {
+        /// The agent reference.
+        agent: String,
+    },
 }
 
 /// A whole trace: its header and its steps with their times.
@@ -213,8 +218,16 @@ fn parse_step(n: usize, v: &Value) -> Result<Step, TraceError> {
             text,
         });
     }
+    if let Some(s) = v.get("stopped") {
+        let agent = match s.get("agent") {
+            Some(Value::String(a)) => a.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            _ => return Err(bad("stopped needs an agent")),
+        };
+        return Ok(Step::Stopped { agent });
+    }
     Err(bad(
-        "no input: expected one of hook, append, pane, panes, tick, reconcile, restart, sent",
+        "no input: expected one of hook, append, pane, panes, tick, reconcile, restart, sent, stopped",
     ))
 }
 

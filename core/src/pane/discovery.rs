@@ -144,6 +144,8 @@ pub enum EndReason {
     ProcessExited,
     /// Neither hooks, transcript nor a live pane said anything for longer than the limit.
     Silent,
+    /// The user stopped it through Headspace.
+    Stopped,
 }
 
 impl EndReason {
@@ -153,6 +155,7 @@ impl EndReason {
             EndReason::PaneClosed => "pane_closed",
             EndReason::ProcessExited => "process_exited",
             EndReason::Silent => "silent",
+            EndReason::Stopped => "stopped",
         }
     }
 }

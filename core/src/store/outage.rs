@@ -66,6 +66,7 @@ pub fn while_shedding(input: &Input) -> WhileShedding {
         | Input::TranscriptReset { .. } => WhileShedding::Drop,
         Input::Tick
         | Input::Sent { .. }
+        | Input::Stopped { .. }
         | Input::Reconcile { .. }
         | Input::Restore(_)
         | Input::AgentsLoaded(_) => WhileShedding::Feed,

@@ -4,6 +4,7 @@
 pub mod agents;
 pub mod audit;
 pub mod hooks;
+pub mod launch;
 pub mod machines;
 pub mod orchestrate;
 pub(crate) mod output;

@@ -70,6 +70,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0017_signed_pane_commands.sql",
         include_str!("../../../migrations/0017_signed_pane_commands.sql"),
     ),
+    (
+        "0018_launches.sql",
+        include_str!("../../../migrations/0018_launches.sql"),
+    ),
 ];
 
 /// Why migrating failed.

@@ -211,6 +211,7 @@ async fn serve(
         url: url.clone(),
     };
     let store = Arc::new(store);
+    let launches: Arc<dyn crate::launch::LaunchBook> = store.clone();
     let world = World {
         clock: Arc::new(SystemClock),
         archive: Some(store.clone()),
@@ -220,6 +221,10 @@ async fn serve(
             socket: args.tmux_socket.clone(),
         }),
         pane_queue: Some(Arc::new(pane_queue)),
+        launcher: role
+            .has_agents()
+            .then(|| launcher(&args, launches))
+            .transpose()?,
     };
     let recorder = match &args.record {
         Some(p) => Some(
@@ -422,6 +427,37 @@ pub struct Settings {
     pub spool_dir: Option<PathBuf>,
 }
 
+/// What the server starts agents with (`--projects-root`, `--claude-command`,
+/// `--worktrees-dir`), keeping them in `book`. The roots are made canonical here, once: the
+/// core compares canonical paths.
+fn launcher(
+    args: &ServeArgs,
+    book: Arc<dyn crate::launch::LaunchBook>,
+) -> Result<crate::launch::Launcher, String> {
+    let given = if args.projects_roots.is_empty() {
+        vec![crate::private_files::user_home()?]
+    } else {
+        args.projects_roots.clone()
+    };
+    let mut roots = Vec::new();
+    for r in given {
+        roots.push(
+            std::fs::canonicalize(&r)
+                .map_err(|e| format!("--projects-root {}: {e}", r.display()))?,
+        );
+    }
+    let mut settings = crate::launch::start::LaunchSettings::new(
+        roots,
+        args.claude_command.clone(),
+        args.tmux_socket.clone(),
+    );
+    settings.worktrees_dir = args.worktrees_dir.clone();
+    Ok(crate::launch::Launcher {
+        settings: Arc::new(settings),
+        book,
+    })
+}
+
 /// Starts a server's insides on `world`: restores the core from the store, then starts the
 /// core's loop, the writer, the transcript sweep, the pane watchdog and the ticker. The
 /// returned app serves requests (see [`accept_loop`]).
@@ -552,6 +588,7 @@ fn assemble(
         role: settings.role,
         pane_queue: world.pane_queue.clone(),
         archive: world.archive.clone(),
+        launcher: world.launcher.clone(),
     })
 }
 

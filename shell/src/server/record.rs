@@ -109,6 +109,7 @@ impl Recorder {
             Input::Sent { agent, text } => {
                 self.line(now, json!({"sent": {"agent": agent, "text": text}}))
             }
+            Input::Stopped { agent } => self.line(now, json!({"stopped": {"agent": agent}})),
             // Restore and loads come from the store, which a replay has of its own.
             Input::TranscriptReset { .. } | Input::Restore(_) | Input::AgentsLoaded(_) => {}
         }

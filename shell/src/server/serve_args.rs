@@ -89,6 +89,23 @@ pub struct ServeArgs {
     /// tmux socket name (`tmux -L NAME`); the default server when unset.
     #[arg(long, env = "HEADSPACE_TMUX_SOCKET")]
     pub tmux_socket: Option<String>,
+    /// A folder agents may be started in from Headspace (`headspace new`, `POST
+    /// /api/agents`), with everything below it; repeat for more (the environment variable
+    /// takes them separated by ':'). Default: your home folder.
+    #[arg(
+        long = "projects-root",
+        env = "HEADSPACE_PROJECTS_ROOTS",
+        value_delimiter = ':'
+    )]
+    pub projects_roots: Vec<PathBuf>,
+    /// The command that starts Claude Code in a new agent's tmux window, split on spaces
+    /// (run as it is, never through a shell, so no quoting).
+    #[arg(long, env = "HEADSPACE_CLAUDE_COMMAND", default_value = "claude")]
+    pub claude_command: String,
+    /// Where the worktrees of agents started with one go: relative to the repository's main
+    /// checkout (and then ignored by git there), or absolute.
+    #[arg(long, env = "HEADSPACE_WORKTREES_DIR", default_value = ".worktrees")]
+    pub worktrees_dir: PathBuf,
     /// A command run through `sh -c` when an agent starts waiting on you or finishes a task,
     /// with the notice as JSON on its stdin (rate-limited; sub-agents and slash commands are
     /// not told).

@@ -63,7 +63,7 @@ impl Spool {
         std::fs::metadata(&self.path).is_ok_and(|m| m.len() > 0)
     }
 
-    /// Appends a hook; synced once [`SYNC_EVERY`] are waiting (and by [`Spool::sync`]).
+    /// Appends a hook; synced once `SYNC_EVERY` are waiting (and by [`Spool::sync`]).
     pub fn append(
         &mut self,
         at: Timestamp,

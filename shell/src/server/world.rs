@@ -434,6 +434,8 @@ pub struct World {
     pub pane_queue: Option<Arc<dyn crate::server::pane_queue::PaneQueue>>,
     /// Search, history and prune (PostgreSQL); `None` for a store without them.
     pub archive: Option<Arc<dyn crate::server::archive::Archive>>,
+    /// Starting agents in tmux (`POST /api/agents`); `None` where the server starts none.
+    pub launcher: Option<crate::launch::Launcher>,
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ mod assets;
 pub(crate) mod audit;
 mod body;
 mod guesses;
+mod launch;
 mod login;
 mod orchestration;
 mod pane_executor;
@@ -105,6 +106,8 @@ pub struct App {
     /// Search, history and prune; `None` when the store has no search indexes (the
     /// simulation's), and those routes answer 501.
     pub archive: Option<Arc<dyn crate::server::archive::Archive>>,
+    /// Starting, reviewing and stopping agents; `None` where the server starts none (501).
+    pub launcher: Option<crate::launch::Launcher>,
     /// The core's configuration, for the rules a route applies itself (how the wait on a
     /// forwarded command goes: [`headspace_core::cluster::pane_commands::await_step`]).
     pub rules: headspace_core::Config,
@@ -259,6 +262,26 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
                         "body must be {\"text\": \"…\"} with some text",
                     ),
                 },
+                Err(r) => r,
+            }
+        }
+        (&Method::POST, ["api", "agents"]) => match read_body(&app, req).await {
+            Ok(body) => launch::create(&app, &body).await,
+            Err(r) => r,
+        },
+        (&Method::GET, ["api", "agents", id, "diff"]) => launch::diff(&app, id).await,
+        (&Method::POST, ["api", "agents", id, "merge"]) => {
+            let id = id.to_string();
+            match read_body(&app, req).await {
+                Ok(body) => launch::merge(&app, &id, &body).await,
+                Err(r) => r,
+            }
+        }
+        (&Method::POST, ["api", "agents", id, "discard"]) => launch::discard(&app, id).await,
+        (&Method::POST, ["api", "agents", id, "stop"]) => {
+            let id = id.to_string();
+            match read_body(&app, req).await {
+                Ok(body) => launch::stop_agent(&app, &id, &body).await,
                 Err(r) => r,
             }
         }

@@ -15,6 +15,7 @@ mod audit;
 pub mod db_url;
 pub mod events;
 mod history;
+pub mod launches;
 pub mod listen;
 pub mod machines;
 pub mod pane_commands;

@@ -126,9 +126,9 @@ impl PgStore {
     /// column's statistics and walks the time index back for a common text, the trigram
     /// index for a rare one); the full-text side ranks the newest matches, read from the GIN
     /// index when there are few, by walking the time index when there are many (see
-    /// [`indexed_matches`]), plus the turns not indexed yet, parsed on the fly. Steps are
+    /// `indexed_matches`), plus the turns not indexed yet, parsed on the fly. Steps are
     /// searched the same two ways by their own indexes. All in one transaction, with the
-    /// settings of [`SEARCH_SETTINGS`].
+    /// settings of `SEARCH_SETTINGS`.
     pub async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>, StoreError> {
         let mut c = self.pool.get().await?;
         let agent = query.agent.map(id);

@@ -99,6 +99,10 @@ struct Turn {
     /// Show a permission dialog before the final reply.
     #[serde(default)]
     permission: bool,
+    /// Write the prompt it was given (and a newline) into this file of its folder, as a
+    /// Write tool call, before the final reply: what a test's diff and merge look at.
+    #[serde(default)]
+    edit: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -372,6 +376,9 @@ impl Agent {
             );
             self.history.push(format!("⏺ {} → {answer}", q.question));
         }
+        if let Some(file) = &turn.edit {
+            self.write_file(file, &format!("{prompt}\n"));
+        }
         if turn.permission {
             self.hook(
                 "PermissionRequest",
@@ -410,6 +417,31 @@ impl Agent {
         self.draw_idle();
     }
 
+    /// Writes `text` into `file` (relative to its folder) as Claude Code's Write tool does:
+    /// its hooks, its transcript lines, the file.
+    fn write_file(&mut self, file: &str, text: &str) {
+        self.draw_busy("Writing");
+        self.think();
+        self.stamp();
+        let path = std::env::current_dir()
+            .map(|d| d.join(file))
+            .unwrap_or_else(|_| PathBuf::from(file));
+        let input = json!({"file_path": path.display().to_string(), "content": text});
+        self.hook(
+            "PreToolUse",
+            json!({"tool_name": "Write", "tool_input": input.clone()}),
+        );
+        let outcome = match std::fs::write(&path, text) {
+            Ok(()) => format!("File created successfully at: {}", path.display()),
+            Err(e) => format!("Error writing {}: {e}", path.display()),
+        };
+        let [call, result] = self.writer.tool("Write", input, &outcome);
+        self.append(&call.json);
+        self.append(&result.json);
+        self.hook("PostToolUse", json!({"tool_name": "Write"}));
+        self.history.push(format!("⏺ Write({file})"));
+    }
+
     /// Plays a `/flow.*` skill as a turn: it marks its step in progress, works (a reply and a
     /// tool call, a question when told to ask), then writes its verdict to the project before
     /// its last reply and Stop.
@@ -430,6 +462,7 @@ impl Agent {
             question,
             ask: None,
             permission: false,
+            edit: None,
         };
         self.play(&turn, Some(line), move |agent| {
             let outcome = begun.and_then(|()| match agent.skills.as_mut() {
@@ -518,6 +551,7 @@ fn main() {
                     agent.clear(); // not a scripted turn
                     continue;
                 }
+                Some(t) if t == "/exit" => break,
                 Some(t) if !t.is_empty() => Some(t),
                 Some(_) => None,
                 None => break,
@@ -543,6 +577,7 @@ fn main() {
                         question: None,
                         ask: None,
                         permission: false,
+                        edit: None,
                     };
                     agent.play(&turn, None, |_| None);
                 }
@@ -551,7 +586,8 @@ fn main() {
         }
     }
     if agent.args.stay {
-        while agent.read_line().is_some() {
+        // Claude Code's own `/exit` ends it, as closing its input does.
+        while agent.read_line().is_some_and(|t| t != "/exit") {
             agent.draw_idle();
         }
     }

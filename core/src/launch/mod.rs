@@ -1,0 +1,163 @@
+//! Agents the user starts, reviews and stops from Headspace (CONTRACT.md, "Agents you start,
+//! review and stop"): the rules, without I/O. Which folder may hold an agent, what a worktree
+//! and its branch may be called and what they are called when the user gives no name, how an
+//! agent is asked to stop, and what a repository's diff says ([`diff`]). The shell runs git and
+//! tmux with exactly the arguments decided here, never through a shell.
+
+pub mod diff;
+
+use std::path::{Component, Path};
+
+/// The prefix of every branch Headspace creates: `headspace/NAME`. Only a branch with it,
+/// recorded as created by Headspace, is ever deleted by a discard.
+pub const BRANCH_PREFIX: &str = "headspace/";
+
+/// The folder, beside the repository's `.git`, that holds the worktrees Headspace creates
+/// (when `--worktrees-dir` does not say otherwise).
+pub const WORKTREES_DIR: &str = ".worktrees";
+
+/// How long an agent asked to exit has before it is killed.
+pub const STOP_GRACE_MS: i64 = 10_000;
+
+/// The longest worktree name taken.
+pub const NAME_MAX: usize = 64;
+
+/// Whether a worktree (and branch) name is one Headspace will use: letters, digits, `.`, `_`
+/// and `-`, at most [`NAME_MAX`], not starting with `-` or `.`, no `..`, not ending in
+/// `.lock`. What is refused says why, for the 400. Nothing else reaches git, so no name can
+/// be taken for an option, walk out of the worktrees folder or mean something to a shell.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let why = if name.is_empty() {
+        "is empty"
+    } else if name.len() > NAME_MAX {
+        "is longer than 64 characters"
+    } else if name.starts_with('-') {
+        "starts with '-' (it would be read as an option)"
+    } else if name.starts_with('.') {
+        "starts with '.'"
+    } else if name.contains("..") {
+        "contains '..'"
+    } else if name.ends_with(".lock") {
+        "ends with '.lock' (git keeps those for itself)"
+    } else if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        "may hold only letters, digits, '-', '_' and '.' (no spaces, slashes or shell characters)"
+    } else {
+        return Ok(());
+    };
+    Err(format!("the worktree name {name:?} {why}"))
+}
+
+/// A name for a worktree when the user gives none: the first words of the first prompt
+/// (`fix-the-login-bug`), else `agent`; with `-2`, `-3`, … when `taken` has it. Always
+/// passes [`check_name`].
+pub fn suggest_name(prompt: Option<&str>, taken: &[String]) -> String {
+    let words: Vec<String> = prompt
+        .unwrap_or_default()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(4)
+        .map(|w| w.to_ascii_lowercase())
+        .collect();
+    let mut base = words.join("-");
+    base.truncate(40);
+    let base = base.trim_end_matches('-').to_string();
+    let base = if base.is_empty() {
+        "agent".into()
+    } else {
+        base
+    };
+    let free = |n: &String| !taken.contains(n) && !taken.contains(&branch_for(n));
+    std::iter::once(base.clone())
+        .chain((2..).map(|i| format!("{base}-{i}")))
+        .find(free)
+        .expect("an unbounded sequence has a free name")
+}
+
+/// The branch a worktree named `name` works on.
+pub fn branch_for(name: &str) -> String {
+    format!("{BRANCH_PREFIX}{name}")
+}
+
+/// Whether `dir` lies in (or is) one of `roots`, component by component (`/w/app2` is not
+/// in `/w/app`). Both sides must already be canonical (symlinks resolved by the shell):
+/// a path with `..` is never in a root.
+pub fn within_roots(dir: &Path, roots: &[impl AsRef<Path>]) -> bool {
+    let plain = |p: &Path| {
+        p.is_absolute()
+            && p.components()
+                .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+    };
+    plain(dir)
+        && roots
+            .iter()
+            .any(|r| plain(r.as_ref()) && dir.starts_with(r.as_ref()))
+}
+
+/// What ends an agent of this kind from its prompt, typed as a prompt is.
+pub fn exit_text(kind: crate::kind::AgentKind) -> &'static str {
+    match kind {
+        crate::kind::AgentKind::Claude => "/exit",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn names_that_could_be_options_paths_or_shell_are_refused() {
+        for bad in [
+            "",
+            "-rf",
+            "--upload-pack=x",
+            ".hidden",
+            "a..b",
+            "../up",
+            "a/b",
+            "a b",
+            "x;rm",
+            "$(id)",
+            "`id`",
+            "a\nb",
+            "main.lock",
+            "é",
+            &"x".repeat(65),
+        ] {
+            assert!(check_name(bad).is_err(), "{bad:?} taken");
+        }
+        for good in ["fix-login", "v1.2", "a_b", "x"] {
+            assert_eq!(check_name(good), Ok(()), "{good:?}");
+        }
+    }
+
+    #[test]
+    fn a_suggested_name_comes_from_the_prompt_and_is_free() {
+        assert_eq!(
+            suggest_name(Some("Fix the login bug, please!"), &[]),
+            "fix-the-login-bug"
+        );
+        assert_eq!(suggest_name(None, &[]), "agent");
+        assert_eq!(suggest_name(Some("¿¡!"), &[]), "agent");
+        let taken = vec!["agent".to_string(), branch_for("agent-2")];
+        assert_eq!(suggest_name(None, &taken), "agent-3");
+        for p in ["; rm -rf / #", "--force", "../../etc", &"long ".repeat(50)] {
+            let n = suggest_name(Some(p), &[]);
+            assert_eq!(check_name(&n), Ok(()), "{p:?} gave {n:?}");
+        }
+    }
+
+    #[test]
+    fn a_folder_is_in_a_root_by_whole_components_only() {
+        let roots = [PathBuf::from("/w/app")];
+        assert!(within_roots(Path::new("/w/app"), &roots));
+        assert!(within_roots(Path::new("/w/app/sub"), &roots));
+        assert!(!within_roots(Path::new("/w/app2"), &roots));
+        assert!(!within_roots(Path::new("/w/app/../etc"), &roots));
+        assert!(!within_roots(Path::new("w/app"), &roots));
+        assert!(!within_roots(Path::new("/w/app"), &[] as &[PathBuf]));
+    }
+}

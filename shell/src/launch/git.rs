@@ -1,0 +1,141 @@
+//! git, run for the agents Headspace starts: each call an argument list (never a shell), in a
+//! given folder, with the repository's own hooks, fsmonitor and external diff and textconv
+//! drivers switched off. A repository an agent works in is not trusted: its `.git/config`
+//! and `.gitattributes` are the agent's to write, and any of those would run a program of
+//! its choosing with the user's rights the next time Headspace ran git there.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::process::Command;
+
+/// How long one git command may take.
+const GIT_TIME: Duration = Duration::from_secs(30);
+
+/// Runs `git ARGS` in `dir`; its standard output, or its error (stderr, trimmed) on failure.
+pub async fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+    let out = run(dir, args).await?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+    }
+}
+
+/// Runs `git ARGS` in `dir`, whatever its exit status (`git diff --no-index` exits 1 when
+/// the files differ): its standard output, or an error when git could not run.
+pub async fn git_any_status(dir: &Path, args: &[&str]) -> Result<String, String> {
+    Ok(String::from_utf8_lossy(&run(dir, args).await?.stdout).into_owned())
+}
+
+async fn run(dir: &Path, args: &[&str]) -> Result<std::process::Output, String> {
+    let mut cmd = Command::new("git");
+    cmd.args([
+        "-c",
+        "core.hooksPath=/dev/null",
+        "-c",
+        "core.fsmonitor=false",
+        "-c",
+        "core.quotePath=false",
+        "-c",
+        "diff.external=",
+        "-c",
+        "color.ui=false",
+    ])
+    .args(args)
+    .current_dir(dir)
+    .env("GIT_TERMINAL_PROMPT", "0")
+    .env("GIT_OPTIONAL_LOCKS", "0")
+    .env_remove("GIT_DIR")
+    .env_remove("GIT_WORK_TREE")
+    .stdin(std::process::Stdio::null())
+    .kill_on_drop(true);
+    match tokio::time::timeout(GIT_TIME, cmd.output()).await {
+        Ok(Ok(o)) => Ok(o),
+        Ok(Err(e)) => Err(format!("git could not run: {e}")),
+        Err(_) => Err(format!("git {} took over 30 s", args.join(" "))),
+    }
+}
+
+/// The top folder of the repository `dir` is in (its main checkout for a worktree's folder:
+/// where `.git` is a folder, not a file).
+pub async fn main_checkout(dir: &Path) -> Result<PathBuf, String> {
+    let common = git(
+        dir,
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    )
+    .await
+    .map_err(|e| format!("{} is not in a git repository: {e}", dir.display()))?;
+    let common = PathBuf::from(common.trim());
+    common
+        .parent()
+        .map(Path::to_path_buf)
+        .ok_or_else(|| format!("git's folder {} has no parent", common.display()))
+}
+
+/// The branch checked out in `dir`, or `None` on a detached HEAD.
+pub async fn current_branch(dir: &Path) -> Result<Option<String>, String> {
+    let b = git(dir, &["branch", "--show-current"]).await?;
+    let b = b.trim();
+    Ok((!b.is_empty()).then(|| b.to_string()))
+}
+
+/// The commit `rev` names in `dir`.
+pub async fn commit_of(dir: &Path, rev: &str) -> Result<String, String> {
+    Ok(
+        git(dir, &["rev-parse", "--verify", "--end-of-options", rev])
+            .await?
+            .trim()
+            .to_string(),
+    )
+}
+
+/// Whether branch `name` exists in `dir`'s repository.
+pub async fn branch_exists(dir: &Path, name: &str) -> bool {
+    git(
+        dir,
+        &[
+            "show-ref",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/{name}"),
+        ],
+    )
+    .await
+    .is_ok()
+}
+
+/// Every change in `dir` against `base`: committed since it, staged, unstaged, and files git
+/// does not track yet (shown as added), as one unified patch.
+pub async fn patch_since(dir: &Path, base: &str) -> Result<String, String> {
+    let mut patch = git(
+        dir,
+        &[
+            "diff",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--find-renames",
+            base,
+            "--",
+        ],
+    )
+    .await?;
+    let untracked = git(dir, &["ls-files", "--others", "--exclude-standard", "-z"]).await?;
+    for path in untracked.split('\0').filter(|p| !p.is_empty()) {
+        patch.push_str(
+            &git_any_status(
+                dir,
+                &[
+                    "diff",
+                    "--no-ext-diff",
+                    "--no-textconv",
+                    "--no-index",
+                    "--",
+                    "/dev/null",
+                    path,
+                ],
+            )
+            .await?,
+        );
+    }
+    Ok(patch)
+}
