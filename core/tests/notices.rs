@@ -165,3 +165,14 @@ fn a_wait_is_told_once_its_question_is_known_or_when_its_time_is_up() {
     n.observe(&view(&c, TaskState::Processing, "go"), t(3_500));
     assert!(n.due(t(3_000 + QUESTION_WAIT_MS)).is_empty());
 }
+
+#[test]
+fn a_named_agent_is_told_by_its_name() {
+    let mut n = Notices::new();
+    let a = agent(1);
+    n.observe(&view(&a, TaskState::Processing, "go"), t(0));
+    let mut waiting = view(&a, TaskState::AwaitingInput, "go");
+    waiting.name = Some("login fix".into());
+    let told = n.observe(&waiting, t(1_000)).expect("told");
+    assert_eq!(told["title"], "login fix needs you");
+}

@@ -168,6 +168,15 @@ enum Cmd {
         #[command(flatten)]
         server: ServerArg,
     },
+    /// Give an agent a name every page and device shows ("" clears it).
+    Rename {
+        /// Agent id, session id or pane.
+        agent: String,
+        /// The name (at most 80 characters).
+        name: String,
+        #[command(flatten)]
+        server: ServerArg,
+    },
     /// Stop an agent: asked to exit, killed after 10 s (at once with --force).
     Stop {
         /// Agent id, session id or pane.
@@ -311,6 +320,11 @@ fn main() -> ExitCode {
             server,
         } => cli::launch::stop(&agent, force, &server),
         Cmd::Diff { agent, server } => cli::launch::diff(&agent, &server),
+        Cmd::Rename {
+            agent,
+            name,
+            server,
+        } => cli::agents::rename(&agent, &name, &server),
         Cmd::Merge {
             agent,
             squash,

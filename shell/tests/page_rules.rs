@@ -59,6 +59,7 @@ fn cases() -> Vec<(AgentView, bool)> {
                                     last_turn: None,
                                     question: None,
                                     machine: String::new(),
+                                    name: None,
                                 };
                                 out.push((view, online));
                             }

@@ -24,6 +24,8 @@ pub struct MemStore {
     offsets: BTreeMap<String, OffsetRow>,
     steps: BTreeMap<(AgentId, String), StepRow>,
     usage: BTreeMap<(AgentId, String), UsageRow>,
+    /// Names the user gave agents (kept beside the rows: the core never writes them).
+    names: BTreeMap<AgentId, String>,
     violations: Vec<String>,
 }
 
@@ -312,11 +314,21 @@ impl MemStore {
     /// One agent with what its card shows, as every store returns it.
     pub fn agent_view(&self, id: AgentId) -> Option<AgentView> {
         let agent = self.agents.get(&id)?;
-        Some(AgentView::from_rows(
-            agent,
-            self.tasks.values(),
-            self.turns.values(),
-        ))
+        let mut view = AgentView::from_rows(agent, self.tasks.values(), self.turns.values());
+        view.name = self.names.get(&id).cloned();
+        Some(view)
+    }
+
+    /// Gives agent `id` a name (`None` clears it); false when there is no such agent.
+    pub fn rename(&mut self, id: AgentId, name: Option<String>) -> bool {
+        if !self.agents.contains_key(&id) {
+            return false;
+        }
+        match name {
+            Some(n) => self.names.insert(id, n),
+            None => self.names.remove(&id),
+        };
+        true
     }
 
     /// The agent a reference (id, session id or pane) names, by the one rule every store

@@ -40,6 +40,24 @@ pub struct AgentView {
     /// one machine (the in-memory store, rows from before machines), which the server shows
     /// as its own name.
     pub machine: String,
+    /// The name the user gave it ([`check_name`]), kept by the server; `None`: none given.
+    pub name: Option<String>,
+}
+
+/// The longest name an agent may be given, in characters.
+pub const NAME_CHARS: usize = 80;
+
+/// A name for an agent as the user typed it: trimmed; empty clears it (`None`). Refused: more
+/// than [`NAME_CHARS`] characters, or control characters (a name is shown in terminals).
+pub fn check_name(name: &str) -> Result<Option<String>, String> {
+    let name = name.trim();
+    if name.chars().count() > NAME_CHARS {
+        return Err(format!("a name has at most {NAME_CHARS} characters"));
+    }
+    if name.chars().any(char::is_control) {
+        return Err("a name may not hold control characters (tabs, newlines, escapes)".into());
+    }
+    Ok((!name.is_empty()).then(|| name.to_string()))
 }
 
 /// An agent's latest turn, as its card shows it.
@@ -113,6 +131,7 @@ impl AgentView {
             last_turn,
             question,
             machine: String::new(),
+            name: None,
         }
     }
 
@@ -160,6 +179,7 @@ impl AgentView {
         let (a, task) = (&self.agent, self.task.as_ref());
         json!({
             "id": a.id,
+            "name": self.name,
             "session_id": a.session_id,
             "sessions": a.sessions,
             "project": a.project,

@@ -174,7 +174,12 @@ impl Notices {
 /// The notice as the command reads it on stdin.
 fn notice_json(view: &AgentView, kind: NoticeKind, now: Timestamp) -> Value {
     let a = &view.agent;
-    let project = a.project.clone().unwrap_or_else(|| "agent".into());
+    // The name the user gave it tells agents of one project apart; else the project.
+    let project = view
+        .name
+        .clone()
+        .or_else(|| a.project.clone())
+        .unwrap_or_else(|| "agent".into());
     let question = view.open_question();
     let tool = question
         .as_ref()

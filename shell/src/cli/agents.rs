@@ -185,3 +185,39 @@ pub(crate) fn reconcile(agent: &str, server: &ServerArg) -> ExitCode {
         }
     }
 }
+
+/// `headspace rename AGENT NAME`: the name every page, device and this CLI show for it
+/// (`""` clears it).
+pub(crate) fn rename(agent: &str, name: &str, server: &ServerArg) -> ExitCode {
+    let path = format!(
+        "/api/agents/{}/rename",
+        headspace::client::encode_segment(agent)
+    );
+    let body = serde_json::json!({"name": name}).to_string();
+    match headspace::client::request(
+        &server.addr,
+        "POST",
+        &path,
+        body.as_bytes(),
+        server.auth.get().as_deref(),
+        std::time::Duration::from_secs(10),
+    ) {
+        Ok((200, b)) => {
+            let v: serde_json::Value = serde_json::from_str(&b).unwrap_or_default();
+            match v["name"].as_str() {
+                Some(n) => outln!("agent {} is now called {n}", v["id"]),
+                None => outln!("agent {} has no name now", v["id"]),
+            }
+            ExitCode::SUCCESS
+        }
+        Ok((status, b)) => {
+            let v: serde_json::Value = serde_json::from_str(&b).unwrap_or_default();
+            eprintln!("headspace rename: {}", server_error(status, &v));
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("headspace rename: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

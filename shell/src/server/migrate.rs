@@ -74,6 +74,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0018_launches.sql",
         include_str!("../../../migrations/0018_launches.sql"),
     ),
+    (
+        "0019_agent_names.sql",
+        include_str!("../../../migrations/0019_agent_names.sql"),
+    ),
 ];
 
 /// Why migrating failed.

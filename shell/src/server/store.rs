@@ -102,6 +102,12 @@ pub trait Store: Send + Sync {
     }
     /// One agent by id.
     fn agent(&self, agent_id: u64) -> BoxFuture<'_, Result<Option<AgentView>, StoreError>>;
+    /// Gives an agent a name (`None` clears it); false when there is no such agent.
+    fn rename(
+        &self,
+        agent_id: u64,
+        name: Option<String>,
+    ) -> BoxFuture<'_, Result<bool, StoreError>>;
     /// The panes of agents still running.
     fn panes(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>>;
     /// Every agent `reference` names ([`names`](headspace_core::view::names): its id, a

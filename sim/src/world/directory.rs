@@ -136,6 +136,19 @@ impl Store for Directory {
         Box::pin(async { Ok(Vec::new()) })
     }
 
+    fn rename(
+        &self,
+        agent_id: u64,
+        name: Option<String>,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        Box::pin(async move {
+            Ok(match self.find(agent_id).await? {
+                Some((_, world)) => world.lock().store.rename(agent_id, name),
+                None => false,
+            })
+        })
+    }
+
     fn named<'a>(
         &'a self,
         reference: &'a str,

@@ -171,6 +171,15 @@ impl Store for SimWorld {
         Box::pin(async move { Ok(set.into_iter().collect()) })
     }
 
+    fn rename(
+        &self,
+        agent_id: u64,
+        name: Option<String>,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let r = self.lock().store.rename(agent_id, name);
+        Box::pin(async move { Ok(r) })
+    }
+
     fn named<'a>(
         &'a self,
         reference: &'a str,

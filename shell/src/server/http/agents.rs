@@ -383,6 +383,39 @@ pub(super) async fn interrupt_here(app: &App, view: &AgentView, reference: &str)
     }
 }
 
+/// `POST /api/agents/{id}/rename` `{"name": TEXT|null}`: the name the page, the CLI and every
+/// device show for the agent (empty or null clears it). Pages learn of it from a passing
+/// `agent_renamed` event.
+pub(super) async fn rename(app: &App, reference: &str, body: &[u8]) -> Response<Body> {
+    let v = serde_json::from_slice::<Value>(body).unwrap_or(Value::Bool(false));
+    let name = match &v["name"] {
+        Value::Null if v.is_object() => None,
+        Value::String(s) => match headspace_core::view::check_name(s) {
+            Ok(n) => n,
+            Err(e) => return error(StatusCode::BAD_REQUEST, e),
+        },
+        _ => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "body must be {\"name\": \"…\"} (or null, or \"\", to clear it)",
+            )
+        }
+    };
+    let id = match resolve(app, reference).await {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
+    match app.store.rename(id, name.clone()).await {
+        Ok(true) => {
+            app.hub
+                .publish_passing("agent_renamed", &json!({"agent_id": id, "name": name}));
+            json_response(StatusCode::OK, &json!({"id": id, "name": name}))
+        }
+        Ok(false) => error(StatusCode::NOT_FOUND, format!("no agent {reference}")),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
+}
+
 /// Types text into the agent's pane, here or through the machine that holds it.
 pub(super) async fn send(app: &App, reference: &str, text: &str) -> Response<Body> {
     let view = match agent_view(app, reference).await {

@@ -285,6 +285,13 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
                 Err(r) => r,
             }
         }
+        (&Method::POST, ["api", "agents", id, "rename"]) => {
+            let id = id.to_string();
+            match read_body(&app, req).await {
+                Ok(body) => rename(&app, &id, &body).await,
+                Err(r) => r,
+            }
+        }
         (&Method::POST, ["api", "agents", id, "clear"]) => clear(&app, id).await,
         (&Method::POST, ["api", "agents", id, "interrupt"]) => interrupt(&app, id).await,
         (&Method::POST, ["api", "agents", id, "answer"]) => {

@@ -111,7 +111,7 @@ impl PgStore {
                     (SELECT count(*) FROM turns u WHERE u.agent_id = a.id),
                     (SELECT left(c.text, {p}) FROM turns c WHERE c.task_id = t.id AND c.actor = 'user' ORDER BY c.\"timestamp\", c.id LIMIT 1),
                     l.actor, l.intent, left(l.text, {p}), {},
-                    left(q.text, {p}), q.question, a.end_reason, a.claude_pid, a.git_branch, a.machine
+                    left(q.text, {p}), q.question, a.end_reason, a.claude_pid, a.git_branch, a.machine, a.name
              FROM agents a
              LEFT JOIN LATERAL (SELECT * FROM tasks x WHERE x.agent_id = a.id ORDER BY x.started_at DESC, x.id DESC LIMIT 1) t ON true
              LEFT JOIN LATERAL (SELECT * FROM turns y WHERE y.agent_id = a.id ORDER BY y.\"timestamp\" DESC, y.id DESC LIMIT 1) l ON true
@@ -151,9 +151,22 @@ impl PgStore {
                 last_turn,
                 question: r.get::<_, Option<String>>(26).map(|text| (text, r.get(27))),
                 machine: r.get(31),
+                name: r.get(32),
             });
         }
         Ok(out)
+    }
+
+    /// Gives an agent a name (`None` clears it); false when there is no such agent.
+    pub async fn rename(&self, agent_id: u64, name: Option<String>) -> Result<bool, StoreError> {
+        let c = self.pool.get().await?;
+        let n = c
+            .execute(
+                "UPDATE agents SET name = $2 WHERE id = $1",
+                &[&id(agent_id), &name],
+            )
+            .await?;
+        Ok(n > 0)
     }
 
     /// The panes of agents still running, for the watchdog.

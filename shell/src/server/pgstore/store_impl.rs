@@ -66,6 +66,14 @@ impl Store for PgStore {
         Box::pin(PgStore::panes(self))
     }
 
+    fn rename(
+        &self,
+        agent_id: u64,
+        name: Option<String>,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        Box::pin(PgStore::rename(self, agent_id, name))
+    }
+
     fn named<'a>(
         &'a self,
         reference: &'a str,
