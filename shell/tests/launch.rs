@@ -9,6 +9,7 @@
 
 mod common;
 use common::*;
+use headspace_testkit::synth::SessionWriter;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Command;
@@ -258,6 +259,72 @@ fn agents_start_in_worktrees_merge_conflict_stop_and_discard() {
         git(&repo, &["branch", "--list", "headspace/hello-from-b"]),
         ""
     );
+
+    // A fork of A: a new agent, resuming A's session in a new one (`--resume ID
+    // --fork-session`), in its own worktree from A's branch. A session id a hook made up to be
+    // read as an option is refused before anything runs.
+    let a_session = server.json(&format!("/api/agents/{a_id}"))["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (status, fork) = post(
+        &server,
+        &format!("/api/agents/{a_id}/fork"),
+        json!({"worktree": "fork-a"}),
+    );
+    assert_eq!(status, 201, "{fork}");
+    let fork_id = fork["id"].as_u64().expect("the fork's first hook came");
+    assert_ne!(fork_id, a_id);
+    assert_eq!(fork["branch"], "headspace/fork-a");
+    let started = tmux.run(&[
+        "display-message",
+        "-p",
+        "-t",
+        fork["tmux_pane"].as_str().unwrap(),
+        "#{pane_start_command}",
+    ]);
+    assert!(
+        started.contains(&format!("--resume {a_session} --fork-session")),
+        "{started}"
+    );
+    let (status, _) = post(
+        &server,
+        &format!("/api/agents/{fork_id}/stop"),
+        json!({"force": true}),
+    );
+    assert_eq!(status, 200);
+    wait_for(Duration::from_secs(10), || {
+        let c = server.try_json(&format!("/api/agents/{fork_id}"))?;
+        (c["end_reason"] == "stopped").then_some(())
+    })
+    .expect("the fork ends as stopped");
+    let (status, _) = post(
+        &server,
+        &format!("/api/agents/{fork_id}/discard"),
+        json!({}),
+    );
+    assert_eq!(status, 200);
+    let hostile = SessionWriter::new(77, headspace_core::Timestamp(0));
+    let mut hostile = hostile;
+    hostile.session_id = "--dangerously-skip-permissions".into();
+    hostile.cwd = project.clone();
+    server.post_hook(
+        &hostile,
+        &claude,
+        "%77",
+        "SessionStart",
+        json!({"source": "startup"}),
+    );
+    let hostile_id = wait_for(Duration::from_secs(10), || {
+        server.try_json("/api/agents/%2D%2Ddangerously-skip-permissions")?["id"].as_u64()
+    })
+    .expect("the hook's agent is known");
+    let (status, refused) = post(
+        &server,
+        &format!("/api/agents/{hostile_id}/fork"),
+        json!({}),
+    );
+    assert_eq!(status, 400, "{refused}");
 
     // A, forced: killed at once; then its worktree and branch go too, and main keeps A's work.
     let (status, stopped) = post(

@@ -50,6 +50,42 @@ pub fn check_name(name: &str) -> Result<(), String> {
     Err(format!("the worktree name {name:?} {why}"))
 }
 
+/// Whether a base (a branch, tag or commit a worktree starts from) may be handed to git: as a
+/// worktree name, with `/` allowed between parts (`release/2.0`), never `//` or a trailing `/`.
+pub fn check_base(base: &str) -> Result<(), String> {
+    let parts_ok = !base.ends_with('/')
+        && base
+            .split('/')
+            .all(|part| part.is_empty() || check_name(part).is_ok())
+        && !base.contains("//")
+        && !base.starts_with('/');
+    match check_name(&base.replace('/', "_")) {
+        Ok(()) if parts_ok && !base.is_empty() => Ok(()),
+        _ => Err(format!(
+            "the base {base:?} is not a branch name Headspace takes: letters, digits, '-', '_', '.' and '/' between parts, not starting with '-' or '.'"
+        )),
+    }
+}
+
+/// Whether a session id may be handed to the agent's command (`--resume ID`): it came from
+/// hooks, which any local program can post, so only the characters Claude Code's ids use
+/// (letters, digits, `-`, `_`), never a leading `-` (it would be read as an option).
+pub fn check_session(id: &str) -> Result<(), String> {
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && !id.starts_with('-')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "the session id {id:?} cannot be resumed: it is not one Claude Code makes"
+        ))
+    }
+}
+
 /// A name for a worktree when the user gives none: the first words of the first prompt
 /// (`fix-the-login-bug`), else `agent`; with `-2`, `-3`, … when `taken` has it. Always
 /// passes [`check_name`].
@@ -131,6 +167,33 @@ mod tests {
         }
         for good in ["fix-login", "v1.2", "a_b", "x"] {
             assert_eq!(check_name(good), Ok(()), "{good:?}");
+        }
+    }
+
+    #[test]
+    fn bases_may_have_slashes_and_sessions_only_ids_characters() {
+        for good in ["main", "release/2.0", "headspace/fix-login", "v1.2"] {
+            assert_eq!(check_base(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "",
+            "-x",
+            "a//b",
+            "a/",
+            "/a",
+            "a/../b",
+            "a/.hidden",
+            "a b",
+            "x;y",
+        ] {
+            assert!(check_base(bad).is_err(), "{bad:?} taken");
+        }
+        assert_eq!(
+            check_session("0b1c2d3e-aaaa-4bbb-8ccc-123456789abc"),
+            Ok(())
+        );
+        for bad in ["", "--dangerously-skip-permissions", "a b", "../x", "x;y"] {
+            assert!(check_session(bad).is_err(), "{bad:?} taken");
         }
     }
 

@@ -6,7 +6,8 @@ use super::{Launch, LaunchBook};
 use crate::server::store::Store;
 use headspace_core::kind::AgentKind;
 use headspace_core::launch::{
-    branch_for, check_name, suggest_name, within_roots, BRANCH_PREFIX, WORKTREES_DIR,
+    branch_for, check_base, check_name, check_session, suggest_name, within_roots, BRANCH_PREFIX,
+    WORKTREES_DIR,
 };
 use headspace_core::Timestamp;
 use std::path::{Path, PathBuf};
@@ -64,6 +65,8 @@ pub struct StartRequest {
     pub agent: String,
     /// The first prompt, typed once the agent runs.
     pub prompt: Option<String>,
+    /// A session to continue in a new one (`--resume ID --fork-session`): a fork.
+    pub fork_of: Option<String>,
 }
 
 /// Why a request was not carried out, by the status it answers.
@@ -170,7 +173,11 @@ pub async fn start(
     if let Some(name) = &req.worktree {
         make_worktree(settings, book, &project, name, req, &mut launch).await?;
     }
-    let argv: Vec<&str> = settings.claude_command.split_whitespace().collect();
+    let mut argv: Vec<&str> = settings.claude_command.split_whitespace().collect();
+    if let Some(session) = &req.fork_of {
+        check_session(session).map_err(LaunchError::Bad)?;
+        argv.extend(["--resume", session, "--fork-session"]);
+    }
     if argv.is_empty() {
         return Err(LaunchError::Failed("--claude-command is empty".into()));
     }
@@ -228,7 +235,7 @@ async fn make_worktree(
         .map_err(|e| LaunchError::Bad(format!("a worktree needs a git repository: {e}")))?;
     let base = match &req.base {
         Some(b) => {
-            check_name(b).map_err(|e| LaunchError::Bad(e.replace("worktree name", "base")))?;
+            check_base(b).map_err(LaunchError::Bad)?;
             b.clone()
         }
         None => current_branch(project)

@@ -55,10 +55,9 @@ fn text_field(v: &Value, name: &str) -> Result<Option<String>, LaunchError> {
 
 /// `POST /api/agents` `{"project", "worktree", "base", "agent", "prompt"}`.
 pub(super) async fn create(app: &App, body: &[u8]) -> Response<Body> {
-    let Some(launcher) = &app.launcher else {
+    if app.launcher.is_none() {
         return no_launcher();
-    };
-    let (settings, book) = (launcher.settings.as_ref(), launcher.book.as_ref());
+    }
     let Ok(v) = serde_json::from_slice::<Value>(body) else {
         return error(
             StatusCode::BAD_REQUEST,
@@ -74,13 +73,23 @@ pub(super) async fn create(app: &App, body: &[u8]) -> Response<Body> {
             base: text_field(&v, "base")?,
             agent: text_field(&v, "agent")?.unwrap_or_else(|| "claude".into()),
             prompt: text_field(&v, "prompt")?,
+            fork_of: None,
         })
     })();
     let req = match req {
         Ok(r) => r,
         Err(e) => return refusal(e),
     };
-    match start(settings, book, app.store.as_ref(), app.clock.now(), &req).await {
+    started_answer(app, &req).await
+}
+
+/// Starts what `req` asks with the server's launcher: 201 with the new agent, or why not.
+async fn started_answer(app: &App, req: &StartRequest) -> Response<Body> {
+    let Some(launcher) = &app.launcher else {
+        return no_launcher();
+    };
+    let (settings, book) = (launcher.settings.as_ref(), launcher.book.as_ref());
+    match start(settings, book, app.store.as_ref(), app.clock.now(), req).await {
         Ok(s) => json_response(
             StatusCode::CREATED,
             &json!({
@@ -95,6 +104,50 @@ pub(super) async fn create(app: &App, body: &[u8]) -> Response<Body> {
         ),
         Err(e) => refusal(e),
     }
+}
+
+/// `POST /api/agents/{id}/fork` `{"worktree": NAME|""|null, "prompt": TEXT|null}`: a new
+/// agent continuing the same conversation in a new session (`--resume ID --fork-session`),
+/// in the agent's folder, or in a new worktree from the agent's branch.
+pub(super) async fn fork(app: &App, reference: &str, body: &[u8]) -> Response<Body> {
+    if app.launcher.is_none() {
+        return no_launcher();
+    }
+    let v = serde_json::from_slice::<Value>(body).unwrap_or(Value::Null);
+    let (worktree, prompt) = match (text_field(&v, "worktree"), text_field(&v, "prompt")) {
+        (Ok(w), Ok(p)) => (w, p),
+        (Err(e), _) | (_, Err(e)) => return refusal(e),
+    };
+    let (view, launch) = match agent_and_launch(app, reference).await {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let Some(cwd) = view.agent.cwd.clone() else {
+        return refusal(LaunchError::Bad(format!(
+            "agent {}'s folder is not known yet: nothing to fork in",
+            view.agent.id
+        )));
+    };
+    let (project, base) = match &worktree {
+        // A worktree of its own, from the branch the agent works on.
+        Some(_) => (
+            launch.as_ref().map_or(cwd.clone(), |l| l.project.clone()),
+            launch
+                .as_ref()
+                .and_then(|l| l.branch.clone())
+                .or_else(|| view.agent.git_branch.clone()),
+        ),
+        None => (cwd, None),
+    };
+    let req = StartRequest {
+        project,
+        worktree,
+        base,
+        agent: launch.map_or_else(|| "claude".into(), |l| l.kind),
+        prompt,
+        fork_of: Some(view.agent.session_id.clone()),
+    };
+    started_answer(app, &req).await
 }
 
 /// The agent and its launch (if Headspace started it), for a route about one agent; agents

@@ -278,6 +278,13 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
             }
         }
         (&Method::POST, ["api", "agents", id, "discard"]) => launch::discard(&app, id).await,
+        (&Method::POST, ["api", "agents", id, "fork"]) => {
+            let id = id.to_string();
+            match read_body(&app, req).await {
+                Ok(body) => launch::fork(&app, &id, &body).await,
+                Err(r) => r,
+            }
+        }
         (&Method::POST, ["api", "agents", id, "stop"]) => {
             let id = id.to_string();
             match read_body(&app, req).await {

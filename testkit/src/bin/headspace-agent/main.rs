@@ -37,6 +37,13 @@ struct Args {
     /// Session id (default: generated from the process id).
     #[arg(long)]
     session: Option<String>,
+    /// Claude Code's `--resume ID`: the session said to be continued. The stand-in starts a
+    /// session of its own and says `resume` in its SessionStart.
+    #[arg(long)]
+    resume: Option<String>,
+    /// Claude Code's `--fork-session` (with --resume): taken, as Claude Code takes it.
+    #[arg(long)]
+    fork_session: bool,
     /// Play the script's prompts without waiting for typed input.
     #[arg(long)]
     auto: bool,
@@ -536,7 +543,12 @@ fn main() {
         hook_count: 0,
         skills,
     };
-    agent.hook("SessionStart", json!({"source": "startup"}));
+    let source = if agent.args.resume.is_some() {
+        "resume"
+    } else {
+        "startup"
+    };
+    agent.hook("SessionStart", json!({"source": source}));
     agent.draw_idle();
     let mut next = 0;
     // With skills the agent takes prompts until its input closes, as Claude Code does;
