@@ -5,7 +5,6 @@ import { hs } from './state.js';
 import { SHOWN_LABEL, agentName, drawKeyTarget, shownState } from './needs.js';
 import { loadOrchestrations } from './orchestrations.js';
 import { renderAgents } from './cards.js';
-import { convTitle } from './conversation.js';
 
 // ---------- actions -------------------------------------------------------------------------
 
@@ -121,14 +120,19 @@ export function showInfo(id) {
   $('info').showModal();
 }
 
-export function rename(id) {
+/// Names an agent on the server, so every page, device and the CLI show it (the server sends
+/// `agent_renamed`, and each page refreshes the card).
+export async function rename(id) {
   const a = hs.agents.get(id);
-  const name = prompt('Name this agent (empty: its project)', (hs.names || {})[id] || '');
+  const name = prompt('Name this agent (empty: its project)', (a && a.name) || (hs.names || {})[id] || '');
   if (name === null) return;
-  if (name.trim()) hs.names[id] = name.trim(); else delete hs.names[id];
-  localStorage.setItem('hs.names', JSON.stringify(hs.names));
-  renderAgents();
-  if (hs.open === id) convTitle(a);
+  try {
+    await api(`/api/agents/${id}/rename`, { method: 'POST', body: JSON.stringify({ name }) });
+    // A name kept in this browser before names were the server's gives way to it.
+    if (hs.names && id in hs.names) { delete hs.names[id]; localStorage.setItem('hs.names', JSON.stringify(hs.names)); }
+  } catch (e) {
+    toast(`Could not rename: ${e.message}`, 'error');
+  }
 }
 
 export function dismiss(id) {

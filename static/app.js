@@ -19,6 +19,8 @@ import { loadAgents, refreshAgent, reloadAgents, renderAgents } from './cards.js
 import { closeConversation, liveTurn, openConversation, refetchOpen, upsertTurn, wireConversation } from './conversation.js';
 import { wireSearch } from './search.js';
 import { wireUsage } from './usage.js';
+import { wireNewAgent } from './newagent.js';
+import { hideChanges, wireChanges } from './changes.js';
 
 // The browser tests call these in the page, by name, as globals (they were, while the scripts
 // were classic): loadAudit and renderOrchestrations(lastOrchestrations) (dashboard.rs),
@@ -65,6 +67,8 @@ function connect() {
   es.addEventListener('session_created', (ev) => applyOnce(ev, () => loadAgents()));
   // News of the moment, with no id: told as it comes, never replayed.
   es.addEventListener('notice', (ev) => showNotice(JSON.parse(ev.data)));
+  // A name given on any device: news of the moment too (no id).
+  es.addEventListener('agent_renamed', (ev) => refreshAgent(JSON.parse(ev.data).agent_id));
   es.addEventListener('session_activity', (ev) => applyOnce(ev, (d) => {
     refreshOrchestrations();
     // A transcript grew: its tool calls and tokens may have too.
@@ -97,6 +101,8 @@ document.addEventListener('DOMContentLoaded', async () => {
   drawIcons();
   wireComposer();
   wireConversation();
+  wireNewAgent();
+  wireChanges();
   $('notify').addEventListener('click', toggleNotifications);
   $('notify').setAttribute('aria-pressed', String(localStorage.getItem('hs.notify') === '1'));
   $('needs').addEventListener('click', (e) => {
@@ -153,7 +159,7 @@ document.addEventListener('DOMContentLoaded', async () => {
     if (e.key === 'j' || e.key === 'ArrowDown') select(ids[Math.min(ids.length - 1, at + 1)] ?? ids[0]);
     else if (e.key === 'k' || e.key === 'ArrowUp') select(ids[Math.max(0, at - 1)] ?? ids[0]);
     else if (e.key === 'Enter' && hs.selected !== null) openConversation(hs.selected);
-    else if (e.key === 'Escape') { closeMenu(); closeConversation(); }
+    else if (e.key === 'Escape') { closeMenu(); if (!hideChanges()) closeConversation(); } // Changes first, then the conversation
     else if (e.key === 'r' && (hs.selected ?? hs.open) !== null) reconcile(hs.selected ?? hs.open);
     else if (e.key === '/') { e.preventDefault(); $('filter').focus(); }
     else if (e.key === 't') $('theme').click();

@@ -9,6 +9,7 @@ import { options } from './questions.js';
 import { SHOWN_LABEL, agentName, renderConvPending, shownState } from './needs.js';
 import { placeTaskFiles, refreshSteps, refreshTaskFiles, setSteps, taskFiles, usageLine } from './steps.js';
 import { dropPending, followEnd } from './composer.js';
+import { changesAgentChanged, hideChanges } from './changes.js';
 
 const conv = {
   firstPage: 200,   // turns shown when a conversation opens
@@ -28,6 +29,7 @@ export function convTitle(a) {
   const spent = usageLine(a, 'conv-usage');
   if (spent) $('conv-title').append(' · ', spent);
   renderConvPending(a);
+  changesAgentChanged(a);
 }
 
 function bubble(t) {
@@ -243,6 +245,7 @@ function addPage(page) {
 
 /// Opens an agent's conversation at its end, or around one of its turns; true once shown.
 export async function openConversation(id, around) {
+  hideChanges(false); // another conversation (or this one again) opens on its turns
   hs.open = id;
   hs.turns = new Map();
   hs.order = [];
@@ -357,6 +360,7 @@ export async function refetchOpen() {
 }
 
 export function closeConversation() {
+  hideChanges(false);
   hs.open = null;
   conv.opening++;
   conv.loading = false;

@@ -18,7 +18,13 @@ export async function api(path, options) {
   const r = await fetch(path, o);
   const body = await r.json().catch(() => ({}));
   if (r.status === 401) showLogin();
-  if (!r.ok) throw new Error(body.error || `${r.status} ${r.statusText}`);
+  if (!r.ok) {
+    // The status and the whole answer go with the error: a 409 of a merge names its files.
+    const err = new Error(body.error || `${r.status} ${r.statusText}`);
+    err.status = r.status;
+    err.body = body;
+    throw err;
+  }
   if (o.withEventId) return { body, lastEventId: Number(r.headers.get('x-last-event-id') || 0) };
   return body;
 }

@@ -54,7 +54,8 @@ export function waitingAgents() {
 
 /// The display name: the user's, else the project (and the worktree's folder when it differs).
 export function agentName(a) {
-  const own = (hs.names || {})[a.id];
+  // The server's name for it (every device shows it), else one this browser kept before.
+  const own = a.name || (hs.names || {})[a.id];
   if (own) return own;
   const folder = a.cwd ? String(a.cwd).split('/').filter(Boolean).pop() : null;
   const p = a.project || folder || 'agent';
