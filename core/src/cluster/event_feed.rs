@@ -74,5 +74,5 @@ fn by_insert_id(cursor: i64, page: &[FeedRow]) -> Served {
 
 /// True when the planted `events-read-by-id` is.
 fn reads_by_id(config: &Config) -> bool {
-    crate::harness::planted::is_planted(config, crate::harness::planted::Bug::EventsReadById)
+    config.is_planted(crate::harness::planted::Bug::EventsReadById)
 }

@@ -7,7 +7,7 @@
 
 use crate::cluster::machines::{holder, MachinePresence};
 use crate::engine::Config;
-use crate::harness::planted::{is_planted, Bug};
+use crate::harness::planted::Bug;
 use crate::Timestamp;
 
 /// How long a forwarded command may wait to be taken by its machine: past this deadline it is
@@ -183,7 +183,7 @@ pub enum AwaitStep {
 /// (negative before it), on the database's clock: the same clock the claim's deadline is
 /// checked on, so a row withdrawn here is one no executor could still take.
 pub fn await_step(config: &Config, state: CommandState, past_deadline_ms: i64) -> AwaitStep {
-    if state == CommandState::Running && is_planted(config, Bug::RunningAsNotTaken) {
+    if state == CommandState::Running && config.is_planted(Bug::RunningAsNotTaken) {
         return AwaitStep::Answer;
     }
     match state {

@@ -73,6 +73,19 @@ pub fn id_base_of(machine: u16) -> u64 {
 }
 
 impl Config {
+    /// True when `bug` is planted (never without the `planted-bugs` feature): the one check
+    /// every planted bug's code path asks ([`crate::harness::planted`]).
+    #[inline]
+    pub fn is_planted(&self, bug: crate::harness::planted::Bug) -> bool {
+        #[cfg(feature = "planted-bugs")]
+        return self.planted == Some(bug);
+        #[cfg(not(feature = "planted-bugs"))]
+        {
+            let _ = bug;
+            false
+        }
+    }
+
     /// The defaults for a claude dir.
     pub fn new(claude_dir: impl Into<String>) -> Config {
         Config {
@@ -317,7 +330,7 @@ impl Core {
     /// True when `bug` is planted (never without the `planted-bugs` feature).
     #[inline]
     fn planted(&self, bug: crate::harness::planted::Bug) -> bool {
-        crate::harness::planted::is_planted(&self.config, bug)
+        self.config.is_planted(bug)
     }
 
     /// The matching key of a turn's text (every key the engine makes comes from here).

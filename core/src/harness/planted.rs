@@ -4,19 +4,6 @@
 //! it `Config` has no field to plant one, every check of one is a constant `false`, and the
 //! fence's extra code and state are not compiled.
 
-/// True when `bug` is planted in `config` (never without the `planted-bugs` feature): the one
-/// check every planted bug's code path asks.
-#[inline]
-pub fn is_planted(config: &crate::engine::Config, bug: Bug) -> bool {
-    #[cfg(feature = "planted-bugs")]
-    return config.planted == Some(bug);
-    #[cfg(not(feature = "planted-bugs"))]
-    {
-        let _ = (config, bug);
-        false
-    }
-}
-
 /// A bug from the field, or from the designs we chose not to copy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Bug {

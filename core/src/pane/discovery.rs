@@ -53,10 +53,7 @@ pub fn is_claude_process(p: &PaneProcess) -> bool {
 
 /// The Claude Code processes of a pane.
 pub fn claude_processes(listing: &PaneListing) -> impl Iterator<Item = &PaneProcess> {
-    listing
-        .processes
-        .iter()
-        .filter(|p| crate::kind::AgentKind::Claude.is_agent_process(p))
+    listing.processes.iter().filter(|p| is_claude_process(p))
 }
 
 /// What the core knows of a session that has no pane: its folder and its first line's time.
