@@ -34,6 +34,11 @@
 //!   answer says nothing sure (no answer; 504 taken without a result, or written and its
 //!   result unreadable).
 //!
+//! Agents the user stops through Headspace (`POST /api/agents/{id}/stop`, one ending of a
+//! session): once its pane closed it is not shown running after the watchdog's bound (R2, as
+//! any other end) and ends shown ended (L2), and
+//! - X1 stops: an agent ends as `stopped` only when the user asked Headspace to stop it.
+//!
 //! L3 (determinism) is checked by running a seed twice (see `run`).
 
 use headspace_core::hook::matching::normalise_display;
@@ -144,6 +149,8 @@ pub struct Checker {
     /// Panes a successful pane listing showed with their Claude Code process while the store
     /// tied them to an agent.
     pub seen_alive: BTreeSet<String>,
+    /// Sessions the user asked Headspace to stop: only these may end as `stopped` (X1).
+    pub stopped: BTreeSet<String>,
     /// Prompts sent through a hub, with the hub's answers (C1).
     pub sends: Vec<SendRecord>,
     store_violations: usize,
@@ -434,6 +441,19 @@ impl Checker {
         let lost: Vec<u64> = self.committed.difference(&ids).copied().collect();
         if !lost.is_empty() {
             self.fail("S2", now, format!("committed turns gone: {lost:?}"));
+        }
+        // X1: an agent ends as `stopped` only when the user asked Headspace to stop it.
+        for a in store.agents() {
+            if a.end_reason.as_deref() == Some("stopped") && !self.stopped.contains(&a.session_id) {
+                self.fail(
+                    "X1",
+                    now,
+                    format!(
+                        "agent {} (session {}) ended as stopped, which nobody asked",
+                        a.id, a.session_id
+                    ),
+                );
+            }
         }
         let mut problems = Vec::new();
         for (uuid, line) in &self.lines {

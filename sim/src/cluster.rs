@@ -409,6 +409,7 @@ fn finish(
     let mut violations = Vec::new();
     let (mut trace, mut stores, mut turns, mut commits) = (Vec::new(), Vec::new(), 0, 0);
     let (mut sends, mut answers, mut interrupts) = ((0, 0), (0, 0), (0, 0));
+    let mut stopped = 0;
     for (spec, world) in EDGES.iter().zip(worlds) {
         let mut s = world.lock();
         for r in &s.checker.sends {
@@ -429,6 +430,11 @@ fn finish(
         }));
         trace.extend_from_slice(&s.trace);
         turns += s.store.turns().count();
+        stopped += s
+            .store
+            .agents()
+            .filter(|a| a.end_reason.as_deref() == Some("stopped"))
+            .count();
         commits += s.commits;
         stores.push((spec.machine, s.store.replay_output()));
     }
@@ -485,6 +491,7 @@ fn finish(
         crashes: edges.iter().chain(hubs).map(|h| h.crashes).sum(),
         commits,
         store: serde_json::to_string_pretty(&store).unwrap_or_default(),
+        stopped,
         runner_crashes: 0,
         run_end: None,
         cluster: Some(stats),

@@ -23,6 +23,8 @@ pub struct Outcome {
     pub commits: u64,
     /// The store at the end (agents, tasks, turns), as JSON.
     pub store: String,
+    /// Agents that ended as `stopped` (the user stopped them through Headspace).
+    pub stopped: usize,
     /// An orchestration's runner crashes, and how its run ended (`completed`, `failed`, …):
     /// the swarm counts how many seeds met each fault.
     pub runner_crashes: u32,

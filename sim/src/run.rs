@@ -204,6 +204,11 @@ pub fn run(plan: &Plan, seed: u64, bug: Option<Bug>) -> Outcome {
         crashes: crash_count,
         commits: s.commits,
         store: serde_json::to_string_pretty(&s.store.replay_output()).unwrap_or_default(),
+        stopped: s
+            .store
+            .agents()
+            .filter(|a| a.end_reason.as_deref() == Some("stopped"))
+            .count(),
         runner_crashes,
         run_end,
         cluster: None,

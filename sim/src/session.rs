@@ -466,6 +466,7 @@ impl Agent {
             1 => Some(PaneProgram::Shell),
             2 => None,
             3 => Some(PaneProgram::Other),
+            4 => return self.stop_through_headspace().await,
             _ => return,
         };
         self.world.run_in(&pane, program);
@@ -474,6 +475,33 @@ impl Agent {
             s.checker.gone.insert(pane, sim_now());
         }
         drop(s);
+        self.phase(Activity::Ended, None, None);
+    }
+
+    /// The user stops the agent from Headspace (`POST /api/agents/{session}/stop`, to the
+    /// server of its machine): `/exit` is typed, which the simulated agent ignores, and its
+    /// pane is closed after the grace time (at once with `force`). Whatever the answer, the
+    /// pane may have been closed: then the agent is gone.
+    async fn stop_through_headspace(&mut self) {
+        let force = self.rng.chance(0.5);
+        let host = self.world.lock().host;
+        let path = format!("/api/agents/{}/stop", self.w.session_id);
+        let body = json!({"force": force}).to_string();
+        self.world
+            .lock()
+            .checker
+            .stopped
+            .insert(self.w.session_id.clone());
+        let answer = post_answered(host, &path, body.as_bytes()).await;
+        if self.world.pane_open(&self.pane) {
+            return;
+        }
+        let mut s = self.world.lock();
+        if s.checker.seen_alive.contains(&self.pane) {
+            s.checker.gone.insert(self.pane.clone(), sim_now());
+        }
+        drop(s);
+        let _ = answer;
         self.phase(Activity::Ended, None, None);
     }
 

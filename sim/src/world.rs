@@ -251,6 +251,11 @@ impl SimWorld {
             .push((now, screen));
     }
 
+    /// Whether the pane is open (a closed one runs nothing).
+    pub fn pane_open(&self, pane: &str) -> bool {
+        self.lock().programs.contains_key(pane)
+    }
+
     /// The pane now runs `program`; `None` closes it.
     pub fn run_in(&self, pane: &str, program: Option<PaneProgram>) {
         let mut s = self.lock();
@@ -391,6 +396,22 @@ impl Panes for SimWorld {
         // Escape reaches the pane at once; the simulated agent stops its turn on its own
         // schedule (its plan says which turns are interrupted), so the key is only recorded.
         Box::pin(async move { self.key(pane, ESCAPE) })
+    }
+
+    fn is_open<'a>(&'a self, pane: &'a str) -> BoxFuture<'a, bool> {
+        let open = self.lock().programs.contains_key(pane);
+        Box::pin(async move { open })
+    }
+
+    fn close<'a>(&'a self, pane: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let mut s = self.lock();
+            if s.programs.remove(pane).is_none() {
+                return Err(format!("can't find pane: {pane}"));
+            }
+            s.screens.remove(pane);
+            Ok(())
+        })
     }
 
     fn press<'a>(&'a self, pane: &'a str, keys: &'a [Key]) -> BoxFuture<'a, Result<(), String>> {

@@ -282,3 +282,18 @@ fn the_orchestration_scenario_crashes_its_runner_and_stops_a_run_at_its_budget()
     assert!(by_budget > 0, "no run was stopped by its budget");
     assert!(ended > 0, "no run ended");
 }
+
+/// Users stop agents through Headspace (one of a session's endings): across twelve random
+/// seeds some agent ends as `stopped`, and every invariant holds (X1: only agents asked to
+/// stop end so; R2 and L2 as for any end).
+#[test]
+fn agents_the_user_stops_end_as_stopped_and_keep_every_invariant() {
+    let mut stopped = 0;
+    for seed in 1..=12 {
+        let plan = (find("random").unwrap().plan)(&mut Rng::new(seed));
+        let o = run(&plan, seed, None);
+        assert!(o.passed(), "random seed {seed}: {:?}", o.violations.first());
+        stopped += o.stopped;
+    }
+    assert!(stopped > 0, "no agent was stopped in twelve seeds");
+}

@@ -2,6 +2,7 @@
 //! [`STOP_GRACE_MS`] (at once with `force`).
 
 use super::start::LaunchError;
+use crate::server::world::Panes;
 use headspace_core::kind::AgentKind;
 use headspace_core::launch::{exit_text, STOP_GRACE_MS};
 use std::time::Duration;
@@ -25,28 +26,29 @@ impl Stopped {
     }
 }
 
-/// Stops the agent of `kind` in `pane` on the tmux server `socket`.
+/// Stops the agent of `kind` in `pane`.
 pub async fn stop(
-    socket: Option<&str>,
+    panes: &dyn Panes,
     pane: &str,
     kind: AgentKind,
     force: bool,
 ) -> Result<Stopped, LaunchError> {
-    if !crate::tmux::pane_exists(socket, pane).await {
+    if !panes.is_open(pane).await {
         return Ok(Stopped::Exited);
     }
     if !force {
         // The pane may close while the text is typed: that is the exit asked for.
-        let _ = crate::tmux::send(socket, pane, exit_text(kind)).await;
+        let _ = panes.send(pane, exit_text(kind)).await;
         let start = crate::clock::instant();
         while crate::clock::since(start) < Duration::from_millis(STOP_GRACE_MS as u64) {
-            if !crate::tmux::pane_exists(socket, pane).await {
+            if !panes.is_open(pane).await {
                 return Ok(Stopped::Exited);
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
-    crate::tmux::kill_pane(socket, pane)
+    panes
+        .close(pane)
         .await
         .map_err(|e| LaunchError::Failed(format!("could not kill pane {pane}: {e}")))?;
     Ok(Stopped::Killed)

@@ -355,6 +355,10 @@ pub trait Panes: Send + Sync {
     fn list(&self) -> BoxFuture<'_, Option<Vec<PaneListing>>>;
     /// Presses `keys` in a pane (a dialog driven by [`headspace_core::pane::dialog`]).
     fn press<'a>(&'a self, pane: &'a str, keys: &'a [Key]) -> BoxFuture<'a, Result<(), String>>;
+    /// Whether a pane is open.
+    fn is_open<'a>(&'a self, pane: &'a str) -> BoxFuture<'a, bool>;
+    /// Closes a pane, killing what runs in it.
+    fn close<'a>(&'a self, pane: &'a str) -> BoxFuture<'a, Result<(), String>>;
     /// Picks option `n` (numbered from 1, labelled `label`) of the dialog on a pane. By
     /// default the number is typed like any text.
     fn choose<'a>(
@@ -414,6 +418,14 @@ impl Panes for TmuxPanes {
 
     fn press<'a>(&'a self, pane: &'a str, keys: &'a [Key]) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(crate::tmux::press(self.socket.as_deref(), pane, keys))
+    }
+
+    fn is_open<'a>(&'a self, pane: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(crate::tmux::pane_exists(self.socket.as_deref(), pane))
+    }
+
+    fn close<'a>(&'a self, pane: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(crate::tmux::kill_pane(self.socket.as_deref(), pane))
     }
 }
 

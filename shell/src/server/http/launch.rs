@@ -270,18 +270,14 @@ pub(super) async fn stop_agent(app: &App, reference: &str, body: &[u8]) -> Respo
             format!("agent {} has no pane to stop it in", view.agent.id),
         );
     };
-    let Some(launcher) = &app.launcher else {
-        return no_launcher();
-    };
-    let socket = launcher.settings.tmux_socket.as_deref();
-    let how = match stop(socket, &pane, AgentKind::Claude, force).await {
+    let how = match stop(app.panes.as_ref(), &pane, AgentKind::Claude, force).await {
         Ok(how) => how,
         Err(e) => return refusal(e),
     };
     let _ = app.core.send(Msg::Input(Input::Stopped {
         agent: view.agent.id.to_string(),
     }));
-    if let Some(l) = &launch {
+    if let (Some(launcher), Some(l)) = (&app.launcher, &launch) {
         if let Err(e) = launcher.book.stopped(l.id, app.clock.now()).await {
             return error(StatusCode::SERVICE_UNAVAILABLE, e);
         }
