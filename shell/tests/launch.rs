@@ -169,6 +169,10 @@ fn agents_start_in_worktrees_merge_conflict_stop_and_discard() {
     assert_eq!(a["branch"], "headspace/feature-a");
     assert!(a["attach"].as_str().unwrap().contains(&tmux.0), "{a}");
     idle(&server, a_id);
+    let card = server.json(&format!("/api/agents/{a_id}"));
+    assert_eq!(card["kind"], "claude");
+    assert_eq!(card["branch"], "headspace/feature-a");
+    assert_eq!(card["worktree"], json!(a_tree.display().to_string()));
     assert_eq!(
         std::fs::read_to_string(a_tree.join("hello.txt")).unwrap(),
         "hello from a\n"
@@ -342,6 +346,11 @@ fn agents_start_in_worktrees_merge_conflict_stop_and_discard() {
     let (status, _) = post(&server, &format!("/api/agents/{a_id}/discard"), json!({}));
     assert_eq!(status, 200);
     assert!(!a_tree.exists());
+    assert_eq!(
+        server.json(&format!("/api/agents/{a_id}"))["worktree"],
+        serde_json::Value::Null,
+        "a discarded worktree is no longer shown"
+    );
     assert_eq!(git(&repo, &["branch", "--list", "headspace/*"]), "");
     assert_eq!(
         std::fs::read_to_string(repo.join("hello.txt")).unwrap(),

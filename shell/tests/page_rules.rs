@@ -60,6 +60,8 @@ fn cases() -> Vec<(AgentView, bool)> {
                                     question: None,
                                     machine: String::new(),
                                     name: None,
+                                    worktree: None,
+                                    launch_branch: None,
                                 };
                                 out.push((view, online));
                             }

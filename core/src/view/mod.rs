@@ -42,6 +42,10 @@ pub struct AgentView {
     pub machine: String,
     /// The name the user gave it ([`check_name`]), kept by the server; `None`: none given.
     pub name: Option<String>,
+    /// The worktree Headspace made for it, when it started the agent in one.
+    pub worktree: Option<String>,
+    /// The branch Headspace started it on (else the branch its transcript names).
+    pub launch_branch: Option<String>,
 }
 
 /// The longest name an agent may be given, in characters.
@@ -132,6 +136,8 @@ impl AgentView {
             question,
             machine: String::new(),
             name: None,
+            worktree: None,
+            launch_branch: None,
         }
     }
 
@@ -180,6 +186,10 @@ impl AgentView {
         json!({
             "id": a.id,
             "name": self.name,
+            // Every agent is Claude Code's today (crate::kind: a second kind brings its own).
+            "kind": crate::kind::AgentKind::Claude.name(),
+            "branch": self.launch_branch.as_ref().or(a.git_branch.as_ref()),
+            "worktree": self.worktree,
             "session_id": a.session_id,
             "sessions": a.sessions,
             "project": a.project,

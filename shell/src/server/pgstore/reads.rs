@@ -111,12 +111,16 @@ impl PgStore {
                     (SELECT count(*) FROM turns u WHERE u.agent_id = a.id),
                     (SELECT left(c.text, {p}) FROM turns c WHERE c.task_id = t.id AND c.actor = 'user' ORDER BY c.\"timestamp\", c.id LIMIT 1),
                     l.actor, l.intent, left(l.text, {p}), {},
-                    left(q.text, {p}), q.question, a.end_reason, a.claude_pid, a.git_branch, a.machine, a.name
+                    left(q.text, {p}), q.question, a.end_reason, a.claude_pid, a.git_branch, a.machine, a.name,
+                    la.worktree, la.branch
              FROM agents a
              LEFT JOIN LATERAL (SELECT * FROM tasks x WHERE x.agent_id = a.id ORDER BY x.started_at DESC, x.id DESC LIMIT 1) t ON true
              LEFT JOIN LATERAL (SELECT * FROM turns y WHERE y.agent_id = a.id ORDER BY y.\"timestamp\" DESC, y.id DESC LIMIT 1) l ON true
              LEFT JOIN LATERAL (SELECT * FROM turns z WHERE z.task_id = t.id AND z.intent = 'question'
                                 ORDER BY z.\"timestamp\" DESC, z.id DESC LIMIT 1) q ON t.state = 'awaiting_input'
+             LEFT JOIN LATERAL (SELECT CASE WHEN w.discarded_at IS NULL THEN w.worktree END AS worktree, w.branch
+                                FROM launches w WHERE w.agent_id = a.id
+                                ORDER BY w.id DESC LIMIT 1) la ON true
              {filter} ORDER BY a.id",
             ms("a.last_seen_at"),
             ms("a.sent_at"),
@@ -152,6 +156,8 @@ impl PgStore {
                 question: r.get::<_, Option<String>>(26).map(|text| (text, r.get(27))),
                 machine: r.get(31),
                 name: r.get(32),
+                worktree: r.get(33),
+                launch_branch: r.get(34),
             });
         }
         Ok(out)
