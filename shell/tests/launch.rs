@@ -153,6 +153,23 @@ fn agents_start_in_worktrees_merge_conflict_stop_and_discard() {
         assert_eq!(got, status, "{body}: {answer}");
         assert!(answer["error"].is_string(), "{body}: {answer}");
     }
+    // A folder inside a root that is a worktree of a repository outside every root: the
+    // worktree would be made, and the exclude file written, out there.
+    let outside = temp_dir("launch-outside");
+    git(&outside, &["init", "-q", "-b", "main"]);
+    git(&outside, &["commit", "-q", "--allow-empty", "-m", "o"]);
+    let inside = root.join("inside");
+    git(
+        &outside,
+        &["worktree", "add", "-q", &inside.display().to_string()],
+    );
+    let (status, answer) = post(
+        &server,
+        "/api/agents",
+        json!({"project": inside, "worktree": "x"}),
+    );
+    assert_eq!(status, 403, "{answer}");
+    assert!(!outside.join(".worktrees").exists());
     assert!(!repo.join(".worktrees").exists(), "nothing was made");
     assert!(!root.join("pwned").exists() && !repo.join("pwned").exists());
 
@@ -323,6 +340,22 @@ fn agents_start_in_worktrees_merge_conflict_stop_and_discard() {
         server.try_json("/api/agents/%2D%2Ddangerously-skip-permissions")?["id"].as_u64()
     })
     .expect("the hook's agent is known");
+    // A hook-made agent whose folder is outside every root: no git runs there.
+    let mut elsewhere = SessionWriter::new(78, headspace_core::Timestamp(0));
+    elsewhere.cwd = "/".into();
+    server.post_hook(
+        &elsewhere,
+        &claude,
+        "%78",
+        "SessionStart",
+        json!({"source": "startup"}),
+    );
+    let elsewhere_id = wait_for(Duration::from_secs(10), || {
+        server.try_json(&format!("/api/agents/{}", elsewhere.session_id))?["id"].as_u64()
+    })
+    .expect("the agent in / is known");
+    let (status, _) = server.get(&format!("/api/agents/{elsewhere_id}/diff"));
+    assert_eq!(status, 403);
     let (status, refused) = post(
         &server,
         &format!("/api/agents/{hostile_id}/fork"),

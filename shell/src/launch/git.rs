@@ -56,20 +56,35 @@ async fn run(dir: &Path, args: &[&str]) -> Result<std::process::Output, String> 
     }
 }
 
-/// The top folder of the repository `dir` is in (its main checkout for a worktree's folder:
-/// where `.git` is a folder, not a file).
+/// The main checkout of the repository `dir` is in (for a linked worktree's folder, the
+/// checkout it was made from): git's first worktree, wherever the repository keeps its
+/// `.git` (`--separate-git-dir` too).
 pub async fn main_checkout(dir: &Path) -> Result<PathBuf, String> {
-    let common = git(
-        dir,
-        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
-    )
-    .await
-    .map_err(|e| format!("{} is not in a git repository: {e}", dir.display()))?;
-    let common = PathBuf::from(common.trim());
-    common
-        .parent()
-        .map(Path::to_path_buf)
-        .ok_or_else(|| format!("git's folder {} has no parent", common.display()))
+    let list = git(dir, &["worktree", "list", "--porcelain"])
+        .await
+        .map_err(|e| format!("{} is not in a git repository: {e}", dir.display()))?;
+    list.lines()
+        .next()
+        .and_then(|l| l.strip_prefix("worktree "))
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("{} is a bare repository: no checkout", dir.display()))
+}
+
+/// The repository's own exclude file (`info/exclude` in its git folder), as a path.
+pub async fn exclude_file(main: &Path) -> Result<PathBuf, String> {
+    Ok(PathBuf::from(
+        git(
+            main,
+            &[
+                "rev-parse",
+                "--path-format=absolute",
+                "--git-path",
+                "info/exclude",
+            ],
+        )
+        .await?
+        .trim(),
+    ))
 }
 
 /// The branch checked out in `dir`, or `None` on a detached HEAD.

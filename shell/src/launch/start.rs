@@ -1,7 +1,7 @@
 //! Starting an agent: in its folder or in a new git worktree on a new branch, in a new window
 //! of the tmux session Headspace keeps for its agents, with the command of `--claude-command`.
 
-use super::git::{branch_exists, commit_of, current_branch, git, main_checkout};
+use super::git::{branch_exists, commit_of, current_branch, exclude_file, git, main_checkout};
 use super::{Launch, LaunchBook};
 use crate::server::store::Store;
 use headspace_core::kind::AgentKind;
@@ -233,6 +233,17 @@ async fn make_worktree(
     let main = main_checkout(project)
         .await
         .map_err(|e| LaunchError::Bad(format!("a worktree needs a git repository: {e}")))?;
+    // The repository's checkout is where the worktree and the exclude line go: it must be
+    // in a root too (a folder's `.git` file may name a repository anywhere).
+    let main = std::fs::canonicalize(&main)
+        .map_err(|e| LaunchError::Failed(format!("{}: {e}", main.display())))?;
+    if !within_roots(&main, &settings.roots) {
+        return Err(LaunchError::Forbidden(format!(
+            "{} belongs to the repository at {}, which is outside every projects root",
+            project.display(),
+            main.display()
+        )));
+    }
     let base = match &req.base {
         Some(b) => {
             check_base(b).map_err(LaunchError::Bad)?;
@@ -279,7 +290,8 @@ async fn make_worktree(
             Vec::new(),
         ));
     }
-    ignore_worktrees(&main, &settings.worktrees_dir)?;
+    let exclude = exclude_file(&main).await.map_err(LaunchError::Failed)?;
+    ignore_worktrees(&exclude, &settings.worktrees_dir)?;
     let path_text = path.display().to_string();
     git(
         &main,
@@ -298,11 +310,10 @@ async fn make_worktree(
 
 /// Makes git ignore the worktrees folder, in the repository's own exclude file (never a
 /// tracked `.gitignore`), when it lies inside the main checkout.
-fn ignore_worktrees(main: &Path, dir: &Path) -> Result<(), LaunchError> {
+fn ignore_worktrees(exclude: &Path, dir: &Path) -> Result<(), LaunchError> {
     if dir.is_absolute() {
         return Ok(());
     }
-    let exclude = main.join(".git").join("info").join("exclude");
     let line = format!("/{}/", dir.display());
     let had = std::fs::read_to_string(&exclude).unwrap_or_default();
     if had.lines().any(|l| l.trim() == line) {

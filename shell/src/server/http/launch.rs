@@ -182,6 +182,15 @@ pub(super) async fn diff(app: &App, reference: &str) -> Response<Body> {
         Ok(x) => x,
         Err(r) => return r,
     };
+    // An agent Headspace did not start names its own folder (a hook says it): git runs
+    // there only inside a projects root, as for the agents it starts.
+    if launch.is_none() {
+        if let (Some(l), Some(cwd)) = (&app.launcher, &view.agent.cwd) {
+            if let Err(e) = crate::launch::start::allowed_folder(&l.settings, cwd) {
+                return refusal(e);
+            }
+        }
+    }
     match review::diff(launch.as_ref(), view.agent.cwd.as_deref()).await {
         Ok(d) => json_response(
             StatusCode::OK,
