@@ -315,7 +315,7 @@ fn ignore_worktrees(exclude: &Path, dir: &Path) -> Result<(), LaunchError> {
         return Ok(());
     }
     let line = format!("/{}/", dir.display());
-    let had = std::fs::read_to_string(&exclude).unwrap_or_default();
+    let had = std::fs::read_to_string(exclude).unwrap_or_default();
     if had.lines().any(|l| l.trim() == line) {
         return Ok(());
     }
@@ -331,7 +331,7 @@ fn ignore_worktrees(exclude: &Path, dir: &Path) -> Result<(), LaunchError> {
             "\n"
         }
     );
-    std::fs::write(&exclude, text)
+    std::fs::write(exclude, text)
         .map_err(|e| LaunchError::Failed(format!("cannot write {}: {e}", exclude.display())))
 }
 
