@@ -46,10 +46,36 @@ async function refetchAll() {
   if (hs.open !== null) await refetchOpen(); // merged by id: nothing doubled
 }
 
+/// The connection to the server as the page shows it: while it is lost, a banner says so and
+/// since when, the page is dimmed and its timers stand still (what it shows is as of then);
+/// once back, it says so for a moment and everything is fetched again.
+function setConnection(state) {
+  const was = $('conn').dataset.state;
+  $('conn').dataset.state = state;
+  $('conn').title = state === 'live' ? 'Live' : 'Reconnecting…';
+  const banner = $('offline');
+  if (state === 'down' && was !== 'down') {
+    hs.frozenSince = Date.now();
+    document.body.dataset.conn = 'down';
+    banner.dataset.state = 'down';
+    banner.textContent = `The server stopped answering at ${new Date().toLocaleTimeString()}. Reconnecting… What this page shows is as of then; its timers are stopped.`;
+    banner.hidden = false;
+  } else if (state === 'live' && was === 'down') {
+    hs.frozenSince = null;
+    delete document.body.dataset.conn;
+    banner.dataset.state = 'back';
+    banner.textContent = 'Back: the server answers again; the page is up to date.';
+    banner.hidden = false;
+    clearTimeout(hs.backTimer);
+    hs.backTimer = setTimeout(() => { if (banner.dataset.state === 'back') banner.hidden = true; }, 4000);
+    refetchAll().catch(() => {});
+  }
+}
+
 function connect() {
   const es = new EventSource(`/api/events${hs.streamFrom ? `?last_event_id=${hs.streamFrom}` : ''}`);
-  es.onopen = () => { $('conn').dataset.state = 'live'; $('conn').title = 'Live'; };
-  es.onerror = () => { $('conn').dataset.state = 'down'; $('conn').title = 'Reconnecting…'; };
+  es.onopen = () => setConnection('live');
+  es.onerror = () => setConnection('down');
   es.addEventListener('turn_created', (ev) => applyOnce(ev, (t) => {
     // Steps commit before the turns after them: a new turn may bring its predecessors' steps.
     if (hs.open === t.agent_id) { settlePending(t); liveTurn(t); refreshSteps(t.agent_id); }
@@ -172,6 +198,7 @@ document.addEventListener('DOMContentLoaded', async () => {
   wireSearch(); // after the filter and the keys: its listeners run after theirs
   wireUsage();
   setInterval(() => {
+    if (hs.frozenSince) return; // the server is away: times as of then
     for (const s of document.querySelectorAll('.since')) s.textContent = since(s.dataset.since);
   }, 5000);
   try {

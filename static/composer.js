@@ -104,7 +104,40 @@ export function interrupt() {
   paneAction('interrupt', 'Interrupted (Escape sent)');
 }
 
+/// Why nothing can be typed into an agent, in plain words; null when something can.
+export function cannotSend(a) {
+  if (!a) return null;
+  if (a.activity === 'ended') {
+    const why = {
+      stopped: 'it was stopped from Headspace',
+      pane_closed: 'its tmux pane closed',
+      process_exited: 'its Claude Code process exited',
+      silent: 'nothing was heard of it for too long',
+    }[a.end_reason] || 'it exited';
+    return `This agent has ended (${why}): nothing can be sent to it.`;
+  }
+  if (!a.tmux_pane) return 'This agent runs in no known tmux pane: Headspace cannot type into it.';
+  return null;
+}
+
+const PROMPT_HINT = 'Message this agent — Enter sends, Shift+Enter new line, ↑ history';
+
+/// The prompt box and its buttons for the open agent: disabled, with the reason in the box,
+/// for one that cannot take text (ended, no pane); what was typed is kept.
+export function composerFor(a) {
+  const why = cannotSend(a);
+  const box = $('prompt');
+  box.disabled = why !== null;
+  box.placeholder = why || PROMPT_HINT;
+  box.title = why || '';
+  for (const b of ['send', 'interrupt', 'clear']) {
+    $(b).disabled = why !== null;
+    $(b).title = why || $(b).dataset.hint || $(b).title;
+  }
+}
+
 export function wireComposer() {
+  for (const b of ['send', 'interrupt', 'clear']) $(b).dataset.hint = $(b).title;
   const box = $('prompt');
   box.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); sendPrompt(); return; }

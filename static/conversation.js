@@ -8,7 +8,7 @@ import { renderMarkdown } from './markdown.js';
 import { options } from './questions.js';
 import { SHOWN_LABEL, agentName, renderConvPending, shownState } from './needs.js';
 import { placeTaskFiles, refreshSteps, refreshTaskFiles, setSteps, taskFiles, usageLine } from './steps.js';
-import { dropPending, followEnd } from './composer.js';
+import { composerFor, dropPending, followEnd } from './composer.js';
 import { changesAgentChanged, hideChanges } from './changes.js';
 
 const conv = {
@@ -30,6 +30,7 @@ export function convTitle(a) {
   if (spent) $('conv-title').append(' · ', spent);
   renderConvPending(a);
   changesAgentChanged(a);
+  composerFor(a);
 }
 
 function bubble(t) {

@@ -13,6 +13,8 @@ export const hs = {
   refresh: new Map(),       // agent id -> pending refresh timer
   dismissed: new Set(JSON.parse(localStorage.getItem('hs.dismissed') || '[]')),
   names: JSON.parse(localStorage.getItem('hs.names') || '{}'), // agent id -> the user's name for it
+  frozenSince: null,        // ms when the server stopped answering (its timers stand still)
+  backTimer: null,          // hides the "back" banner
   metrics: { firstRenderMs: null, lastLoadMs: null, eventsApplied: 0, gaps: 0, draws: 0, drawMs: 0 },
 };
 window.__hs = hs; // for the browser tests (they read window.__hs.metrics, .open, .selected) and the curious
