@@ -309,11 +309,9 @@ export function notableFinish(a) {
 export function showNotice(n) {
   hs.metrics.notices = (hs.metrics.notices || 0) + 1;
   if (!notificationsOn() || (!document.hidden && document.hasFocus())) return;
-  const a = hs.agents.get(n.agent_id);
-  const who = a ? agentName(a) : (n.project || 'agent');
-  const what = n.event === 'needs_you' ? 'needs you' : 'is done';
   try {
-    const note = new Notification(`${who} ${what}`, { body: String(n.body || '').slice(0, 300), tag: `hs-${n.agent_id}-${n.event}-${n.at}` });
+    // The title is the server's (its name for the agent, else its project: notice.rs).
+    const note = new Notification(String(n.title || ''), { body: String(n.body || '').slice(0, 300), tag: `hs-${n.agent_id}-${n.event}-${n.at}` });
     note.onclick = () => { window.focus(); attention.openConversation(n.agent_id); };
   } catch (e) { /* notifications unavailable here */ }
 }

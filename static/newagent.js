@@ -10,18 +10,8 @@ import { loadAgents } from './cards.js';
 import { openConversation } from './conversation.js';
 
 const dialog = {
-  nameTouched: false, // the user typed a worktree name: the prompt no longer suggests one
   starting: false,    // a start is on its way (it can take up to ~20 s)
 };
-
-/// A worktree name from a prompt: its first four words, lowercase, joined by '-', only
-/// [a-z0-9-] (at most 64 characters, as the server allows). Empty when no word is left.
-export function worktreeName(prompt) {
-  // Accents go first (é → e), so that a word keeps its letters.
-  const plain = String(prompt || '').normalize('NFD').replace(/[\u0300-\u036f]/g, '').toLowerCase();
-  const words = plain.split(/[^a-z0-9]+/).filter(Boolean).slice(0, 4);
-  return words.join('-').slice(0, 64).replace(/-+$/, '');
-}
 
 /// The known projects' folders: the folders of the agents on the page, each once; a
 /// Headspace worktree (`…/.worktrees/NAME`) counts as its repository's folder.
@@ -101,7 +91,6 @@ async function start(e) {
     const d = $('new-agent-dialog');
     if (d.open) d.close();
     $('new-agent-form').reset();
-    dialog.nameTouched = false;
     toast(startedText(r), 'ok');
     if (r.id !== null && r.id !== undefined) {
       if (!hs.agents.has(r.id)) await loadAgents().catch(() => {});
@@ -129,10 +118,6 @@ export function wireNewAgent() {
   $('new-agent-form').addEventListener('submit', start);
   $('na-cancel').addEventListener('click', () => $('new-agent-dialog').close());
   $('na-worktree').addEventListener('change', syncWorktree);
-  $('na-name').addEventListener('input', () => { dialog.nameTouched = $('na-name').value !== ''; });
-  $('na-prompt').addEventListener('input', () => {
-    if (!dialog.nameTouched) $('na-name').value = worktreeName($('na-prompt').value);
-  });
   // Enter in a field starts it (the form's submit); in the prompt, Ctrl+Enter (or ⌘+Enter).
   $('na-prompt').addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && (e.ctrlKey || e.metaKey) && !e.isComposing) {

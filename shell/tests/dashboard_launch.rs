@@ -8,29 +8,11 @@
 
 mod common;
 use common::browser::*;
+use common::launching::{git, Launching};
 use common::pages::*;
 use common::*;
 use serde_json::json;
-use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
-
-/// git as the test runs it: never the repository's hooks or fsmonitor (as tests/launch.rs).
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = run_ok(
-        Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args([
-                "-c",
-                "core.hooksPath=/dev/null",
-                "-c",
-                "core.fsmonitor=false",
-            ])
-            .args(args)
-            .current_dir(dir),
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 /// Every visible element inside the viewport's width, except inside a box that scrolls
 /// sideways on purpose (a patch); and the document does not scroll sideways (as in
@@ -52,49 +34,12 @@ const HELLO: &str = r#"#changes .change-file[data-path="hello.txt"]"#;
 
 #[test]
 fn an_agent_started_from_the_page_shows_its_changes_and_merges_them() {
-    let Some(db) = fresh_db("dash_launch") else {
+    let Some(Launching { server, repo, .. }) = Launching::start("dash_launch", |_, _| {}) else {
         return;
     };
     let Some(browser) = Browser::start() else {
         return;
     };
-    let claude = temp_dir("dash_launch");
-    let root = std::fs::canonicalize(temp_dir("dash_launch-root")).unwrap();
-    let repo = root.join("shop");
-    std::fs::create_dir_all(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("README.md"), "# shop\n").unwrap();
-    git(&repo, &["add", "README.md"]);
-    git(&repo, &["commit", "-q", "-m", "start"]);
-    let script = claude.join("edit.json");
-    std::fs::write(
-        &script,
-        json!({"turns": [{"prompt": "-", "replies": ["Writing it."], "edit": "hello.txt"}]})
-            .to_string(),
-    )
-    .unwrap();
-    let command = format!(
-        "{} --claude-dir {} --script {} --think-ms 60 --stay",
-        headspace_testkit::stand_in::stand_in_agent(),
-        claude.display(),
-        script.display()
-    );
-    let tmux = Tmux(format!("hs-dash-launch-{}", std::process::id()));
-    let server = Server::start(
-        &db,
-        &claude,
-        &[
-            "--tmux-socket",
-            &tmux.0,
-            "--pane-poll-seconds",
-            "0.3",
-            "--projects-root",
-            &root.display().to_string(),
-            "--claude-command",
-            &command,
-        ],
-    );
-    install_hooks(&server, &claude.join("settings.json"));
     let project = repo.display().to_string();
 
     browser.goto(&format!("http://{}/", server.addr));
@@ -270,7 +215,8 @@ fn an_agent_started_from_the_page_shows_its_changes_and_merges_them() {
     assert!(git(&repo, &["log", "-1", "--format=%s"]).contains("headspace/from-page"));
 
     // A folder outside every projects root: the server's refusal shows in the dialog, which
-    // stays open with what was typed; the name follows the prompt while not typed.
+    // stays open with what was typed; the worktree's name is left to the server (it picks one
+    // from the prompt, core launch::suggest_name, free of the names taken).
     browser.click("#new-agent");
     browser.until(
         "the dialog again, emptied after the start",
@@ -280,7 +226,8 @@ fn an_agent_started_from_the_page_shows_its_changes_and_merges_them() {
     browser.type_into("#na-prompt", "Never starts, here: OK?");
     assert_eq!(
         browser.js("return document.getElementById('na-name').value"),
-        json!("never-starts-here-ok")
+        json!(""),
+        "the page does not make up a name of its own"
     );
     browser.click("#na-start");
     let error = browser.until(

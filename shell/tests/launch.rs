@@ -8,30 +8,12 @@
 //! before git or tmux runs.
 
 mod common;
+use common::launching::{git, Launching};
 use common::*;
 use headspace_testkit::synth::SessionWriter;
 use serde_json::{json, Value};
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
-
-/// git as the test runs it: never the repository's hooks or fsmonitor (the test plants
-/// them, to see that Headspace's git never runs them either).
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = run_ok(
-        Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args([
-                "-c",
-                "core.hooksPath=/dev/null",
-                "-c",
-                "core.fsmonitor=false",
-            ])
-            .args(args)
-            .current_dir(dir),
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 fn post(server: &Server, path: &str, body: Value) -> (u16, Value) {
     let (status, text) = server.post(path, body.to_string().as_bytes());
@@ -58,73 +40,46 @@ fn idle(server: &Server, id: u64) {
 
 #[test]
 fn agents_start_in_worktrees_merge_conflict_stop_and_discard() {
-    let Some(db) = fresh_db("launch") else {
-        return;
-    };
-    let claude = temp_dir("launch");
-    let root = std::fs::canonicalize(temp_dir("launch-root")).unwrap();
-    let repo = root.join("shop");
-    std::fs::create_dir_all(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("README.md"), "# shop\n").unwrap();
-    git(&repo, &["add", "README.md"]);
-    git(&repo, &["commit", "-q", "-m", "start"]);
     // A hostile repository: hooks and an fsmonitor that would run a program of its choosing
     // with the user's rights whenever Headspace runs git there.
+    let plant = |root: &Path, repo: &Path| {
+        let evil = format!("#!/bin/sh\ntouch {}\n", root.join("hooked").display());
+        let monitor = root.join("monitor.sh");
+        let hooks = [
+            "post-checkout",
+            "post-merge",
+            "pre-commit",
+            "post-commit",
+            "reference-transaction",
+        ];
+        for path in hooks
+            .iter()
+            .map(|h| repo.join(".git/hooks").join(h))
+            .chain([monitor.clone()])
+        {
+            std::fs::write(&path, &evil).unwrap();
+            let mut perms = std::fs::metadata(&path).unwrap().permissions();
+            std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+            std::fs::set_permissions(&path, perms).unwrap();
+        }
+        git(
+            repo,
+            &["config", "core.fsmonitor", &monitor.display().to_string()],
+        );
+    };
+    let Some(Launching {
+        server,
+        claude,
+        root,
+        repo,
+        tmux,
+        agent,
+        script,
+    }) = Launching::start("launch", plant)
+    else {
+        return;
+    };
     let marker = root.join("hooked");
-    let evil = format!("#!/bin/sh\ntouch {}\n", marker.display());
-    for hook in [
-        "post-checkout",
-        "post-merge",
-        "pre-commit",
-        "post-commit",
-        "reference-transaction",
-    ] {
-        let path = repo.join(".git/hooks").join(hook);
-        std::fs::write(&path, &evil).unwrap();
-        let mut perms = std::fs::metadata(&path).unwrap().permissions();
-        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-        std::fs::set_permissions(&path, perms).unwrap();
-    }
-    let monitor = root.join("monitor.sh");
-    std::fs::write(&monitor, &evil).unwrap();
-    let mut perms = std::fs::metadata(&monitor).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&monitor, perms).unwrap();
-    git(
-        &repo,
-        &["config", "core.fsmonitor", &monitor.display().to_string()],
-    );
-    std::fs::remove_file(&marker).ok();
-    let script = claude.join("edit.json");
-    std::fs::write(
-        &script,
-        json!({"turns": [{"prompt": "-", "replies": ["Writing it."], "edit": "hello.txt"}]})
-            .to_string(),
-    )
-    .unwrap();
-    let agent = headspace_testkit::stand_in::stand_in_agent();
-    let command = format!(
-        "{agent} --claude-dir {} --script {} --think-ms 60 --stay",
-        claude.display(),
-        script.display()
-    );
-    let tmux = Tmux(format!("hs-launch-{}", std::process::id()));
-    let server = Server::start(
-        &db,
-        &claude,
-        &[
-            "--tmux-socket",
-            &tmux.0,
-            "--pane-poll-seconds",
-            "0.3",
-            "--projects-root",
-            &root.display().to_string(),
-            "--claude-command",
-            &command,
-        ],
-    );
-    install_hooks(&server, &claude.join("settings.json"));
     let project = repo.display().to_string();
 
     // Refused before git or tmux runs: a folder outside the roots, names that would be

@@ -65,7 +65,8 @@ fn a_name_given_once_is_on_every_card_and_in_the_event_stream() {
     );
     wait_for(Duration::from_secs(5), || {
         let text = events.lock().unwrap().clone();
-        text.contains("event: agent_renamed").then_some(())
+        text.contains(&format!("event: agent_renamed\ndata: {{\"agent_id\":{id},"))
+            .then_some(())
     })
     .unwrap_or_else(|| panic!("pages are told: {}", events.lock().unwrap()));
 

@@ -466,7 +466,14 @@ impl Agent {
             1 => Some(PaneProgram::Shell),
             2 => None,
             3 => Some(PaneProgram::Other),
-            4 => return self.stop_through_headspace().await,
+            4 => {
+                // Whatever the answer, the route may have closed the pane: then it is gone.
+                self.stop_through_headspace().await;
+                if self.world.pane_open(&pane) {
+                    return;
+                }
+                None
+            }
             _ => return,
         };
         self.world.run_in(&pane, program);
@@ -480,8 +487,7 @@ impl Agent {
 
     /// The user stops the agent from Headspace (`POST /api/agents/{session}/stop`, to the
     /// server of its machine): `/exit` is typed, which the simulated agent ignores, and its
-    /// pane is closed after the grace time (at once with `force`). Whatever the answer, the
-    /// pane may have been closed: then the agent is gone.
+    /// pane is closed after the grace time (at once with `force`).
     async fn stop_through_headspace(&mut self) {
         let force = self.rng.chance(0.5);
         let host = self.world.lock().host;
@@ -492,17 +498,7 @@ impl Agent {
             .checker
             .stopped
             .insert(self.w.session_id.clone());
-        let answer = post_answered(host, &path, body.as_bytes()).await;
-        if self.world.pane_open(&self.pane) {
-            return;
-        }
-        let mut s = self.world.lock();
-        if s.checker.seen_alive.contains(&self.pane) {
-            s.checker.gone.insert(self.pane.clone(), sim_now());
-        }
-        drop(s);
-        let _ = answer;
-        self.phase(Activity::Ended, None, None);
+        post_to(host, &path, body.as_bytes()).await;
     }
 
     /// A new session in the same pane (after `/clear` or compaction).

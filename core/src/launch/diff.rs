@@ -25,19 +25,19 @@ pub struct FileChange {
 /// order given. Text before the first `diff --git` line is ignored.
 pub fn parse_patch(patch: &str) -> Vec<FileChange> {
     let mut files = Vec::new();
-    let mut current: Option<(Vec<&str>, usize)> = None;
+    let mut current: Option<Vec<&str>> = None;
     for line in patch.split_inclusive('\n') {
         if line.starts_with("diff --git ") {
-            if let Some((lines, _)) = current.take() {
+            if let Some(lines) = current.take() {
                 files.push(file_of(&lines));
             }
-            current = Some((Vec::new(), 0));
+            current = Some(Vec::new());
         }
-        if let Some((lines, _)) = current.as_mut() {
+        if let Some(lines) = current.as_mut() {
             lines.push(line);
         }
     }
-    if let Some((lines, _)) = current {
+    if let Some(lines) = current {
         files.push(file_of(&lines));
     }
     files
@@ -55,9 +55,9 @@ fn file_of(lines: &[&str]) -> FileChange {
             match line.as_bytes().first() {
                 Some(b'+') => added += 1,
                 Some(b'-') => removed += 1,
-                Some(b' ') | Some(b'\\') => {}
-                Some(b'@') => {}
-                _ => in_hunk = line.starts_with("@@"),
+                Some(b' ' | b'\\' | b'@') => {}
+                // Past the hunks: the next file's header lines.
+                _ => in_hunk = false,
             }
             continue;
         }

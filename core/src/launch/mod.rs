@@ -53,18 +53,13 @@ pub fn check_name(name: &str) -> Result<(), String> {
 /// Whether a base (a branch, tag or commit a worktree starts from) may be handed to git: as a
 /// worktree name, with `/` allowed between parts (`release/2.0`), never `//` or a trailing `/`.
 pub fn check_base(base: &str) -> Result<(), String> {
-    let parts_ok = !base.ends_with('/')
-        && base
-            .split('/')
-            .all(|part| part.is_empty() || check_name(part).is_ok())
-        && !base.contains("//")
-        && !base.starts_with('/');
-    match check_name(&base.replace('/', "_")) {
-        Ok(()) if parts_ok && !base.is_empty() => Ok(()),
-        _ => Err(format!(
-            "the base {base:?} is not a branch name Headspace takes: letters, digits, '-', '_', '.' and '/' between parts, not starting with '-' or '.'"
-        )),
+    // An empty part is a leading, trailing or doubled '/'.
+    if base.len() <= NAME_MAX && base.split('/').all(|part| check_name(part).is_ok()) {
+        return Ok(());
     }
+    Err(format!(
+        "the base {base:?} is not a branch name Headspace takes: letters, digits, '-', '_', '.' and '/' between parts, not starting with '-' or '.'"
+    ))
 }
 
 /// Whether a session id may be handed to the agent's command (`--resume ID`): it came from

@@ -17,17 +17,49 @@ pub(crate) fn call(
     method: &str,
     path: &str,
 ) -> Result<(u16, serde_json::Value), String> {
+    call_with(
+        server,
+        method,
+        path,
+        b"",
+        std::time::Duration::from_secs(30),
+    )
+}
+
+/// [`call`] with a body and how long to wait for the answer.
+pub(crate) fn call_with(
+    server: &ServerArg,
+    method: &str,
+    path: &str,
+    body: &[u8],
+    wait: std::time::Duration,
+) -> Result<(u16, serde_json::Value), String> {
     let (status, body) = headspace::client::request(
         &server.addr,
         method,
         path,
-        b"",
+        body,
         server.auth.get().as_deref(),
-        std::time::Duration::from_secs(30),
+        wait,
     )?;
     let v =
         serde_json::from_str(&body).map_err(|_| format!("unexpected answer ({status}): {body}"))?;
     Ok((status, v))
+}
+
+/// Ends command `what` with the server's refusal (and a merge's conflicting files), or with
+/// why the server could not be asked.
+pub(crate) fn failed(what: &str, answer: Result<(u16, serde_json::Value), String>) -> ExitCode {
+    match answer {
+        Ok((status, v)) => {
+            eprintln!("headspace {what}: {}", server_error(status, &v));
+            for f in v["conflicts"].as_array().into_iter().flatten() {
+                eprintln!("  conflict: {}", f.as_str().unwrap_or_default());
+            }
+        }
+        Err(e) => eprintln!("headspace {what}: {e}"),
+    }
+    ExitCode::FAILURE
 }
 
 pub(crate) fn agents(server: &ServerArg) -> ExitCode {
@@ -194,30 +226,20 @@ pub(crate) fn rename(agent: &str, name: &str, server: &ServerArg) -> ExitCode {
         headspace::client::encode_segment(agent)
     );
     let body = serde_json::json!({"name": name}).to_string();
-    match headspace::client::request(
-        &server.addr,
+    match call_with(
+        server,
         "POST",
         &path,
         body.as_bytes(),
-        server.auth.get().as_deref(),
         std::time::Duration::from_secs(10),
     ) {
-        Ok((200, b)) => {
-            let v: serde_json::Value = serde_json::from_str(&b).unwrap_or_default();
+        Ok((200, v)) => {
             match v["name"].as_str() {
                 Some(n) => outln!("agent {} is now called {n}", v["id"]),
                 None => outln!("agent {} has no name now", v["id"]),
             }
             ExitCode::SUCCESS
         }
-        Ok((status, b)) => {
-            let v: serde_json::Value = serde_json::from_str(&b).unwrap_or_default();
-            eprintln!("headspace rename: {}", server_error(status, &v));
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("headspace rename: {e}");
-            ExitCode::FAILURE
-        }
+        other => failed("rename", other),
     }
 }

@@ -1,7 +1,7 @@
 //! `headspace new`, `stop`, `diff`, `merge` and `discard`: agents started, reviewed and stopped
 //! through the running server (CONTRACT.md, "Agents you start, review and stop").
 
-use super::agents::server_error;
+use super::agents::{call_with, failed};
 use super::output::outln;
 use super::ServerArg;
 use headspace::client::encode_segment;
@@ -16,31 +16,7 @@ fn post(
     body: &Value,
     wait: Duration,
 ) -> Result<(u16, Value), String> {
-    headspace::client::request(
-        &server.addr,
-        "POST",
-        path,
-        body.to_string().as_bytes(),
-        server.auth.get().as_deref(),
-        wait,
-    )
-    .map(|(status, text)| (status, serde_json::from_str(&text).unwrap_or_default()))
-}
-
-/// Ends a command with the server's refusal, or with why it could not be asked.
-fn failed(what: &str, answer: Result<(u16, Value), String>) -> ExitCode {
-    match answer {
-        Ok((status, v)) => {
-            eprintln!("headspace {what}: {}", server_error(status, &v));
-            if let Some(files) = v["conflicts"].as_array() {
-                for f in files {
-                    eprintln!("  conflict: {}", f.as_str().unwrap_or_default());
-                }
-            }
-        }
-        Err(e) => eprintln!("headspace {what}: {e}"),
-    }
-    ExitCode::FAILURE
+    call_with(server, "POST", path, body.to_string().as_bytes(), wait)
 }
 
 /// `headspace new DIR [--worktree [NAME]] [--base B] [--agent KIND] [--prompt TEXT]`.
@@ -143,20 +119,7 @@ pub(crate) fn discard(agent: &str, server: &ServerArg) -> ExitCode {
 /// `headspace diff AGENT`: each file with its counts, then the patch.
 pub(crate) fn diff(agent: &str, server: &ServerArg) -> ExitCode {
     let path = format!("/api/agents/{}/diff", encode_segment(agent));
-    let answer = headspace::client::request(
-        &server.addr,
-        "GET",
-        &path,
-        b"",
-        server.auth.get().as_deref(),
-        Duration::from_secs(60),
-    )
-    .map(|(status, text)| {
-        (
-            status,
-            serde_json::from_str::<Value>(&text).unwrap_or_default(),
-        )
-    });
+    let answer = call_with(server, "GET", &path, b"", Duration::from_secs(60));
     match answer {
         Ok((200, v)) => {
             let files = v["files"].as_array().cloned().unwrap_or_default();

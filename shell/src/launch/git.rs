@@ -1,8 +1,10 @@
 //! git, run for the agents Headspace starts: each call an argument list (never a shell), in a
-//! given folder, with the repository's own hooks, fsmonitor and external diff and textconv
-//! drivers switched off. A repository an agent works in is not trusted: its `.git/config`
-//! and `.gitattributes` are the agent's to write, and any of those would run a program of
-//! its choosing with the user's rights the next time Headspace ran git there.
+//! given folder, with the repository's own hooks, fsmonitor, external diff, textconv and
+//! signing programs switched off, and its diff prefixes fixed (the patch parser reads `a/`
+//! and `b/`). A repository an agent works in is not trusted: its `.git/config` and
+//! `.gitattributes` are the agent's to write, and any of those would run a program of its
+//! choosing with the user's rights the next time Headspace ran git there. Not covered yet:
+//! clean/smudge filter and merge drivers a repository's own config names for its attributes.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,10 +23,15 @@ pub async fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
     }
 }
 
-/// Runs `git ARGS` in `dir`, whatever its exit status (`git diff --no-index` exits 1 when
-/// the files differ): its standard output, or an error when git could not run.
+/// Runs `git ARGS` in `dir` whose exit status 1 is an answer, not a failure (`diff
+/// --no-index`: the files differ; `merge-tree`: there are conflicts): its standard output,
+/// or git's error for any other failing status.
 pub async fn git_any_status(dir: &Path, args: &[&str]) -> Result<String, String> {
-    Ok(String::from_utf8_lossy(&run(dir, args).await?.stdout).into_owned())
+    let out = run(dir, args).await?;
+    match out.status.code() {
+        Some(0 | 1) => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+        _ => Err(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+    }
 }
 
 async fn run(dir: &Path, args: &[&str]) -> Result<std::process::Output, String> {
@@ -38,6 +45,14 @@ async fn run(dir: &Path, args: &[&str]) -> Result<std::process::Output, String> 
         "core.quotePath=false",
         "-c",
         "diff.external=",
+        "-c",
+        "commit.gpgSign=false",
+        "-c",
+        "diff.noprefix=false",
+        "-c",
+        "diff.mnemonicPrefix=false",
+        "-c",
+        "diff.relative=false",
         "-c",
         "color.ui=false",
     ])

@@ -105,8 +105,11 @@ pub async fn merge(launch: &Launch, strategy: Strategy) -> Result<String, Launch
         ));
     };
     let tree = Path::new(tree);
-    let main = main_checkout(tree).await.map_err(LaunchError::Failed)?;
-    commit_pending(tree, branch).await?;
+    // The repository the user asked for (checked against the roots at start), never the one
+    // the worktree's own `.git` file names: the agent can rewrite that.
+    let main = main_checkout(Path::new(&launch.project))
+        .await
+        .map_err(LaunchError::Failed)?;
     let on = current_branch(&main).await.map_err(LaunchError::Failed)?;
     if on.as_deref() != Some(base) {
         return Err(LaunchError::Conflict(
@@ -118,6 +121,7 @@ pub async fn merge(launch: &Launch, strategy: Strategy) -> Result<String, Launch
             Vec::new(),
         ));
     }
+    commit_pending(tree, branch).await?;
     let trial = git_any_status(
         &main,
         &[
@@ -135,7 +139,7 @@ pub async fn merge(launch: &Launch, strategy: Strategy) -> Result<String, Launch
     if !conflicts.is_empty() {
         return Err(LaunchError::Conflict(
             format!(
-                "{branch} conflicts with {base} in {} file(s); nothing was changed",
+                "{branch} conflicts with {base} in {} file(s); the main checkout was not changed",
                 conflicts.len()
             ),
             conflicts,

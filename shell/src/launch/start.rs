@@ -170,16 +170,17 @@ pub async fn start(
         stopped_at: None,
         discarded_at: None,
     };
-    if let Some(name) = &req.worktree {
-        make_worktree(settings, book, &project, name, req, &mut launch).await?;
-    }
+    // Everything that can refuse is asked before a worktree is made.
     let mut argv: Vec<&str> = settings.claude_command.split_whitespace().collect();
+    if argv.is_empty() {
+        return Err(LaunchError::Failed("--claude-command is empty".into()));
+    }
     if let Some(session) = &req.fork_of {
         check_session(session).map_err(LaunchError::Bad)?;
         argv.extend(["--resume", session, "--fork-session"]);
     }
-    if argv.is_empty() {
-        return Err(LaunchError::Failed("--claude-command is empty".into()));
+    if let Some(name) = &req.worktree {
+        make_worktree(settings, book, &project, name, req, &mut launch).await?;
     }
     let window = match &launch.branch {
         Some(b) => b.strip_prefix(BRANCH_PREFIX).unwrap_or(b).to_string(),

@@ -16,7 +16,10 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tracing::{info, warn};
 
-/// The events after which an agent's card may say something new.
+/// The events after which an agent's card may say something new. `turn_created` too: a
+/// permission's tool reaches its card with a turn, and the notice says the command (without
+/// it a permission's notice says only "Do you want to proceed?": dashboard_work.rs). The
+/// cards are read off the hooks' path, once per agent per batch.
 const NEWS: [&str; 4] = [
     "state_changed",
     "card_refresh",

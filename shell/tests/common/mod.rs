@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod launching;
 pub mod pages;
 
 use std::io::{BufRead, BufReader, Read, Write};

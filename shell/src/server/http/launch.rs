@@ -5,6 +5,7 @@
 
 use super::agents::agent_view;
 use super::body::{error, json_response, Body};
+use super::remote_panes::pane_is_elsewhere;
 use super::App;
 use crate::launch::review::{self, Strategy};
 use crate::launch::start::{start, LaunchError, StartRequest};
@@ -157,7 +158,7 @@ async fn agent_and_launch(
     reference: &str,
 ) -> Result<(AgentView, Option<Launch>), Response<Body>> {
     let view = agent_view(app, reference).await?;
-    if !view.machine.is_empty() && view.machine != app.machine {
+    if pane_is_elsewhere(app, &view) {
         return Err(error(
             StatusCode::CONFLICT,
             format!(
@@ -184,9 +185,12 @@ pub(super) async fn diff(app: &App, reference: &str) -> Response<Body> {
     };
     // An agent Headspace did not start names its own folder (a hook says it): git runs
     // there only inside a projects root, as for the agents it starts.
+    let Some(launcher) = &app.launcher else {
+        return no_launcher();
+    };
     if launch.is_none() {
-        if let (Some(l), Some(cwd)) = (&app.launcher, &view.agent.cwd) {
-            if let Err(e) = crate::launch::start::allowed_folder(&l.settings, cwd) {
+        if let Some(cwd) = &view.agent.cwd {
+            if let Err(e) = crate::launch::start::allowed_folder(&launcher.settings, cwd) {
                 return refusal(e);
             }
         }
