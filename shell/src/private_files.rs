@@ -111,6 +111,23 @@ pub fn random_hex() -> io::Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// `bytes` as lowercase hex digits (how key files keep their keys: a secret is letters and
+/// digits).
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The bytes of hex digits; `None` when they are not.
+pub fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
 /// Creates `path` with `bytes`, mode 0600 from its creation on, synced with its folder; an
 /// `AlreadyExists` error when something (a file, a link) is there already.
 pub fn create_private(path: &Path, bytes: &[u8]) -> io::Result<()> {

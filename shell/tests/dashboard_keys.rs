@@ -95,12 +95,19 @@ fn a_number_key_answers_only_the_request_named_on_screen_for_it() {
     waiting(&world, "keys-b");
     // The permission's hook may come a moment before its dialog is read from the pane: the
     // card names the command once the dialog is read.
-    let summary = wait_for(Duration::from_secs(20), || {
+    let summary = wait_for(Duration::from_secs(30), || {
         let card = world.server.try_json("/api/agents/keys-b")?;
         let summary = card["question"]["question"]["tool"]["summary"].clone();
         (!summary.is_null()).then_some(summary)
     });
-    assert_eq!(summary, Some(json!("rm -rf target")));
+    assert_eq!(
+        summary,
+        Some(json!("rm -rf target")),
+        "the card names the command; card: {}\nscreen:\n{}\nlog:\n{}",
+        world.server.json("/api/agents/keys-b"),
+        world.tmux.run(&["capture-pane", "-p", "-t", "keys-b"]),
+        world.server.log()
+    );
     browser.until(
         "both in the strip with their options",
         &format!("return !!document.querySelector('#needs .need[data-id=\"{a}\"] button.answer') && !!document.querySelector('#needs .need[data-id=\"{b}\"] button.answer')"),

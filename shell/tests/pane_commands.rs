@@ -320,6 +320,7 @@ fn start_machine_b(db: &str, claude_b: &Path, tmux: &Tmux) -> tokio::runtime::Ru
             })),
             archive: Some(Arc::new(store)),
             launcher: None,
+            push: None,
         };
         let app = start(&world, machine_b_settings(claude_b), None)
             .await

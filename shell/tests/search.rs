@@ -131,6 +131,15 @@ fn history(name: &str) -> Option<History> {
         })
         .unwrap_or_else(|| panic!("turns of {}:\n{}", w.session_id, server.log()));
     }
+    // The turns reach the database after the agent's view has them (its writes are behind):
+    // search reads the database, so wait for each session's last turn there (written in
+    // order, after the others).
+    for last in ["\"parser parser commas trailing\"", "\"50 percent done\""] {
+        wait_for(Duration::from_secs(15), || {
+            (!search(&server, last, "").is_empty()).then_some(())
+        })
+        .unwrap_or_else(|| panic!("{last} never searchable:\n{}", server.log()));
+    }
     Some(History {
         server,
         claude,

@@ -290,6 +290,8 @@ impl SimWorld {
             archive: None,
             // The simulated panes start no agents: those routes answer 501 here.
             launcher: None,
+            // No devices to push to: those routes answer 501 here.
+            push: None,
         }
     }
 }

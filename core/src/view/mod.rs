@@ -9,6 +9,7 @@
 pub mod activity;
 pub(crate) mod event_data;
 pub mod notice;
+pub mod push;
 pub(crate) mod shown;
 
 use crate::model::{AgentId, AgentRow, TaskRow, TurnRow};

@@ -181,6 +181,11 @@ fn notice_json(view: &AgentView, kind: NoticeKind, now: Timestamp) -> Value {
         .or_else(|| a.project.clone())
         .unwrap_or_else(|| "agent".into());
     let question = view.open_question();
+    // What the question offers to pick (a push's notification offers them as actions).
+    let options = match (kind, &question) {
+        (NoticeKind::NeedsYou, Some(q)) => q.options(),
+        _ => Vec::new(),
+    };
     let tool = question
         .as_ref()
         .and_then(|q| q.question.as_ref()?.get("tool")?.get("summary")?.as_str())
@@ -211,6 +216,7 @@ fn notice_json(view: &AgentView, kind: NoticeKind, now: Timestamp) -> Value {
         "tmux_pane": a.tmux_pane,
         "title": title,
         "body": body,
+        "options": options,
         "at": now,
     })
 }

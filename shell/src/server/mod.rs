@@ -17,6 +17,7 @@ pub mod pane_keys;
 pub mod pane_queue;
 pub mod pgstore;
 pub mod prices;
+pub mod push;
 pub mod record;
 pub mod role;
 pub mod search;
@@ -225,6 +226,11 @@ async fn serve(
             .has_agents()
             .then(|| launcher(&args, launches))
             .transpose()?,
+        push: Some(crate::server::push::Push::load(
+            &home,
+            args.push_contact.clone(),
+            args.allow_loopback_push,
+        )?),
     };
     let recorder = match &args.record {
         Some(p) => Some(
@@ -311,6 +317,7 @@ async fn serve(
         app.hub.clone(),
         app.store.clone(),
         args.notify_command.clone(),
+        app.push.clone(),
     );
     // Orchestration runs whose runner died with the machine or the server: shown as such,
     // and restarted where the user chose it.
@@ -589,6 +596,7 @@ fn assemble(
         pane_queue: world.pane_queue.clone(),
         archive: world.archive.clone(),
         launcher: world.launcher.clone(),
+        push: world.push.clone(),
     })
 }
 

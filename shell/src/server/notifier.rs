@@ -1,10 +1,12 @@
 //! Notices: telling a user that an agent needs them or finished. Each notice goes out as a
 //! passing `notice` event on the event stream (the dashboard's browser notifications show
 //! exactly these) and, with `--notify-command`, to a command of theirs (`notify-send`, ntfy,
-//! a webhook through curl) through `sh -c` with the notice as JSON on its stdin. What to
+//! a webhook through curl) through `sh -c` with the notice as JSON on its stdin, and to every
+//! device subscribed to pushes ([`crate::server::push`]). What to
 //! tell, and how often, is the core's [`Notices`]; this file only listens to the event hub,
 //! reads cards, publishes and spawns.
 
+use crate::server::push::Push;
 use crate::server::sse::Hub;
 use crate::server::store::Store;
 use crate::server::world::{Clock, SystemClock};
@@ -34,13 +36,22 @@ const BATCH: usize = 64;
 /// How often held waits are looked at ([`Notices::due`]).
 const DUE_EVERY: Duration = Duration::from_millis(250);
 
-/// Starts listening: from now on, every notice is published on `hub` and runs `command`.
-pub fn start(hub: Arc<Hub>, store: Arc<dyn Store>, command: Option<String>) {
+/// Starts listening: from now on, every notice is published on `hub`, runs `command` and
+/// goes to every device subscribed to `push`.
+pub fn start(
+    hub: Arc<Hub>,
+    store: Arc<dyn Store>,
+    command: Option<String>,
+    push: Option<Arc<Push>>,
+) {
     tokio::spawn(async move {
         let mut notices = Notices::new();
         let mut last = hub.last_id();
         let tell = |notice: serde_json::Value| {
             hub.publish_passing("notice", &notice);
+            if let Some(push) = &push {
+                push.notify(&notice);
+            }
             if let Some(command) = &command {
                 run(command, notice);
             }

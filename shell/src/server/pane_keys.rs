@@ -8,6 +8,7 @@
 //! cannot make any machine type.
 
 use super::pane_queue::{PaneCommand, Signed};
+use crate::private_files::{hex, unhex};
 use headspace_core::cluster::pane_commands::{
     admit, Envelope, PaneCommandKind, NONCE_MEMORY_MS, SIGNED_PREFIX,
 };
@@ -196,20 +197,6 @@ fn read_trusted(path: &Path) -> Result<Vec<(Vec<u8>, String)>, String> {
         }
     }
     Ok(keys)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 #[cfg(test)]

@@ -111,6 +111,18 @@ pub struct ServeArgs {
     /// not told).
     #[arg(long, env = "HEADSPACE_NOTIFY_COMMAND")]
     pub notify_command: Option<String>,
+    /// Who runs this server, for the push services its pushes go through (the `sub` of
+    /// their VAPID tokens, RFC 8292): a `mailto:` or `https:` address.
+    #[arg(
+        long,
+        env = "HEADSPACE_PUSH_CONTACT",
+        default_value = "mailto:headspace@localhost"
+    )]
+    pub push_contact: String,
+    /// Takes push subscriptions whose endpoint is a loopback `http://` URL (tests with a
+    /// push receiver of their own); without it every endpoint must be `https://`.
+    #[arg(long)]
+    pub allow_loopback_push: bool,
     /// A JSON price table (dollars per million tokens by model) whose entries replace the
     /// shipped ones, for the cost cards, `/api/usage` and `/metrics` show; the orchestration
     /// runners this server starts use it too.

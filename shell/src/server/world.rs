@@ -448,6 +448,8 @@ pub struct World {
     pub archive: Option<Arc<dyn crate::server::archive::Archive>>,
     /// Starting agents in tmux (`POST /api/agents`); `None` where the server starts none.
     pub launcher: Option<crate::launch::Launcher>,
+    /// Pushes to the user's devices; `None` where the server sends none (the simulation).
+    pub push: Option<Arc<crate::server::push::Push>>,
 }
 
 #[cfg(test)]

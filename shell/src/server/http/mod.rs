@@ -32,6 +32,7 @@ mod launch;
 mod login;
 mod orchestration;
 mod pane_executor;
+mod push;
 mod remote_panes;
 mod search;
 mod usage;
@@ -108,6 +109,8 @@ pub struct App {
     pub archive: Option<Arc<dyn crate::server::archive::Archive>>,
     /// Starting, reviewing and stopping agents; `None` where the server starts none (501).
     pub launcher: Option<crate::launch::Launcher>,
+    /// Pushes to the user's devices; `None` where the server sends none (501).
+    pub push: Option<std::sync::Arc<crate::server::push::Push>>,
     /// The core's configuration, for the rules a route applies itself (how the wait on a
     /// forwarded command goes: [`headspace_core::cluster::pane_commands::await_step`]).
     pub rules: headspace_core::Config,
@@ -331,6 +334,14 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
             Ok(body) => search::prune(&app, &body).await,
             Err(r) => r,
         },
+        (&Method::GET, ["api", "push", "key"]) => push::key(&app),
+        (&Method::POST, ["api", "push", "subscriptions"]) => match read_body(&app, req).await {
+            Ok(body) => push::subscribe(&app, &body),
+            Err(r) => r,
+        },
+        (&Method::POST, ["api", "push", "subscriptions", id, "delete"]) => {
+            push::unsubscribe(&app, id)
+        }
         (&Method::GET, ["api", "orchestrations"]) => orchestrations(&app).await,
         (&Method::GET, ["api", "orchestrate", command]) => match Command::parse(command) {
             Some(c) if !c.read_only() => post_only(&path),
