@@ -303,7 +303,7 @@ fn is_dashboard_file(path: &str) -> bool {
     plain
         && matches!(
             ext,
-            Some("html" | "js" | "css" | "svg" | "png" | "ico" | "woff2")
+            Some("html" | "js" | "css" | "svg" | "png" | "ico" | "woff2" | "webmanifest")
         )
 }
 
@@ -429,6 +429,9 @@ mod tests {
             "/app.js",
             "/app.css",
             "/index.html",
+            "/manifest.webmanifest",
+            "/sw.js",
+            "/icon-192.png",
             "/healthz",
             "/login",
         ] {

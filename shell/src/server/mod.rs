@@ -25,6 +25,7 @@ mod serve_args;
 pub mod spool;
 pub mod sse;
 pub mod store;
+pub mod tls;
 pub mod watchdog;
 pub mod watcher;
 pub mod world;
@@ -66,17 +67,34 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     crate::private_files::private_dir(&home)?;
     let token = match read_token(args.token_file.as_deref(), args.token.as_deref())? {
         Some(t) => t,
-        None if !args.addr.ip().is_loopback() => {
+        None if !args.addr.ip().is_loopback()
+            || args.tls_addr.is_some_and(|a| !a.ip().is_loopback()) =>
+        {
+            let addr = match args.tls_addr {
+                Some(a) if !a.ip().is_loopback() => a,
+                _ => args.addr,
+            };
             return Err(format!(
-                "listening on {} (not loopback) needs a token you chose and shared: \
-                 --token-file FILE (or HEADSPACE_TOKEN)",
-                args.addr
-            ))
+                "listening on {addr} (not loopback) needs a token you chose and shared: \
+                 --token-file FILE (or HEADSPACE_TOKEN)"
+            ));
         }
         // The first start makes one; the CLI and the hooks read it from there.
         None => crate::private_files::secret_or_new(&token_path(&home))
             .map_err(|e| format!("the token: {e}"))?,
     };
+    // HTTPS is all three flags or none, and its files are checked before anything starts.
+    let tls_flags = [
+        args.tls_addr.is_some(),
+        args.tls_cert.is_some(),
+        args.tls_key.is_some(),
+    ];
+    if tls_flags.contains(&true) && tls_flags.contains(&false) {
+        return Err("HTTPS needs all three of --tls-addr, --tls-cert and --tls-key".into());
+    }
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        crate::server::tls::acceptor(cert, key)?;
+    }
     // What Claude Code's HTTP hooks send: it posts hooks and opens nothing else.
     let hook_key = crate::private_files::secret_or_new(&crate::config::hook_key_path(&home))
         .map_err(|e| format!("the hook key: {e}"))?;
@@ -247,17 +265,37 @@ async fn serve(
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
+    // HTTPS for browsers on the network (a phone): a second listener, beside the plain
+    // loopback one that the hooks and the CLI use.
+    let tls = match (args.tls_addr, &args.tls_cert, &args.tls_key) {
+        (Some(addr), Some(cert), Some(key)) => {
+            let acceptor = crate::server::tls::acceptor(cert, key)?;
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| format!("cannot listen on {addr} (--tls-addr): {e}"))?;
+            Some((listener, acceptor))
+        }
+        (None, None, None) => None,
+        _ => {
+            return Err("HTTPS needs all three of --tls-addr, --tls-cert and --tls-key".to_string())
+        }
+    };
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let mut core = headspace_core::Config::new(claude_dir.display().to_string());
     core.id_base = headspace_core::engine::id_base_of(id);
     core.gap_threshold_ms = (args.gap_seconds * 1000.0) as i64;
     core.evict_after_ms = (args.evict_after_seconds * 1000.0) as i64;
     let listen_host = local.ip().to_string();
+    let tls_host = tls
+        .as_ref()
+        .and_then(|(l, _)| l.local_addr().ok())
+        .map(|a| a.ip().to_string());
     let hosts = args
         .allow_hosts
         .iter()
         .map(String::as_str)
-        .chain([listen_host.as_str()]);
+        .chain([listen_host.as_str()])
+        .chain(tls_host.as_deref());
     let max_connections = connection_cap(args.max_connections);
     if max_connections < args.max_connections {
         info!("at most {max_connections} connections at once (the process's open-file limit)");
@@ -359,6 +397,16 @@ async fn serve(
             _ = hangup.recv() => {}
         }
     };
+    if let Some((listener, acceptor)) = tls {
+        let secure = Arc::new(App {
+            https: true,
+            tls: Some(acceptor),
+            ..(*app).clone()
+        });
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        eprintln!("headspace: HTTPS for browsers at https://{addr}/");
+        tokio::spawn(accept_loop(listener, secure, std::future::pending::<()>()));
+    }
     accept_loop(listener, app.clone(), shutdown).await;
     eprintln!("headspace: shutting down");
     // Give the writer a moment to commit what it holds.
@@ -578,6 +626,7 @@ fn assemble(
         pane_keys: settings.pane_keys,
         guesses: Arc::new(http::GuessGate::default()),
         https: false,
+        tls: None,
         self_addr: settings.self_addr,
         connections: Connections::new(settings.max_connections),
         header_timeout: settings.header_timeout,
@@ -704,16 +753,37 @@ where
                 Ok::<_, std::convert::Infallible>(resp.map(|b| http::with_guard(b, guard)))
             }
         });
-        let conn = http1::Builder::new()
-            .timer(TokioTimer::new())
-            .header_read_timeout(app.header_timeout)
-            .keep_alive(true)
-            .serve_connection(TokioIo::new(stream), svc);
-        tokio::pin!(conn);
-        tokio::select! {
-            _ = conn.as_mut() => {}
-            _ = &mut admitted.closed => {
-                debug!("[HTTP] closed an idle connection to make room");
+        let builder = {
+            let mut b = http1::Builder::new();
+            b.timer(TokioTimer::new())
+                .header_read_timeout(app.header_timeout)
+                .keep_alive(true);
+            b
+        };
+        match &app.tls {
+            // The handshake runs here, on the connection's own task, within the time a
+            // client has for its headers: a slow one holds up nobody else.
+            Some(tls) => {
+                match tokio::time::timeout(app.header_timeout, tls.0.accept(stream)).await {
+                    Ok(Ok(stream)) => {
+                        let conn = builder.serve_connection(TokioIo::new(stream), svc);
+                        tokio::pin!(conn);
+                        tokio::select! {
+                            _ = conn.as_mut() => {}
+                            _ = &mut admitted.closed => debug!("[HTTP] closed an idle connection to make room"),
+                        }
+                    }
+                    Ok(Err(e)) => debug!("[HTTP] TLS handshake failed: {e}"),
+                    Err(_) => debug!("[HTTP] TLS handshake took too long"),
+                }
+            }
+            None => {
+                let conn = builder.serve_connection(TokioIo::new(stream), svc);
+                tokio::pin!(conn);
+                tokio::select! {
+                    _ = conn.as_mut() => {}
+                    _ = &mut admitted.closed => debug!("[HTTP] closed an idle connection to make room"),
+                }
             }
         }
         drop(admitted);

@@ -123,6 +123,18 @@ pub struct ServeArgs {
     /// push receiver of their own); without it every endpoint must be `https://`.
     #[arg(long)]
     pub allow_loopback_push: bool,
+    /// Also serves HTTPS here (with `--tls-cert` and `--tls-key`), for browsers on the
+    /// network: a phone installs the app and takes pushes only from an HTTPS origin. The plain
+    /// `--addr` stays for the hooks and the CLI; the login cookie set over HTTPS is `Secure`.
+    /// Off loopback it needs a token you chose (`--token-file`), as `--addr` does.
+    #[arg(long, env = "HEADSPACE_TLS_ADDR")]
+    pub tls_addr: Option<SocketAddr>,
+    /// The certificate chain (PEM) `--tls-addr` serves.
+    #[arg(long, env = "HEADSPACE_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of `--tls-cert`; keep it 0600.
+    #[arg(long, env = "HEADSPACE_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
     /// A JSON price table (dollars per million tokens by model) whose entries replace the
     /// shipped ones, for the cost cards, `/api/usage` and `/metrics` show; the orchestration
     /// runners this server starts use it too.

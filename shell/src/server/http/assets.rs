@@ -49,6 +49,7 @@ pub(super) async fn static_file(app: &App, path: &str) -> Response<Body> {
                 Some("svg") => "image/svg+xml",
                 Some("png") => "image/png",
                 Some("json") => "application/json",
+                Some("webmanifest") => "application/manifest+json",
                 _ => "application/octet-stream",
             };
             Response::builder()

@@ -49,7 +49,9 @@ pub use orchestration::revive_runners;
 use orchestration::*;
 pub use pane_executor::start_pane_executor;
 
-/// Everything a request handler needs.
+/// Everything a request handler needs. A clone shares every part (they are handles); the
+/// HTTPS listener's app is a clone with `https` and `tls` set.
+#[derive(Clone)]
 pub struct App {
     /// Messages to the core.
     pub core: mpsc::UnboundedSender<Msg>,
@@ -73,6 +75,8 @@ pub struct App {
     pub guesses: Arc<GuessGate>,
     /// Whether browsers reach this server over HTTPS (the login cookie is then `Secure`).
     pub https: bool,
+    /// The TLS this server speaks itself (`--tls-cert`), `None` for plain HTTP.
+    pub tls: Option<crate::server::tls::Tls>,
     /// This server's own address (`127.0.0.1:PORT`): the one runners it starts talk back to.
     pub self_addr: String,
     /// The dashboard's files.
