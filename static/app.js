@@ -8,7 +8,7 @@ import { cards, hs } from './state.js';
 import { drawIcons } from './icons.js';
 import { renderMarkdown } from './markdown.js';
 import { answer } from './questions.js';
-import { answerByKey, attention, showNotice, toggleNotifications } from './needs.js';
+import { answerByKey, attention, noticeSpeech, showNotice, spokenFor, toggleNotifications } from './needs.js';
 import { interrupt, isInterruptKey, settlePending, wireComposer } from './composer.js';
 import { lastOrchestrations, loadOrchestrations, orchestrate, refreshOrchestrations, renderOrchestrations } from './orchestrations.js';
 import { closeMenu, dismiss, openMenu, orchestrateProject, reconcile, rename, select, showInfo } from './actions.js';
@@ -21,17 +21,28 @@ import { wireSearch } from './search.js';
 import { wireUsage } from './usage.js';
 import { wireNewAgent } from './newagent.js';
 import { hideChanges, wireChanges } from './changes.js';
+import { wirePush } from './push.js';
+import { hearNotice, wireVoice } from './voice.js';
 
 // The browser tests call these in the page, by name, as globals (they were, while the scripts
 // were classic): loadAudit and renderOrchestrations(lastOrchestrations) (dashboard.rs),
 // loadAgents and refreshAgent (dashboard_machines.rs), openConversation and renderMarkdown
-// (dashboard_keys.rs). Modules have no globals: these are put on `window` for them, and
-// nothing in the page reads them there. lastOrchestrations is read through a getter: the
-// list it names changes.
-Object.assign(window, { loadAudit, renderOrchestrations, loadAgents, refreshAgent, openConversation, renderMarkdown });
+// (dashboard_keys.rs), and handleNotice (a server `notice` as the page takes it, for the
+// voice tests). Modules have no globals: these are put on `window` for them, and nothing in
+// the page reads them there. lastOrchestrations is read through a getter: the list it names
+// changes.
+Object.assign(window, { loadAudit, renderOrchestrations, loadAgents, refreshAgent, openConversation, renderMarkdown, handleNotice });
 Object.defineProperty(window, 'lastOrchestrations', { get: () => lastOrchestrations, configurable: true });
 
 // ---------- live updates --------------------------------------------------------------------
+
+/// A `notice` from the server (news of the moment: an agent needs the user, or finished): a
+/// browser notification (needs.js decides when), and its tone, or its reading aloud in
+/// hands-free mode (voice.js).
+function handleNotice(n) {
+  showNotice(n);
+  hearNotice(n).catch(() => {});
+}
 
 function applyOnce(ev, fn) {
   const id = Number(ev.lastEventId || 0);
@@ -92,7 +103,7 @@ function connect() {
   }
   es.addEventListener('session_created', (ev) => applyOnce(ev, () => loadAgents()));
   // News of the moment, with no id: told as it comes, never replayed.
-  es.addEventListener('notice', (ev) => showNotice(JSON.parse(ev.data)));
+  es.addEventListener('notice', (ev) => handleNotice(JSON.parse(ev.data)));
   // A name given on any device: news of the moment too (no id).
   es.addEventListener('agent_renamed', (ev) => refreshAgent(JSON.parse(ev.data).agent_id));
   es.addEventListener('session_activity', (ev) => applyOnce(ev, (d) => {
@@ -115,8 +126,44 @@ function connect() {
 
 // ---------- wiring --------------------------------------------------------------------------
 
+// The browser's bar in the header's colour (--panel) of a theme the user chose; with none,
+// the page's own <meta name="theme-color">s follow the system's.
+const BAR = { light: '#ffffff', dark: '#1c2027' };
+
 function applyTheme(t) {
   if (t) document.documentElement.dataset.theme = t; else delete document.documentElement.dataset.theme;
+  for (const m of document.querySelectorAll('meta[name="theme-color"]')) {
+    if (!m.dataset.system) m.dataset.system = m.content;
+    m.content = BAR[t] || m.dataset.system;
+  }
+}
+
+// ---------- the installed app -----------------------------------------------------------------
+
+/// The agent a URL's `?agent=ID` names (a push notification's click opens /?agent=ID), or
+/// null.
+function agentInUrl() {
+  const v = new URLSearchParams(location.search).get('agent');
+  return v && /^\d+$/.test(v) ? Number(v) : null;
+}
+
+/// Registers the service worker (sw.js: the app shell offline, and pushes) once the page has
+/// loaded, and opens the agent it names when a notification is clicked. A browser without
+/// one, or a failed registration, leaves the page as it is (said in the console).
+function registerWorker() {
+  if (!('serviceWorker' in navigator)) return;
+  navigator.serviceWorker.addEventListener('message', (e) => {
+    const d = e.data || {};
+    if (d.type === 'open-agent' && d.agent_id !== undefined && d.agent_id !== null) {
+      const id = Number(d.agent_id);
+      select(id, false);
+      openConversation(id);
+    }
+  });
+  // Messages wait until the page says it listens (push.js listens too).
+  navigator.serviceWorker.startMessages();
+  const register = () => navigator.serviceWorker.register('/sw.js').catch((e) => console.warn(`Headspace: no service worker: ${e.message}`));
+  if (document.readyState === 'complete') register(); else window.addEventListener('load', register, { once: true });
 }
 
 // Module scripts run once the page is parsed, before DOMContentLoaded: the page is wired then,
@@ -131,6 +178,9 @@ document.addEventListener('DOMContentLoaded', async () => {
   wireChanges();
   $('notify').addEventListener('click', toggleNotifications);
   $('notify').setAttribute('aria-pressed', String(localStorage.getItem('hs.notify') === '1'));
+  wireVoice({ readAloud: () => spokenFor(hs.agents.get(hs.open)), noticeText: noticeSpeech });
+  wirePush().catch((e) => console.warn(`Headspace: push: ${e.message}`));
+  registerWorker();
   $('needs').addEventListener('click', (e) => {
     const b = e.target.closest('[data-answer]');
     if (b) { e.stopPropagation(); answer(b.dataset.agent, b.dataset.answer, b); return; }
@@ -207,6 +257,16 @@ document.addEventListener('DOMContentLoaded', async () => {
     toast(`Cannot load agents: ${e.message}`, 'error');
   }
   hs.metrics.firstRenderMs = performance.now();
+  // Opened from a push notification (/?agent=ID): that agent's conversation. The address
+  // loses the parameter, so that a reload opens the page as usual.
+  const asked = agentInUrl();
+  if (asked !== null) {
+    const url = new URL(location.href);
+    url.searchParams.delete('agent');
+    history.replaceState(history.state, '', url.pathname + url.search + url.hash);
+    select(asked, false);
+    openConversation(asked);
+  }
   loadMachines(reloadAgents);
   setInterval(() => loadMachines(reloadAgents), 5000);
   loadOrchestrations();

@@ -7,6 +7,7 @@
 import { $, api, el, toast } from './helpers.js';
 import { hs } from './state.js';
 import { renderMarkdown } from './markdown.js';
+import { playTone } from './voice.js';
 
 const composer = {
   history: JSON.parse(localStorage.getItem('hs.history') || '[]'), // newest last
@@ -61,6 +62,7 @@ async function sendPrompt() {
   try {
     const r = await api(`/api/agents/${id}/send`, { method: 'POST', body: JSON.stringify({ text }) });
     pending.el.querySelector('.time').textContent = r.verified ? 'sent' : 'sent (not confirmed on screen)';
+    playTone('sent');
   } catch (e) {
     pending.el.classList.add('failed');
     pending.el.querySelector('.time').textContent = `not sent: ${e.message}`;
@@ -130,14 +132,14 @@ export function composerFor(a) {
   box.disabled = why !== null;
   box.placeholder = why || PROMPT_HINT;
   box.title = why || '';
-  for (const b of ['send', 'interrupt', 'clear']) {
+  for (const b of ['send', 'dictate', 'interrupt', 'clear']) {
     $(b).disabled = why !== null;
     $(b).title = why || $(b).dataset.hint || $(b).title;
   }
 }
 
 export function wireComposer() {
-  for (const b of ['send', 'interrupt', 'clear']) $(b).dataset.hint = $(b).title;
+  for (const b of ['send', 'dictate', 'interrupt', 'clear']) $(b).dataset.hint = $(b).title;
   const box = $('prompt');
   box.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); sendPrompt(); return; }

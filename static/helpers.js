@@ -48,10 +48,17 @@ export async function login(e) {
   }
 }
 
+/// Who hears of every toast shown, as `(message, kind)`: voice.js sounds its error tone for
+/// the 'error' ones. A list here, filled at wiring, so that this module imports nothing.
+export const toastWatchers = [];
+
 export function toast(message, kind) {
   const t = el('div', `toast ${kind || ''}`, message);
   $('toasts').appendChild(t);
   setTimeout(() => t.remove(), 4500);
+  for (const watch of toastWatchers) {
+    try { watch(message, kind); } catch (e) { /* a watcher never stops the toast */ }
+  }
 }
 
 export function since(iso) {

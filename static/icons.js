@@ -14,6 +14,14 @@ const ICONS = {
   down: 'M12 5v14M6 13l6 6l6-6',
   tool: 'M14 6l4 4l-8 8H6v-4zM13 7l4 4',
   help: 'M9 9a3 3 0 1 1 4 2.8c-.6.3-1 .9-1 1.6V14M12 18h.01',
+  // Push to this device (push.js).
+  phone: 'M8 3h8a1 1 0 0 1 1 1v16a1 1 0 0 1-1 1H8a1 1 0 0 1-1-1V4a1 1 0 0 1 1-1zM11 18h2',
+  // Voice (voice.js): dictation, reading aloud, and the three sound modes of #voice.
+  mic: 'M12 3a3 3 0 0 1 3 3v5a3 3 0 0 1-6 0V6a3 3 0 0 1 3-3zM6 11a6 6 0 0 0 12 0M12 17v4M9 21h6',
+  speak: 'M4 9h4l5-4v14l-5-4H4zM16 9a4 4 0 0 1 0 6M19 6a8 8 0 0 1 0 12',
+  'sound-off': 'M4 9h4l5-4v14l-5-4H4zM16 9l5 6M21 9l-5 6',
+  tones: 'M9 18V5l10-2v13M3 18a3 3 0 1 0 6 0a3 3 0 1 0-6 0M13 16a3 3 0 1 0 6 0a3 3 0 1 0-6 0',
+  'hands-free': 'M4 15v-3a8 8 0 0 1 16 0v3M4 14h3v6H4zM17 14h3v6h-3z',
 };
 
 /// An inline SVG icon, drawn with the current text colour.
@@ -27,6 +35,14 @@ export function icon(name, cls) {
   p.setAttribute('d', ICONS[name] || ICONS.agent);
   svg.appendChild(p);
   return svg;
+}
+
+/// Puts icon `name` in element `e` in place of the one it shows (a button whose icon says its
+/// state: the sound mode's).
+export function setIcon(e, name) {
+  const old = e.querySelector(':scope > svg');
+  if (old) old.replaceWith(icon(name)); else e.prepend(icon(name));
+  e.dataset.icon = name;
 }
 
 /// Fills every `[data-icon]` placeholder of the static page with its icon.

@@ -9,6 +9,7 @@ import { cards, hs } from './state.js';
 import { icon } from './icons.js';
 import { answer, answerForm, isWizard, options, otherAnswer } from './questions.js';
 import { pinEnd } from './composer.js';
+import { micButton } from './voice.js';
 
 export const SHOWN_LABEL = { waiting: 'needs you', working: 'working', done: 'done', idle: 'idle', unknown: 'unknown', ended: 'ended' };
 export const SHOWN_ORDER = ['waiting', 'working', 'done', 'idle', 'unknown', 'ended'];
@@ -114,7 +115,7 @@ function replyBox(agentId) {
   input.placeholder = 'Answer…';
   input.setAttribute('aria-label', 'Answer');
   const b = el('button', 'small', 'Send');
-  f.append(input, b);
+  f.append(input, micButton(input), b);
   f.addEventListener('submit', async (e) => {
     e.preventDefault();
     if (!input.value.trim()) return;
@@ -170,6 +171,78 @@ export function renderConvPending(a) {
   box.replaceChildren(el('h2', 'needs-title', 'Needs you'), askedBlock(a, true, 'conv'));
   box.hidden = false;
   if (hs.atEnd) pinEnd(2); // the turns' box got shorter: its end stays in view
+}
+
+// ---------- spoken ----------------------------------------------------------------------------
+// What voice.js reads aloud (app.js hands these to wireVoice): composed here, where questions
+// are known. Options are numbered as the terminal and the number keys number them.
+
+/// `parts` as spoken sentences: each ends with a stop unless it has its own.
+function sentences(parts) {
+  return parts
+    .map((p) => String(p || '').trim())
+    .filter(Boolean)
+    .map((p) => (/[.!?:;…]$/.test(p) ? p : `${p}.`))
+    .join(' ');
+}
+
+/// The labels of a question's options, as the terminal numbers them.
+function optionLabels(q) {
+  return (q.options || []).map((o) => (typeof o === 'string' ? o : o && o.label)).filter(Boolean);
+}
+
+/// What agent `a` asks, spoken: the question, the tool and what it would run, the options
+/// numbered ("Option 1: Yes."); null when it does not wait.
+export function spokenRequest(a) {
+  if (!a || shownState(a) !== 'waiting') return null;
+  const q = a.question;
+  if (!q) return 'It waits on a permission; its pane shows which.';
+  const dialog = q.question || {};
+  const parts = [q.text];
+  const tool = dialog.tool;
+  if (tool && tool.name) {
+    const what = String(tool.summary || '').slice(0, 200);
+    parts.push(what ? `${tool.name}: ${what}` : tool.name);
+  }
+  const qs = Array.isArray(dialog.questions) && dialog.questions.length ? dialog.questions : [dialog];
+  for (const one of qs) {
+    // A question of several is named; the one question is the text already said.
+    if (qs.length > 1 && one.question && one.question !== q.text) parts.push(one.question);
+    optionLabels(one).forEach((label, i) => parts.push(`Option ${i + 1}: ${label}`));
+  }
+  return sentences(parts);
+}
+
+/// What Read aloud says for agent `a` (the open conversation's): what it asks if it waits,
+/// else its last reply (the conversation's, whole; else the card's preview); null when it
+/// has said nothing.
+export function spokenFor(a) {
+  if (!a) return null;
+  const asked = spokenRequest(a);
+  if (asked) return sentences([`${agentName(a)} asks`, asked]);
+  let reply = null;
+  if (hs.open === a.id) {
+    for (let i = hs.order.length - 1; i >= 0 && !reply; i--) {
+      const e = hs.turns.get(hs.order[i][1]);
+      if (e && e.turn.actor !== 'user' && e.turn.text) reply = e.turn.text;
+    }
+  }
+  if (!reply && a.last_turn && a.last_turn.actor !== 'user') reply = a.last_turn.text;
+  return reply ? sentences([`${agentName(a)} said`, reply]) : null;
+}
+
+/// What hands-free says for a "needs you" notice `n`: its title, then what the agent asks
+/// with its options, from the notice's own options when it brings them, else from the agent
+/// as the server has it now (a card on the page may be a moment behind the notice).
+export async function noticeSpeech(n) {
+  if (Array.isArray(n.options) && n.options.length) {
+    return sentences([n.title, n.body, ...n.options.map((o, i) => `Option ${i + 1}: ${o}`)]);
+  }
+  try {
+    const asked = spokenRequest(await api(`/api/agents/${n.agent_id}`));
+    if (asked) return sentences([n.title, asked]);
+  } catch (e) { /* the notice's own words, below */ }
+  return sentences([n.title, n.body]);
 }
 
 // ---------- number keys -----------------------------------------------------------------------

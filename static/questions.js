@@ -4,6 +4,7 @@
 // free-text "Other" answer): the server drives the pane's dialog through every question
 // (POST .../answer {answers}).
 import { api, el, toast } from './helpers.js';
+import { micButton } from './voice.js';
 
 /// Sends `answers` (one per question) for agent `agentId`; `button` stays disabled once
 /// answered, and the form kept under `key` is forgotten.
@@ -97,7 +98,7 @@ export function otherAnswer(agentId, place, text) {
   input.placeholder = 'Other…';
   input.setAttribute('aria-label', 'Other answer');
   const b = el('button', 'small', 'Answer');
-  f.append(input, b);
+  f.append(input, micButton(input), b);
   f.addEventListener('click', (e) => e.stopPropagation());
   f.addEventListener('submit', async (e) => {
     e.preventDefault();

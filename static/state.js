@@ -15,7 +15,9 @@ export const hs = {
   names: JSON.parse(localStorage.getItem('hs.names') || '{}'), // agent id -> the user's name for it
   frozenSince: null,        // ms when the server stopped answering (its timers stand still)
   backTimer: null,          // hides the "back" banner
-  metrics: { firstRenderMs: null, lastLoadMs: null, eventsApplied: 0, gaps: 0, draws: 0, drawMs: 0 },
+  metrics: { firstRenderMs: null, lastLoadMs: null, eventsApplied: 0, gaps: 0, draws: 0, drawMs: 0,
+    tones: [],   // voice.js: the tone names played ('needs-you', 'sent', 'error'), heard or not
+    spoken: [] }, // voice.js: each text handed to speechSynthesis.speak
 };
 window.__hs = hs; // for the browser tests (they read window.__hs.metrics, .open, .selected) and the curious
 
