@@ -42,8 +42,7 @@ fn the_app_installs_opens_offline_speaks_notices_and_subscribes_to_pushes() {
     };
     let claude = temp_dir("dashboard-app");
     let home = temp_dir("dashboard-app-home");
-    std::fs::set_permissions(&home, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-        .unwrap();
+    std::fs::set_permissions(&home, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
     let addr = format!("127.0.0.1:{}", free_port());
     let server = Server::start_on(&db, &claude, &addr, &["--home", home.to_str().unwrap()]);
     browser.goto(&format!("http://{addr}/"));
@@ -78,10 +77,9 @@ fn the_app_installs_opens_offline_speaks_notices_and_subscribes_to_pushes() {
     let icons = manifest["icons"].as_array().unwrap();
     for size in ["192x192", "512x512"] {
         assert!(
-            icons.iter().any(|i| i[0] == size
-                && i[2] == 200
-                && i[3] == "image/png"
-                && i[4] == size),
+            icons
+                .iter()
+                .any(|i| i[0] == size && i[2] == 200 && i[3] == "image/png" && i[4] == size),
             "a {size} icon: {manifest}"
         );
     }
@@ -120,9 +118,7 @@ fn the_app_installs_opens_offline_speaks_notices_and_subscribes_to_pushes() {
 
     // Hands-free: the server's notice of a waiting agent plays the needs-you tone and reads
     // the question and its options aloud (the same event a browser notification shows).
-    let mode = browser.js(
-        "localStorage.setItem('hs.voice', 'hands-free'); return true",
-    );
+    let mode = browser.js("localStorage.setItem('hs.voice', 'hands-free'); return true");
     assert_eq!(mode, json!(true));
     browser.goto(&format!("http://{addr}/"));
     browser.until(
@@ -135,7 +131,13 @@ fn the_app_installs_opens_offline_speaks_notices_and_subscribes_to_pushes() {
         .unwrap()
         .as_millis() as i64;
     let s = SessionWriter::new(61, Timestamp(now));
-    server.post_hook(&s, &claude, "%61", "UserPromptSubmit", json!({"prompt": "draw it"}));
+    server.post_hook(
+        &s,
+        &claude,
+        "%61",
+        "UserPromptSubmit",
+        json!({"prompt": "draw it"}),
+    );
     server.post_hook(
         &s,
         &claude,
@@ -156,10 +158,16 @@ fn the_app_installs_opens_offline_speaks_notices_and_subscribes_to_pushes() {
             "const s = (window.__hs.metrics.spoken || []).join(' '); return s.includes('Which colour?') && s",
         );
         let spoken = spoken.as_str().unwrap();
-        assert!(spoken.contains("Teal") && spoken.contains("Amber"), "{spoken}");
+        assert!(
+            spoken.contains("Teal") && spoken.contains("Amber"),
+            "{spoken}"
+        );
     } else {
         // A browser without speech synthesis offers tones only.
-        assert_eq!(offers["synthesis"], false, "hands-free offered: {hands_free}");
+        assert_eq!(
+            offers["synthesis"], false,
+            "hands-free offered: {hands_free}"
+        );
     }
 
     // The push button: the page asks the server for its key, subscribes its device (the
@@ -193,7 +201,11 @@ fn the_app_installs_opens_offline_speaks_notices_and_subscribes_to_pushes() {
         "return document.getElementById('push').getAttribute('aria-pressed') === 'true' && localStorage.getItem('hs.push')",
     );
     let key = server.json("/api/push/key")["public_key"].clone();
-    assert_eq!(browser.js("return window.__askedKey"), key, "subscribed with the server's key");
+    assert_eq!(
+        browser.js("return window.__askedKey"),
+        key,
+        "subscribed with the server's key"
+    );
     let kept = std::fs::read_to_string(home.join("push-subscriptions.json")).unwrap();
     assert!(kept.contains("https://push.example/device-1"), "{kept}");
     assert!(kept.contains(id.as_str().unwrap()), "{kept}");
@@ -225,7 +237,14 @@ fn the_app_installs_opens_offline_speaks_notices_and_subscribes_to_pushes() {
         "the offline banner",
         "const b = document.getElementById('offline'); return !b.hidden && b.textContent",
     );
-    assert!(said.as_str().unwrap().contains("stopped answering"), "{said}");
+    assert!(
+        said.as_str().unwrap().contains("stopped answering"),
+        "{said}"
+    );
     let modules: Value = browser.js("return typeof window.__hs === 'object'");
-    assert_eq!(modules, json!(true), "the page's modules ran from the cache");
+    assert_eq!(
+        modules,
+        json!(true),
+        "the page's modules ran from the cache"
+    );
 }

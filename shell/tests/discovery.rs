@@ -1,7 +1,8 @@
 //! Truth without hooks, on real parts: stand-in agents (run under the name `claude`, as
 //! Claude Code runs) in a real tmux server, every hook of theirs lost. Their panes and
 //! folders come from tmux's pane list and their transcripts; `wait`, `send` and `answer`
-//! work on the pane id; two agents in one folder started apart are told apart and an
+//! work on the pane id, also for the agent its process made before any hook or line (its
+//! session joins that agent); two agents in one folder started apart are told apart and an
 //! ambiguous one is left alone; a prompt typed in the pane is never reported idle by `wait`
 //! before its turn ends; a killed agent is ended with the reason.
 
@@ -165,6 +166,108 @@ fn with_every_hook_lost_the_pane_and_folder_come_from_tmux_and_the_transcript() 
             .then_some(())
     });
     assert!(answered.is_some(), "{}", world.server.log());
+}
+
+#[test]
+fn an_agent_exists_from_its_process_before_any_hook_or_line_and_its_session_joins_it() {
+    let Some(world) = PaneWorld::start("disc_process") else {
+        return;
+    };
+    let folder = world.claude.join("work").join("beta");
+    let s = script(
+        &world.claude,
+        "beta",
+        json!([{"prompt": "one", "replies": ["Looking.", "First done."]}]),
+    );
+    let pane = start_agent(
+        &world,
+        &folder,
+        &format!(
+            "--script {} --session proc-a --think-ms 400 --drop-every 1 --stay",
+            s.display()
+        ),
+    );
+    // Its process alone makes it: a card, `wait` and `send` know the pane before any hook
+    // (all lost) or transcript line (none written yet).
+    let card = wait_for(Duration::from_secs(15), || {
+        agent(&world.server, &pane_ref(&pane))
+    })
+    .unwrap_or_else(|| panic!("no agent for {pane}: {}", world.server.log()));
+    assert_eq!(card["tmux_pane"], pane.as_str(), "{card}");
+    assert_eq!(card["project"], "beta", "{card}");
+    assert_eq!(card["activity"], "idle", "{card}");
+    assert_eq!(card["session_id"], "", "no session yet: {card}");
+    let id = card["id"].clone();
+    assert_eq!(
+        world
+            .server
+            .json(&format!("/api/agents/{}/turns", pane_ref(&pane))),
+        json!([]),
+        "nothing said yet"
+    );
+    // `send` to the pane, then `wait` on it: never before the turn has ended.
+    let (status, body) = post(
+        &world.server,
+        &format!("/api/agents/{}/send", pane_ref(&pane)),
+        json!({"text": "one"}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = world
+        .server
+        .get(&format!("/api/agents/{}/wait?timeout=30", pane_ref(&pane)));
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"idle\""), "{body}");
+    let written: String = walk(&world.claude.join("projects"))
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap_or_default())
+        .collect();
+    assert!(
+        written.contains("First done."),
+        "wait answered {body} before the turn ended"
+    );
+
+    let done = wait_for(Duration::from_secs(15), || {
+        let turns = world
+            .server
+            .try_json(&format!("/api/agents/{}/turns", pane_ref(&pane)))?;
+        turns
+            .as_array()?
+            .iter()
+            .any(|t| t["text"] == "First done.")
+            .then_some(turns)
+    })
+    .unwrap_or_else(|| panic!("the turn reached the pane's agent: {}", world.server.log()));
+    let texts: Vec<&str> = done
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["text"].as_str())
+        .collect();
+    assert_eq!(
+        texts.iter().filter(|t| **t == "one").count(),
+        1,
+        "{texts:?}"
+    );
+    // The session joined the agent its process made: the same card, one for the pane.
+    let joined = wait_for(Duration::from_secs(15), || {
+        agent(&world.server, "proc-a").filter(|a| a["id"] == id)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "proc-a joined agent {id}: {:?}\n{}",
+            agent(&world.server, "proc-a"),
+            world.server.log()
+        )
+    });
+    assert_eq!(joined["tmux_pane"], pane.as_str());
+    let all = world.server.json("/api/agents");
+    let in_pane: Vec<&Value> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["tmux_pane"] == pane.as_str())
+        .collect();
+    assert_eq!(in_pane.len(), 1, "one card for the pane: {in_pane:?}");
 }
 
 #[test]

@@ -248,6 +248,33 @@ impl Checker {
         }
         self.check_false_idle(now, store);
         self.check_not_ended_while_working(now, store);
+        self.check_one_card_per_pane(now, store);
+    }
+
+    /// D1: one card per pane: no two live agents hold one pane at once (an agent its
+    /// process made before its session was known is joined by that session, never left
+    /// beside it). Told once per pane.
+    fn check_one_card_per_pane(&mut self, now: Timestamp, store: &MemStore) {
+        let mut live_in: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+        for a in store.agents().filter(|a| !a.ended) {
+            if let Some(p) = a.tmux_pane.as_deref() {
+                live_in.entry(p).or_default().push(a.id);
+            }
+        }
+        let twice: Vec<(String, Vec<u64>)> = live_in
+            .into_iter()
+            .filter(|(_, ids)| ids.len() > 1)
+            .map(|(p, ids)| (p.to_string(), ids))
+            .collect();
+        for (pane, ids) in twice {
+            if self.reported.insert(format!("D1 {pane}")) {
+                self.fail(
+                    "D1",
+                    now,
+                    format!("pane {pane} is held by live agents {ids:?}: one agent shown twice"),
+                );
+            }
+        }
     }
 
     /// R1: an agent whose process lives and works is never shown ended.

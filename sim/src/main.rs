@@ -201,7 +201,7 @@ fn real_main() -> Result<ExitCode, String> {
                 } else {
                     ""
                 };
-                println!("passed: S1–S5, A1–A2, L1–L2{extra} hold");
+                println!("passed: S1–S5, A1–A2, L1–L2, D1{extra} hold");
                 Ok(ExitCode::SUCCESS)
             } else {
                 println!("FAILED ({} violations):", o.violations.len());

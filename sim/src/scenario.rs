@@ -261,6 +261,33 @@ pub const SCENARIOS: &[Scenario] = &[
         },
     },
     Scenario {
+        name: "every-hook-lost",
+        about: "no hook ever arrives (not installed, or all lost): each agent is made from its pane's Claude Code process, and its session joins it once its transcript is tied to the pane (D1: never two cards)",
+        plan: |_| {
+            let mut p = calm(vec![
+                // Claude Code waits at its prompt a while first: its process is listed
+                // long before its first line.
+                agent(
+                    true,
+                    vec![
+                        Step::Pause(6_000),
+                        Step::Prompt(Exchange::simple("fix the build", "Done.")),
+                        Step::Prompt(long_work("run the tests")),
+                    ],
+                ),
+                agent(
+                    false,
+                    vec![
+                        Step::Pause(4_000),
+                        Step::Prompt(Exchange::simple("tidy the docs", "Tidied.")),
+                    ],
+                ),
+            ]);
+            p.faults.hook_drop = 1.0;
+            p
+        },
+    },
+    Scenario {
         name: "cluster",
         about: "two edges commit into one simulated database (ids committing out of order, commits rolled back, an edge partitioned or crashed), two hubs (crashed and restarted) fan events out to SSE clients that switch hubs with Last-Event-ID, NOTIFY lost or late: every client sees every event once, in position order (E1)",
         plan: |rng| {

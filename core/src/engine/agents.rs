@@ -33,7 +33,10 @@ impl Core {
                 }
             }
         } else if let Some(pane_agent) = pane.and_then(|p| self.by_pane.get(p).copied()) {
+            // A pane agent no session joined yet takes this one even if the reaper ended it
+            // before this (late) first hook: the hook is its process's.
             let continues = !self.agents[&pane_agent].row.ended
+                || self.agents[&pane_agent].row.sessions.is_empty()
                 || (hook.event == HookEvent::SessionStart
                     && matches!(hook.source.as_deref(), Some("clear" | "compact" | "resume")));
             match session {
@@ -110,6 +113,22 @@ impl Core {
         if b.row.transcript_path.is_some() {
             a.row.transcript_path = b.row.transcript_path;
         }
+        if a.row.cwd.is_none() {
+            a.row.cwd = b.row.cwd;
+            a.row.project = b.row.project;
+        }
+        if a.row.git_branch.is_none() {
+            a.row.git_branch = b.row.git_branch;
+        }
+        // What was heard of either was heard of the one agent.
+        a.row.last_seen_at = a.row.last_seen_at.max(b.row.last_seen_at);
+        a.last_signal_at = a.last_signal_at.max(b.last_signal_at);
+        a.news_stamp = a.news_stamp.max(b.news_stamp);
+        a.last_turn_at = a.last_turn_at.max(b.last_turn_at);
+        a.first_line_at = match (a.first_line_at, b.first_line_at) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        };
         for (id, mut t) in b.tasks {
             t.agent_id = into;
             a.task_order.insert((t.started_at, id));
@@ -120,6 +139,16 @@ impl Core {
         a.hook_keys.extend(b.hook_keys);
         a.question_ids.extend(b.question_ids);
         a.questions.extend(b.questions);
+        // A `send` to this agent's pane was answered when the merged session's transcript
+        // holds a prompt written since (it arrived there, before the two were known as one).
+        let latest_prompt = b.user_entry_at.values().max().copied();
+        if let (Some(sent), Some(at)) = (a.row.sent_at, latest_prompt) {
+            if at >= sent {
+                a.row.sent_at = None;
+                a.sent_text = None;
+                a.sent_by_pane = false;
+            }
+        }
         a.user_entry_at.extend(b.user_entry_at);
         a.task_turns.extend(b.task_turns);
         a.recovered += b.recovered;
@@ -146,6 +175,46 @@ impl Core {
             "session_created",
             json!({"agent_id": agent_id, "session_id": session}),
         );
+    }
+
+    /// An agent for the Claude Code process `pid` in `pane`, before any session of it is
+    /// known: no session yet (`session_id` empty), its folder the process's.
+    pub(super) fn create_pane_agent(
+        &mut self,
+        pane: &str,
+        pid: u32,
+        cwd: Option<String>,
+    ) -> AgentId {
+        let id = self.ids.agent;
+        self.ids.agent += 1;
+        let row = AgentRow {
+            id,
+            session_id: String::new(),
+            sessions: Vec::new(),
+            project: cwd.as_deref().and_then(project_of),
+            cwd,
+            transcript_path: None,
+            tmux_pane: Some(pane.to_string()),
+            ended: false,
+            waiting_permission: false,
+            sent_at: None,
+            permission: None,
+            last_seen_at: self.now,
+            end_reason: None,
+            claude_pid: Some(pid),
+            git_branch: None,
+        };
+        self.out
+            .push_back(Command::Store(Write::Agent(row.clone())));
+        self.agents.insert(id, AgentState::new(row));
+        self.by_pane.insert(pane.to_string(), id);
+        info!("[DISCOVERY] New agent {id} for the Claude Code process {pid} in pane {pane}; its session joins it when a hook or its transcript names the pane");
+        self.publish(
+            id,
+            "session_created",
+            json!({"agent_id": id, "session_id": null}),
+        );
+        id
     }
 
     pub(super) fn create_agent(&mut self, session: &str) -> AgentId {

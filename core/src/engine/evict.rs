@@ -326,7 +326,11 @@ impl Core {
                     TaskState::Commanded | TaskState::Processing
                 )
             });
+        // An agent its process made waits in memory for its session: the merge that joins
+        // them happens here, and a process that lives says nothing until then.
+        let unjoined = !a.row.ended && a.row.sessions.is_empty();
         let busy = running
+            || unjoined
             || a.reconciling.is_some()
             || a.pane_change_at.is_some()
             || a.row.sent_at.is_some();

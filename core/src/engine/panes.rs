@@ -8,7 +8,7 @@ use super::Core;
 use crate::model::AgentId;
 use crate::pane::discovery::{
     claude_processes, left_with_its_process, place, witness, EndReason, PaneListing, Placement,
-    Unplaced,
+    Unplaced, START_TOLERANCE_MS,
 };
 use crate::time::Timestamp;
 use serde_json::json;
@@ -56,6 +56,7 @@ impl Core {
         }
         self.note_claude_exits(panes);
         self.place_sessions(panes);
+        self.adopt_processes(panes);
         let live: Vec<(AgentId, String)> = self
             .agents
             .iter()
@@ -132,16 +133,12 @@ impl Core {
         if unplaced.is_empty() {
             return;
         }
-        // Panes of live agents, in memory or evicted, are taken.
+        // Panes of live agents, in memory or evicted, are taken; but not one whose agent a
+        // process made and no session has joined yet: the session is that agent's.
         let taken: BTreeSet<String> = self
             .by_pane
             .iter()
-            .filter(|(_, id)| {
-                self.agents.get(id).map_or_else(
-                    || self.memory.evicted.get(id).is_some_and(|e| !e.row.ended),
-                    |a| !a.row.ended,
-                )
-            })
+            .filter(|(p, _)| self.held(p) && self.waiting_for_session(p).is_none())
             .map(|(p, _)| p.clone())
             .collect();
         let Placement { ties, ambiguous } = place(&unplaced, panes, &taken);
@@ -149,6 +146,17 @@ impl Core {
             debug!("[DISCOVERY] agent {id}: panes {candidates:?} all fit its folder and start; none chosen");
         }
         for (id, pane) in ties {
+            let holder = self
+                .waiting_for_session(&pane)
+                .filter(|_| !self.planted(crate::harness::planted::Bug::PaneAgentNotJoined));
+            if let Some(holder) = holder {
+                info!(
+                    "[DISCOVERY] agent {id} (session {}) runs in pane {pane}, whose process made agent {holder}: merged into it",
+                    self.agents[&id].row.session_id
+                );
+                self.merge_agent(id, holder);
+                continue;
+            }
             let agent = self.agent_mut(id);
             info!(
                 "[DISCOVERY] agent {id} (session {}) runs in pane {pane}: the one Claude Code process there fits its folder {} and start",
@@ -159,6 +167,59 @@ impl Core {
             self.by_pane.insert(pane, id);
             self.dirty_agents.insert(id);
             self.publish(id, "card_refresh", json!({"agent_id": id}));
+        }
+    }
+
+    /// Whether a live agent, in memory or evicted, holds `pane`.
+    fn held(&self, pane: &str) -> bool {
+        self.by_pane.get(pane).is_some_and(|id| {
+            self.agents.get(id).map_or_else(
+                || self.memory.evicted.get(id).is_some_and(|e| !e.row.ended),
+                |a| !a.row.ended,
+            )
+        })
+    }
+
+    /// The live agent in memory that holds `pane` and that no session has joined yet (its
+    /// process made it: [`Core::adopt_processes`]).
+    pub(super) fn waiting_for_session(&self, pane: &str) -> Option<AgentId> {
+        let id = *self.by_pane.get(pane)?;
+        let a = self.agents.get(&id)?;
+        (!a.row.ended && a.row.sessions.is_empty()).then_some(id)
+    }
+
+    /// An agent exists from its process: each pane whose one Claude Code process no live
+    /// agent holds gets an agent now, before its first hook or transcript line (all lost,
+    /// or not written yet), so `wait`, `send` and its card work at once. The session joins
+    /// it when a hook names the pane (`agent_for_hook`) or its transcript is tied to the
+    /// pane (`place_sessions`). Not for the process of an agent that just ended (its
+    /// SessionEnd came before the listing that still shows it).
+    fn adopt_processes(&mut self, panes: &[PaneListing]) {
+        for listing in panes {
+            let mut claudes = claude_processes(listing);
+            let (Some(process), None) = (claudes.next(), claudes.next()) else {
+                continue;
+            };
+            if self.held(&listing.pane) {
+                continue;
+            }
+            let ended_with_it = self.by_pane.get(&listing.pane).and_then(|id| {
+                let a = self.agents.get(id)?;
+                let same_pid = a.row.claude_pid == Some(process.pid);
+                let older = a
+                    .ended_at
+                    .is_some_and(|at| process.started_at <= at.add_millis(START_TOLERANCE_MS));
+                (same_pid || (a.row.claude_pid.is_none() && older)).then_some(*id)
+            });
+            if let Some(id) = ended_with_it {
+                debug!(
+                    "[DISCOVERY] pane {}: its Claude Code process {} is ended agent {id}'s; no new agent",
+                    listing.pane, process.pid
+                );
+                continue;
+            }
+            let cwd = process.cwd.clone().or_else(|| listing.current_path.clone());
+            self.create_pane_agent(&listing.pane, process.pid, cwd);
         }
     }
 

@@ -61,8 +61,11 @@ impl Core {
             if let Some(t) = d.max_turn.filter(|t| self.own_id(*t)) {
                 self.ids.turn = self.ids.turn.max(t + 1);
             }
+            // An agent no session has joined yet (its process made it) has none to map.
             for s in row.sessions.iter().chain([&row.session_id]) {
-                self.by_session.entry(s.clone()).or_insert(row.id);
+                if !s.is_empty() {
+                    self.by_session.entry(s.clone()).or_insert(row.id);
+                }
             }
             // A pane a live agent holds stays that agent's.
             if let Some(p) = &row.tmux_pane {
@@ -94,10 +97,11 @@ impl Core {
             if self.own_id(row.id) {
                 self.ids.agent = self.ids.agent.max(row.id + 1);
             }
-            for s in &row.sessions {
-                self.by_session.insert(s.clone(), row.id);
+            for s in row.sessions.iter().chain([&row.session_id]) {
+                if !s.is_empty() {
+                    self.by_session.insert(s.clone(), row.id);
+                }
             }
-            self.by_session.insert(row.session_id.clone(), row.id);
             if let Some(p) = &row.tmux_pane {
                 self.by_pane.insert(p.clone(), row.id);
             }

@@ -30,13 +30,17 @@ pub enum Bug {
     /// already taken and still running for one never taken: it tells the user the command
     /// will not run, and the other machine types it (`pane_commands::await_step`).
     RunningAsNotTaken,
+    /// A session whose transcript is tied to a pane is placed there as its own agent
+    /// instead of joining the agent the pane's process made: two cards for one agent.
+    PaneAgentNotJoined,
 }
 
 impl Bug {
     /// Every bug, in name order.
-    pub const ALL: [Bug; 8] = [
+    pub const ALL: [Bug; 9] = [
         Bug::EventsReadById,
         Bug::MatchWindow30s,
+        Bug::PaneAgentNotJoined,
         Bug::PrefixHash200,
         Bug::RecoveredOnLatestTask,
         Bug::RunningAsNotTaken,
@@ -56,6 +60,7 @@ impl Bug {
             Bug::RecoveredOnLatestTask => "recovered-on-latest-task",
             Bug::EventsReadById => "events-read-by-id",
             Bug::RunningAsNotTaken => "running-as-not-taken",
+            Bug::PaneAgentNotJoined => "pane-agent-not-joined",
         }
     }
 

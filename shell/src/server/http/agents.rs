@@ -301,7 +301,7 @@ const WAIT_SCREEN_LINES: u32 = 60;
 /// Long-polls until the agent is idle (finished its turn, waiting for input, or ended), as
 /// the core's [`WaitDebounce`] decides: this loop only reads, sleeps and answers.
 pub(super) async fn wait(app: &App, reference: &str, query: Option<&str>) -> Response<Body> {
-    let id = match resolve(app, reference).await {
+    let mut id = match resolve(app, reference).await {
         Ok(id) => id,
         Err(r) => return r,
     };
@@ -324,7 +324,15 @@ pub(super) async fn wait(app: &App, reference: &str, query: Option<&str>) -> Res
         let (stored, pane) = match app.store.agent(id).await {
             Ok(Some(v)) if pane_is_elsewhere(app, &v) => (v.activity(), None),
             Ok(Some(v)) => (v.activity(), v.agent.tmux_pane),
-            Ok(None) => return error(StatusCode::NOT_FOUND, format!("no agent {reference}")),
+            // Merged into another while waited on (a session joining the agent its pane's
+            // process made): the reference names that one now.
+            Ok(None) => match resolve(app, reference).await {
+                Ok(now) if now != id => {
+                    id = now;
+                    continue;
+                }
+                _ => return error(StatusCode::NOT_FOUND, format!("no agent {reference}")),
+            },
             Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
         };
         // The pane is read at every reading: a prompt typed there a moment ago shows on the

@@ -123,6 +123,12 @@ pub(super) async fn fork(app: &App, reference: &str, body: &[u8]) -> Response<Bo
         Ok(x) => x,
         Err(r) => return r,
     };
+    if view.agent.session_id.is_empty() {
+        return refusal(LaunchError::Bad(format!(
+            "agent {} has no conversation yet (its process started, no session is known): nothing to fork",
+            view.agent.id
+        )));
+    }
     let Some(cwd) = view.agent.cwd.clone() else {
         return refusal(LaunchError::Bad(format!(
             "agent {}'s folder is not known yet: nothing to fork in",
