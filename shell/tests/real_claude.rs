@@ -1,9 +1,10 @@
 //! The real Claude Code client (npm `@anthropic-ai/claude-code`, the version `make test`
 //! installs in `.cache/`) in a real tmux pane, against a stand-in model API of our own
 //! (`testkit/model-api`), with Headspace's hooks installed by `headspace hooks install`:
-//! over the command transport and over Claude Code's own HTTP transport, with 40% of the
-//! hooks refused on the way (a proxy in front of the server answers them 503) and the server
-//! SIGKILLed mid-conversation. A scripted conversation with a shell tool call, two identical
+//! over the command transport and over Claude Code's own HTTP transport, with every hook of
+//! the first exchange and then 40% of the hooks refused on the way (a proxy in front of the
+//! server answers them 503) and the server SIGKILLed mid-conversation. The agent exists from
+//! its process before any hook or line: `wait` on its pane right after the first prompt. A scripted conversation with a shell tool call, two identical
 //! short prompts and an interrupted slow reply: every conversational transcript line is
 //! exactly one turn, none doubled, and `wait` never returns before the reply is written.
 
@@ -100,6 +101,8 @@ struct Proxy {
     refused: Arc<AtomicU64>,
     forwarded: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
+    /// While set, every hook is refused (the first exchange's, all lost).
+    refuse_all: Arc<AtomicBool>,
 }
 
 impl Proxy {
@@ -108,7 +111,13 @@ impl Proxy {
         let addr = listener.local_addr().unwrap().to_string();
         let (refused, forwarded) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let stop = Arc::new(AtomicBool::new(false));
-        let (r, f, s) = (refused.clone(), forwarded.clone(), stop.clone());
+        let refuse_all = Arc::new(AtomicBool::new(false));
+        let (r, f, s, all) = (
+            refused.clone(),
+            forwarded.clone(),
+            stop.clone(),
+            refuse_all.clone(),
+        );
         std::thread::spawn(move || {
             let seen = AtomicU64::new(0);
             for conn in listener.incoming() {
@@ -121,7 +130,7 @@ impl Proxy {
                 let Some(request) = read_request(&mut conn) else {
                     continue;
                 };
-                if n % 5 == 1 || n % 5 == 3 {
+                if all.load(Relaxed) || n % 5 == 1 || n % 5 == 3 {
                     r.fetch_add(1, Relaxed);
                     let _ = conn.write_all(
                         b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
@@ -146,6 +155,7 @@ impl Proxy {
             refused,
             forwarded,
             stop,
+            refuse_all,
         }
     }
 }
@@ -458,29 +468,31 @@ fn conversation(transport: &str) {
     let mut server = Server::start(&db, &config, &extra);
     let addr = server.addr.clone();
     let proxy = Proxy::start(addr.clone());
+    // Every hook of the first exchange is lost (SessionStart, the prompt's, Stop...).
+    proxy.refuse_all.store(true, Relaxed);
     install_hooks_into(&config, transport, &proxy.addr);
     let client = Client::launch(&bin, &client_dir, &tmux_name, transport);
     client.until_idle("the first screen");
     let pane_ref = client.pane.replace('%', "%25");
 
-    // The first exchange typed at the keyboard; the agent comes from its hooks and lines.
-    client.type_prompt("hello");
-    let replied = wait_for(Duration::from_secs(60), || {
-        client
-            .replied("Hello from the stand-in model.")
-            .then_some(())
-    });
-    assert!(replied.is_some(), "{}", client.screen());
-    let agent = wait_for(Duration::from_secs(60), || {
+    // The agent exists from its process alone: no hook arrived, no line is written.
+    let agent = wait_for(Duration::from_secs(30), || {
         server.try_json(&format!("/api/agents/{pane_ref}"))
     });
     assert!(
         agent.is_some(),
-        "no agent for {}\n{}",
+        "no agent for {} before its first hook or line\n{}",
         client.pane,
         server.log()
     );
+    // The first exchange sent to the pane, `wait` on it at once: both know the agent, and
+    // `wait` never answers before the reply is written. (A prompt typed at the keyboard
+    // shows on the screen only a moment after Enter, 150 ms to over 300 ms here: nothing
+    // can tell it from an idle screen before that; the restart below types one.)
+    send(&server, &client, "hello");
+    wait_then_replied(&server, &client, "Hello from the stand-in model.");
     client.until_idle("after the first reply");
+    proxy.refuse_all.store(false, Relaxed);
 
     // A tool call, sent through the server.
     send(&server, &client, "run the command");

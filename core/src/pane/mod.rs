@@ -79,12 +79,14 @@ fn input_box(lines: &[&str]) -> Option<(usize, usize, String)> {
                     .get(i + 1)
                     .is_none_or(|l| is_rule(l) || l.trim().is_empty())
             {
-                return Some((
-                    i,
-                    i - 1,
-                    rest.trim_matches(|c: char| c.is_whitespace() || c == '\u{a0}')
-                        .to_string(),
-                ));
+                let typed = rest.trim_matches(|c: char| c.is_whitespace() || c == '\u{a0}');
+                // `Try "…"` is a placeholder, not typed text.
+                let typed = if typed.starts_with("Try \"") {
+                    ""
+                } else {
+                    typed
+                };
+                return Some((i, i - 1, typed.to_string()));
             }
         }
         // Older style: │ > … │ inside a rounded box.
@@ -250,22 +252,37 @@ pub fn read_pane(text: &str) -> PaneReading {
     }
     let Some((_, top, typed)) = boxed else {
         let starting = lines.iter().any(|l| l.contains("Welcome to Claude Code"));
+        // Between a prompt and its reply Claude Code may draw its spinner with no input box
+        // under it yet (2.1.332, right after Enter): that is work.
+        let spinning = lines
+            .iter()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .is_some_and(|l| is_spinner(l));
         return PaneReading {
             state: if starting {
                 PaneState::Starting
+            } else if spinning {
+                PaneState::Busy
             } else {
                 PaneState::Unknown
             },
             input: None,
         };
     };
-    // The block right above the box: up to one blank line, then the nearest text line.
-    let above = lines[..top]
+    // The block right above the box: up to one blank line, then the nearest text line (a
+    // note drawn at the right edge, such as the effort level, is not that line).
+    let conversation: Vec<&str> = lines[..top]
+        .iter()
+        .copied()
+        .filter(|l| !is_side_note(l))
+        .collect();
+    let above = conversation
         .iter()
         .rev()
         .take(3)
         .find(|l| !l.trim().is_empty());
-    let busy = above.is_some_and(|l| is_spinner(l)) || shows_submitted_prompt(&lines[..top]);
+    let busy = above.is_some_and(|l| is_spinner(l)) || shows_submitted_prompt(&conversation);
     PaneReading {
         state: if busy {
             PaneState::Busy
@@ -274,6 +291,37 @@ pub fn read_pane(text: &str) -> PaneReading {
         },
         input: Some(typed),
     }
+}
+
+/// A short note drawn at the right edge of the screen above the input box (Claude Code
+/// 2.1.332 draws the effort level there, `● high`): not part of the conversation.
+fn is_side_note(line: &str) -> bool {
+    let indent = line.chars().take_while(|c| *c == ' ').count();
+    let text = line.trim();
+    indent >= 40 && !text.is_empty() && text.chars().count() <= 24
+}
+
+/// A line Claude Code draws about a hook (`⎿  UserPromptSubmit hook failed`, `… hook error`,
+/// the HTTP status under it), not about the conversation.
+fn is_hook_notice(line: &str) -> bool {
+    let t = line.trim_start_matches(['⎿', ' ', '\u{a0}']);
+    t.contains(" hook failed")
+        || t.contains(" hook error")
+        || (t.starts_with("HTTP ") && t.contains(" from http"))
+}
+
+/// True when a screen with no input box ends with a prompt the user just submitted (`❯ text`
+/// or `> text` as its last line): the CLI took it in and has not drawn anything else yet.
+pub fn ends_with_prompt_echo(text: &str) -> bool {
+    let last = text.lines().rev().find(|l| !l.trim().is_empty());
+    input_box(&text.lines().map(str::trim_end).collect::<Vec<_>>()).is_none()
+        && last.is_some_and(|l| {
+            let t = l.trim_start();
+            ["❯ ", "> "].iter().any(|p| {
+                t.strip_prefix(p)
+                    .is_some_and(|rest| !rest.trim().is_empty())
+            })
+        })
 }
 
 /// True when the last block of the conversation (the lines above the input box, down to the
@@ -289,11 +337,17 @@ fn shows_submitted_prompt(above_box: &[&str]) -> bool {
         .rposition(|l| l.trim().is_empty())
         .map_or(0, |i| i + 1);
     let block = &above_box[first..=last];
+    // A hook's notice under the prompt (`⎿ UserPromptSubmit hook failed`) is no reply.
     let replied = block.iter().any(|l| {
         let t = l.trim_start();
-        t.starts_with(['⏺', '●', '⎿', '✻', '✳', '╭', '│', '╰'])
+        t.starts_with(['⏺', '●', '⎿', '✻', '✳', '╭', '│', '╰']) && !is_hook_notice(t)
     });
-    !replied && block[0].starts_with("> ") && block[0].len() > 2
+    let echoed = ["> ", "❯ "].iter().any(|p| {
+        block[0]
+            .strip_prefix(p)
+            .is_some_and(|rest| !rest.trim().is_empty())
+    });
+    !replied && echoed
 }
 
 /// Footer hints Claude Code shows under its input box (or under a dialog): never output.

@@ -16,6 +16,12 @@ pub const READ_INTERVAL: Duration = Duration::from_millis(250);
 /// Consecutive idle readings that confirm an idle agent.
 pub const IDLE_READINGS: u32 = 2;
 
+/// How long text in the input box of an idle screen holds `wait` back. Right after Enter
+/// the CLI may not have taken the prompt in yet (the real Claude Code client showed the
+/// prompt still in its box for a moment, with no hook or line yet: a `wait` called then
+/// answered idle before the reply). Text left in the box unsent stops counting after this.
+pub const TYPED_GRACE: Duration = Duration::from_secs(3);
+
 /// What to do after a reading.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WaitVerdict {
@@ -32,11 +38,28 @@ pub enum WaitVerdict {
 pub struct WaitDebounce {
     timeout: Duration,
     idle_readings: u32,
+    /// When the readings began showing text typed in the input box (reset when it is gone).
+    typed_since: Option<Duration>,
+    /// The conversation the last screen read showed (hashed): a screen that changed between
+    /// two readings is not settled, whatever it shows.
+    last_screen: Option<u128>,
 }
 
 /// True when a reading of `activity` counts towards idle: anything but running.
 pub fn counts_as_idle(activity: Activity) -> bool {
     activity != Activity::Running
+}
+
+/// Whether the pane's screen shows a prompt on its way in: text typed in its input box (a
+/// placeholder is none), or, with no box drawn, the prompt just echoed as its last line.
+pub fn typed_in(screen: Option<&str>) -> bool {
+    screen.is_some_and(|s| {
+        AgentKind::Claude
+            .read_screen(s)
+            .input
+            .is_some_and(|t| !t.trim().is_empty())
+            || crate::pane::ends_with_prompt_echo(s)
+    })
 }
 
 /// An agent's activity as `wait` reads it: the stored activity, overruled by its pane when
@@ -57,7 +80,53 @@ impl WaitDebounce {
         WaitDebounce {
             timeout,
             idle_readings: 0,
+            typed_since: None,
+            last_screen: None,
         }
+    }
+
+    /// Takes a reading of the stored activity and, when it was read, the agent's pane: the
+    /// activity as read ([`with_screen`]) and what to do. On top of
+    /// [`WaitDebounce::reading_typed`], a screen whose conversation changed since the last
+    /// reading restarts the count: right after Enter the real client shows an idle screen
+    /// for a moment, then the prompt (the two readings must agree).
+    pub fn read(
+        &mut self,
+        stored: Activity,
+        screen: Option<&str>,
+        elapsed: Duration,
+    ) -> (Activity, WaitVerdict) {
+        let activity = with_screen(stored, screen);
+        let shown = screen
+            .map(|s| crate::hook::matching::hash128(crate::pane::conversation_text(s).as_bytes()));
+        let changed = shown.is_some() && self.last_screen.is_some() && shown != self.last_screen;
+        if shown.is_some() {
+            self.last_screen = shown;
+        }
+        if changed {
+            self.idle_readings = 0;
+        }
+        let verdict = self.reading_typed(activity, typed_in(screen), elapsed);
+        (activity, verdict)
+    }
+
+    /// [`WaitDebounce::reading`] of a screen that shows text typed in its input box
+    /// (`typed`, see [`typed_in`]): an idle reading with text in the box counts as running
+    /// for [`TYPED_GRACE`] from when the text first showed, a prompt just submitted.
+    pub fn reading_typed(
+        &mut self,
+        activity: Activity,
+        typed: bool,
+        elapsed: Duration,
+    ) -> WaitVerdict {
+        let since = if typed {
+            *self.typed_since.get_or_insert(elapsed)
+        } else {
+            self.typed_since = None;
+            elapsed
+        };
+        let held = typed && activity == Activity::Idle && elapsed < since + TYPED_GRACE;
+        self.reading(if held { Activity::Running } else { activity }, elapsed)
     }
 
     /// Takes a reading of the agent's activity, made `elapsed` after the wait started. A
@@ -80,7 +149,88 @@ impl WaitDebounce {
 
 #[cfg(test)]
 mod tests {
-    use super::with_screen;
+    use super::{with_screen, WaitDebounce, WaitVerdict, TYPED_GRACE};
+    use std::time::Duration;
+
+    #[test]
+    fn the_effort_note_at_the_right_edge_hides_no_spinner() {
+        const RULE: &str = "──────────────────────────────────────────────────";
+        let note = format!("{}● high", " ".repeat(100));
+        let working = format!("❯ hello\n✻ Philosophizing…\n\n{note}\n{RULE}\n❯\u{a0}\n{RULE}\n");
+        assert_eq!(
+            with_screen(Activity::Idle, Some(&working)),
+            Activity::Running
+        );
+        let done = format!("❯ hello\n\n⏺ Hi.\n\n{note}\n{RULE}\n❯\u{a0}\n{RULE}\n");
+        assert_eq!(with_screen(Activity::Idle, Some(&done)), Activity::Idle);
+    }
+
+    #[test]
+    fn a_screen_that_changed_between_two_readings_is_not_settled() {
+        const RULE: &str = "────────────────────────────────────────";
+        let ms = Duration::from_millis;
+        let empty = format!("{RULE}\n❯\u{a0}\n{RULE}\n");
+        // The prompt echoed with a hook's failure under it, and no spinner yet.
+        let echoed =
+            format!("❯ hello\n  ⎿  UserPromptSubmit hook failed\n\n{RULE}\n❯\u{a0}\n{RULE}\n");
+        let mut w = WaitDebounce::new(Duration::from_secs(60));
+        assert_ne!(
+            w.read(Activity::Idle, Some(&empty), ms(0)).1,
+            WaitVerdict::Idle
+        );
+        assert_ne!(
+            w.read(Activity::Idle, Some(&echoed), ms(250)).1,
+            WaitVerdict::Idle
+        );
+        // The same idle screen twice: settled.
+        let mut w = WaitDebounce::new(Duration::from_secs(60));
+        assert_ne!(
+            w.read(Activity::Idle, Some(&empty), ms(0)).1,
+            WaitVerdict::Idle
+        );
+        assert_eq!(
+            w.read(Activity::Idle, Some(&empty), ms(250)).1,
+            WaitVerdict::Idle
+        );
+    }
+
+    #[test]
+    fn text_in_the_box_holds_wait_back_for_a_while_only() {
+        let ms = Duration::from_millis;
+        let mut w = WaitDebounce::new(Duration::from_secs(60));
+        // Right after Enter: the prompt is still in the box, nothing else says it runs.
+        for t in [0, 250, 500, 750] {
+            assert_ne!(
+                w.reading_typed(Activity::Idle, true, ms(t)),
+                WaitVerdict::Idle
+            );
+        }
+        // Taken in: the box is empty and the agent runs, then finishes.
+        assert_ne!(
+            w.reading_typed(Activity::Running, false, ms(1000)),
+            WaitVerdict::Idle
+        );
+        assert_ne!(
+            w.reading_typed(Activity::Idle, false, ms(1250)),
+            WaitVerdict::Idle
+        );
+        assert_eq!(
+            w.reading_typed(Activity::Idle, false, ms(1500)),
+            WaitVerdict::Idle
+        );
+        // Text left in the box unsent: idle once the grace has passed.
+        let mut w = WaitDebounce::new(Duration::from_secs(60));
+        let mut t = 0;
+        let verdict = loop {
+            let v = w.reading_typed(Activity::Idle, true, ms(t));
+            if v == WaitVerdict::Idle || t > 10_000 {
+                break (v, t);
+            }
+            t += 250;
+        };
+        assert_eq!(verdict.0, WaitVerdict::Idle);
+        assert!(ms(verdict.1) >= TYPED_GRACE && ms(verdict.1) <= TYPED_GRACE + ms(500));
+    }
     use crate::view::activity::Activity;
 
     const RULE: &str = "────────────────────────────────────────";

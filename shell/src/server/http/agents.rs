@@ -7,7 +7,7 @@ use super::{query_param, App};
 use crate::server::driver::{Msg, ReconcileProgress};
 use crate::server::store::Waited;
 use headspace_core::cluster::pane_commands::PaneCommandKind;
-use headspace_core::task::wait::{self, WaitDebounce, WaitVerdict};
+use headspace_core::task::wait::{WaitDebounce, WaitVerdict};
 use headspace_core::view::{ambiguous_pane, resolve_reference, AgentView};
 use headspace_core::Activity;
 use headspace_core::{Input, Reply};
@@ -341,10 +341,10 @@ pub(super) async fn wait(app: &App, reference: &str, query: Option<&str>) -> Res
             Some(p) if stored == Activity::Idle => app.panes.capture(p, WAIT_SCREEN_LINES).await,
             _ => None,
         };
-        let activity = wait::with_screen(stored, screen.as_deref());
         let elapsed = crate::clock::since(started);
         let waited_ms = elapsed.as_millis() as u64;
-        let status = match debounce.reading(activity, elapsed) {
+        let (activity, verdict) = debounce.read(stored, screen.as_deref(), elapsed);
+        let status = match verdict {
             WaitVerdict::Idle => "idle",
             WaitVerdict::TimedOut => "timeout",
             WaitVerdict::ReadAgainAfter(pause) => {
