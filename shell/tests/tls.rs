@@ -78,11 +78,14 @@ fn the_page_api_and_login_work_over_tls_with_a_secure_cookie() {
         ],
     );
     let base = format!("https://{tls_addr}");
-    assert!(
-        server.log().contains(&format!("https://{tls_addr}/")),
-        "{}",
-        server.log()
-    );
+    // Said once the HTTPS listener serves (after the plain one's "listening" line).
+    let said = wait_for(std::time::Duration::from_secs(10), || {
+        server
+            .log()
+            .contains(&format!("https://{tls_addr}/"))
+            .then_some(())
+    });
+    assert!(said.is_some(), "{}", server.log());
     let health = curl(&cert, &format!("{base}/healthz"), &[]);
     assert!(health.starts_with("HTTP/1.1 200"), "{health}");
     let page = curl(&cert, &format!("{base}/"), &[]);

@@ -50,7 +50,7 @@ pub fn start(
         let tell = |notice: serde_json::Value| {
             hub.publish_passing("notice", &notice);
             if let Some(push) = &push {
-                push.notify(&notice);
+                push.notify(&notice, SystemClock.now());
             }
             if let Some(command) = &command {
                 run(command, notice);

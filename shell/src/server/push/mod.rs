@@ -9,11 +9,11 @@ pub mod encrypt;
 pub mod send;
 pub mod vapid;
 
-use crate::server::world::{Clock, SystemClock};
 use book::Book;
 use headspace_core::view::push::{
     audience, delivery, message, subscription, urgency, Delivery, TTL_SECONDS,
 };
+use headspace_core::Timestamp;
 use serde_json::Value;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -59,8 +59,9 @@ impl Push {
         self.book.lock().expect("push book").remove(id)
     }
 
-    /// Pushes `notice` to every subscribed device, each in its own task.
-    pub fn notify(self: &Arc<Self>, notice: &Value) {
+    /// Pushes `notice` to every subscribed device, each in its own task; `now` dates the
+    /// pushes' tokens.
+    pub fn notify(self: &Arc<Self>, notice: &Value, now: Timestamp) {
         let subscriptions = self.book.lock().expect("push book").all();
         if subscriptions.is_empty() {
             return;
@@ -76,7 +77,7 @@ impl Push {
             let push = self.clone();
             let message = message.clone();
             tokio::spawn(async move {
-                match tokio::time::timeout(SEND_TIME, push.send(&s, &message)).await {
+                match tokio::time::timeout(SEND_TIME, push.send(&s, &message, now)).await {
                     Ok(Ok(status)) => match delivery(status) {
                         Delivery::Taken => debug!("[PUSH] {id}: taken ({status})"),
                         Delivery::Gone => {
@@ -99,10 +100,11 @@ impl Push {
         &self,
         s: &headspace_core::view::push::Subscription,
         message: &Value,
+        now: Timestamp,
     ) -> Result<u16, String> {
         let body = encrypt::encrypt(message.to_string().as_bytes(), &s.p256dh, &s.auth)?;
         let audience = audience(&s.endpoint).ok_or("the endpoint has no origin")?;
-        let now = SystemClock.now().millis() / 1000;
+        let now = now.millis() / 1000;
         let headers = [
             ("authorization", self.vapid.authorization(&audience, now)?),
             ("ttl", TTL_SECONDS.to_string()),
