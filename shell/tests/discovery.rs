@@ -268,6 +268,46 @@ fn an_agent_exists_from_its_process_before_any_hook_or_line_and_its_session_join
         .filter(|a| a["tmux_pane"] == pane.as_str())
         .collect();
     assert_eq!(in_pane.len(), 1, "one card for the pane: {in_pane:?}");
+
+    // A process that ends before it said anything: its agent ends, and the list of agents
+    // no longer shows it (asked by id, it still answers).
+    let quiet = start_agent(
+        &world,
+        &world.claude.join("work").join("gamma"),
+        &format!(
+            "--script {} --session proc-b --think-ms 400 --drop-every 1 --stay",
+            s.display()
+        ),
+    );
+    let card = wait_for(Duration::from_secs(15), || {
+        agent(&world.server, &pane_ref(&quiet))
+    })
+    .unwrap_or_else(|| panic!("no agent for {quiet}: {}", world.server.log()));
+    let listed = |id: &Value| {
+        world
+            .server
+            .json("/api/agents")
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["id"] == *id)
+    };
+    assert!(
+        listed(&card["id"]),
+        "a live agent its process made is listed"
+    );
+    world.tmux.run(&["kill-pane", "-t", &quiet]);
+    let ended = wait_for(Duration::from_secs(15), || {
+        world
+            .server
+            .try_json(&format!("/api/agents/{}", card["id"]))
+            .filter(|a| a["activity"] == "ended")
+    });
+    assert!(ended.is_some(), "{}", world.server.log());
+    assert!(
+        !listed(&card["id"]),
+        "an agent that never said anything is not listed once ended"
+    );
 }
 
 #[test]

@@ -157,6 +157,13 @@ impl AgentView {
         Shown::of(self.activity(), self.state())
     }
 
+    /// Whether the list of agents shows it: all but an agent its pane's process made that
+    /// ended before any session joined it (it said nothing; its row is kept, and asked for
+    /// by id or pane it still answers).
+    pub fn listed(&self) -> bool {
+        !(self.agent.ended && self.agent.sessions.is_empty() && self.turn_count == 0)
+    }
+
     /// Whether this is a sub-agent's session (`is_sub_agent`).
     pub fn sub_agent(&self) -> bool {
         is_sub_agent(self.agent.transcript_path.as_deref())

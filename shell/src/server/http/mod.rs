@@ -9,6 +9,7 @@ use crate::server::store::Store;
 use crate::server::world::Panes;
 use headspace_core::access::{percent_decode, route_path, AccessPolicy, RequestFacts};
 use headspace_core::kind::AgentKind;
+use headspace_core::view::AgentView;
 use headspace_core::Input;
 use hyper::body::Incoming;
 use hyper::header::HeaderValue;
@@ -222,7 +223,10 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
             // committed after the list was read.
             let last_event = app.hub.last_id();
             let cards = match app.store.agents().await {
-                Ok(rows) => usage::cards(&app, &rows).await,
+                Ok(mut rows) => {
+                    rows.retain(AgentView::listed);
+                    usage::cards(&app, &rows).await
+                }
                 Err(e) => Err(e),
             };
             match cards {
