@@ -7,7 +7,7 @@
 import { $, api, el, toast } from './helpers.js';
 import { hs } from './state.js';
 import { renderMarkdown } from './markdown.js';
-import { playTone } from './voice.js';
+import { playTone, stopDictation } from './voice.js';
 
 const composer = {
   history: JSON.parse(localStorage.getItem('hs.history') || '[]'), // newest last
@@ -57,6 +57,7 @@ async function sendPrompt() {
   const id = hs.open;
   if (!text.trim() || id === null) return;
   rememberPrompt(text);
+  stopDictation();
   box.value = '';
   const pending = showPending(id, text);
   try {

@@ -4,7 +4,7 @@
 // free-text "Other" answer): the server drives the pane's dialog through every question
 // (POST .../answer {answers}).
 import { api, el, toast } from './helpers.js';
-import { micButton } from './voice.js';
+import { micButton, stopDictation } from './voice.js';
 
 /// Sends `answers` (one per question) for agent `agentId`; `button` stays disabled once
 /// answered, and the form kept under `key` is forgotten.
@@ -69,6 +69,7 @@ export function answerForm(dialog, agentId, place) {
   form.addEventListener('click', (e) => e.stopPropagation());
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
+    stopDictation();
     const answers = [];
     for (let qi = 0; qi < dialog.questions.length; qi++) {
       const q = dialog.questions[qi];
@@ -103,6 +104,7 @@ export function otherAnswer(agentId, place, text) {
   f.addEventListener('submit', async (e) => {
     e.preventDefault();
     if (!input.value.trim()) return;
+    stopDictation(); // what was heard is sent; nothing more comes into the box
     await postAnswers(agentId, [{ other: input.value.trim() }], b, key);
   });
   answerForms.set(key, f);

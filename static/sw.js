@@ -172,7 +172,8 @@ self.addEventListener('notificationclick', (event) => {
 /// Answers agent `data.agent_id` with option `option` (a notification's button); tells when
 /// it could not, in the server's words.
 async function answer(data, option) {
-  const label = (data.options || [])[option - 1] || `option ${option}`;
+  const shown = (data.options || [])[option - 1];
+  const label = shown || `option ${option}`;
   let failed = null;
   let unverified = false;
   try {
@@ -180,7 +181,9 @@ async function answer(data, option) {
       method: 'POST',
       credentials: 'same-origin',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ option }),
+      // The label the button showed: the server refuses (409) when the question changed
+      // since the push, instead of picking that number in a question asked later.
+      body: JSON.stringify(shown ? { option, expect: shown } : { option }),
     });
     const body = await r.json().catch(() => ({}));
     if (!r.ok) failed = body.error || `${r.status} ${r.statusText}`;

@@ -253,6 +253,16 @@ function endDictation(d) {
   d.button.classList.remove('listening');
 }
 
+/// Stops the dictation under way, if any: its box is being sent (what was heard so far is
+/// in it; what the recogniser would still finalise must not come back into the emptied box).
+export function stopDictation() {
+  const running = voice.dictation;
+  if (!running) return;
+  running.rec.onresult = null;
+  try { running.rec.stop(); } catch (e) { /* already ended */ }
+  endDictation(running);
+}
+
 /// Starts dictating into `target` (a textarea or text input) for `button`, or stops the
 /// dictation under way; one at a time (a second box's button moves it there).
 export function toggleDictation(button, target) {
@@ -275,6 +285,14 @@ export function toggleDictation(button, target) {
   const d = { rec, button, target, base: target.value, interim: '', written: target.value, folded: 0 };
   rec.onresult = (e) => {
     if (!target.isConnected) { try { rec.stop(); } catch (err) { /* ended */ } return; }
+    // Emptied meanwhile (sent): what was heard went with it; nothing comes back.
+    if (d.written && !target.value) {
+      d.folded = e.results.length;
+      d.base = '';
+      d.interim = '';
+      d.written = '';
+      return;
+    }
     // Typed into meanwhile: the typing is kept, the shown guess dropped from it.
     if (target.value !== d.written) {
       d.base = d.interim && target.value.endsWith(d.interim) ? target.value.slice(0, -d.interim.length) : target.value;

@@ -266,6 +266,21 @@ fn a_question_and_a_finish_reach_the_device_and_nothing_after_unsubscribing() {
     let agent = server.json(&format!("/api/agents/{}", s.session_id))["id"].clone();
     assert_eq!(told["agent_id"], agent);
     assert!(told["title"].as_str().unwrap().ends_with("needs you"));
+    // A notification's button names the label it showed: a question that offers another
+    // there now is not answered (the button of an old push never picks a later question's).
+    let (status, body) = server.post(
+        &format!("/api/agents/{}/answer", s.session_id),
+        json!({"option": 1, "expect": "docs/design/"})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("changed since"), "{body}");
+    assert_eq!(
+        server.json(&format!("/api/agents/{}", s.session_id))["activity"],
+        "waiting",
+        "nothing was answered"
+    );
 
     // Its task finishes: `finished`.
     post(

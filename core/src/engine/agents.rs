@@ -36,7 +36,7 @@ impl Core {
             // A pane agent no session joined yet takes this one even if the reaper ended it
             // before this (late) first hook: the hook is its process's.
             let continues = !self.agents[&pane_agent].row.ended
-                || self.agents[&pane_agent].row.sessions.is_empty()
+                || self.agents[&pane_agent].row.session_id.is_empty()
                 || (hook.event == HookEvent::SessionStart
                     && matches!(hook.source.as_deref(), Some("clear" | "compact" | "resume")));
             match session {

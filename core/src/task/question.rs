@@ -47,6 +47,19 @@ impl OpenQuestion {
         option_labels(first)
     }
 
+    /// Whether option `n` is still the one the user saw as `expected` (its label, or the
+    /// start of it: a push cuts long labels): an answer given from a notification or a page
+    /// drawn earlier must not pick an option of a question asked since.
+    pub fn still_offers(&self, n: usize, expected: &str) -> Result<(), String> {
+        match self.choose(n) {
+            Ok(label) if !expected.is_empty() && label.starts_with(expected) => Ok(()),
+            Ok(label) => Err(format!(
+                "option {n} is now {label:?}, not {expected:?}: the question changed since; nothing was answered"
+            )),
+            Err(e) => Err(format!("{e}; the question changed since; nothing was answered")),
+        }
+    }
+
     /// The label of option `n` (numbered from 1, as on screen), or why it cannot be picked.
     pub fn choose(&self, n: usize) -> Result<String, String> {
         let options = self.options();
@@ -126,6 +139,23 @@ mod tests {
         assert!(!q.permission);
         assert_eq!(q.options(), ["a/"]);
         assert_eq!(open_question(None, None), None);
+    }
+
+    #[test]
+    fn an_answer_names_the_option_it_saw() {
+        let dialog = json!({"question": "Do you want to proceed?", "options": ["Yes", "No"]});
+        let q = open_question(Some(&dialog), None).unwrap();
+        assert!(q.still_offers(1, "Yes").is_ok());
+        assert!(q.still_offers(2, "No").is_ok());
+        assert!(q
+            .still_offers(1, "No")
+            .unwrap_err()
+            .contains("changed since"));
+        assert!(q
+            .still_offers(3, "Maybe")
+            .unwrap_err()
+            .contains("changed since"));
+        assert!(q.still_offers(1, "").is_err());
     }
 
     #[test]

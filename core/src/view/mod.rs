@@ -161,7 +161,8 @@ impl AgentView {
     /// ended before any session joined it (it said nothing; its row is kept, and asked for
     /// by id or pane it still answers).
     pub fn listed(&self) -> bool {
-        !(self.agent.ended && self.agent.sessions.is_empty() && self.turn_count == 0)
+        let no_session = self.agent.session_id.is_empty() && self.agent.sessions.is_empty();
+        !(self.agent.ended && no_session && self.turn_count == 0)
     }
 
     /// Whether this is a sub-agent's session (`is_sub_agent`).
@@ -228,7 +229,12 @@ impl AgentView {
 
 /// True when `reference` names `agent`: its id, its Claude session id (current or past), or
 /// its tmux pane.
+/// An empty reference names none (an agent its process made has an empty session id: a
+/// script's unset variable must not pick it).
 pub fn names(agent: &AgentRow, reference: &str) -> bool {
+    if reference.is_empty() {
+        return false;
+    }
     reference.parse::<AgentId>().ok() == Some(agent.id)
         || agent.session_id == reference
         || agent.sessions.iter().any(|s| s == reference)
@@ -248,7 +254,7 @@ pub fn ambiguous_pane<'a>(
     let mut machines = std::collections::BTreeSet::new();
     for (a, machine) in named {
         if reference.parse::<AgentId>().ok() == Some(a.id)
-            || a.session_id == reference
+            || (!reference.is_empty() && a.session_id == reference)
             || a.sessions.iter().any(|s| s == reference)
         {
             return None;

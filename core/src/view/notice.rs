@@ -182,8 +182,16 @@ fn notice_json(view: &AgentView, kind: NoticeKind, now: Timestamp) -> Value {
         .unwrap_or_else(|| "agent".into());
     let question = view.open_question();
     // What the question offers to pick (a push's notification offers them as actions).
+    // Only a question one option answers (`{"option": N}`): not one of several parts.
+    let several = question.as_ref().is_some_and(|q| {
+        q.question
+            .as_ref()
+            .and_then(|v| v.get("questions"))
+            .and_then(Value::as_array)
+            .is_some_and(|qs| qs.len() > 1)
+    });
     let options = match (kind, &question) {
-        (NoticeKind::NeedsYou, Some(q)) => q.options(),
+        (NoticeKind::NeedsYou, Some(q)) if !several => q.options(),
         _ => Vec::new(),
     };
     let tool = question

@@ -12,6 +12,9 @@ pub const TTL_SECONDS: u32 = 3600;
 /// The most characters of a notice's body a push carries (the encrypted record holds at most
 /// 3,993 bytes: RFC 8291, section 4).
 const BODY_CHARS: usize = 600;
+/// The most bytes a push's JSON may take: what one `aes128gcm` record holds with a P-256
+/// key id (RFC 8291, section 4).
+pub const MAX_MESSAGE_BYTES: usize = 3993;
 /// The most options a push offers, and the most characters of each.
 const OPTIONS: usize = 6;
 const OPTION_CHARS: usize = 80;
@@ -140,13 +143,30 @@ pub fn message(notice: &Value) -> Value {
         .take(OPTIONS)
         .map(|o| o.chars().take(OPTION_CHARS).collect())
         .collect();
-    json!({
-        "title": text("title", 120),
-        "body": text("body", BODY_CHARS),
-        "agent_id": notice.get("agent_id"),
-        "kind": notice.get("event"),
-        "options": options,
-    })
+    let (mut title, mut body, mut options) =
+        (text("title", 120), text("body", BODY_CHARS), options);
+    // Characters are not bytes (CJK, emoji, escapes): cut further until the JSON fits one
+    // record, the body first, then the options, then the title.
+    loop {
+        let m = json!({
+            "title": title,
+            "body": body,
+            "agent_id": notice.get("agent_id"),
+            "kind": notice.get("event"),
+            "options": options,
+        });
+        if m.to_string().len() <= MAX_MESSAGE_BYTES {
+            return m;
+        }
+        let half = |t: &str| t.chars().take(t.chars().count() / 2).collect::<String>();
+        if !body.is_empty() {
+            body = half(&body);
+        } else if !options.is_empty() {
+            options.pop();
+        } else {
+            title = half(&title);
+        }
+    }
 }
 
 /// How soon the push service should wake the device (RFC 8030, section 5.3): at once for a
@@ -278,6 +298,21 @@ mod tests {
         assert!(m.get("cwd").is_none());
         assert_eq!(urgency(&m), "high");
         assert!(m.to_string().len() < 3993);
+    }
+
+    #[test]
+    fn wide_characters_are_cut_to_fit_one_record() {
+        let options = vec!["選択".repeat(40); 6];
+        let notice = json!({"event": "needs_you", "agent_id": 7, "title": "仕事".repeat(100),
+            "body": "😀\u{1}".repeat(2000), "options": options});
+        let m = message(&notice);
+        assert!(
+            m.to_string().len() <= MAX_MESSAGE_BYTES,
+            "{}",
+            m.to_string().len()
+        );
+        assert_eq!(m["kind"], "needs_you");
+        assert!(!m["title"].as_str().unwrap().is_empty());
     }
 
     #[test]

@@ -24,24 +24,41 @@ const CAPTURE_LINES: u32 = 80;
 /// goes on (its answer line or PostToolUse hook, or the dialog leaving the pane). A dialog
 /// of one multi-select question takes `n` as its only pick; one of several questions needs
 /// [`answer_questions`].
-pub(super) async fn answer(app: &App, reference: &str, n: usize) -> Response<Body> {
+/// `expect`: the label the user saw for option `n` (a notification's button): the answer is
+/// refused (409) when the question now offers another.
+pub(super) async fn answer(
+    app: &App,
+    reference: &str,
+    n: usize,
+    expect: Option<&str>,
+) -> Response<Body> {
     let view = match agent_view(app, reference).await {
         Ok(v) => v,
         Err(r) => return r,
     };
     let kind = PaneCommandKind::Answer;
-    if let Some(r) = forward(app, &view, reference, kind, json!({"option": n})).await {
+    let body = json!({"option": n, "expect": expect});
+    if let Some(r) = forward(app, &view, reference, kind, body).await {
         return r;
     }
-    respond(answer_here(app, &view, reference, n).await)
+    respond(answer_here(app, &view, reference, n, expect).await)
 }
 
 /// Picks option `n` in a pane of this machine: the answer route's work, also run for a
 /// command forwarded from another server.
-pub(super) async fn answer_here(app: &App, view: &AgentView, reference: &str, n: usize) -> Outcome {
+pub(super) async fn answer_here(
+    app: &App,
+    view: &AgentView,
+    reference: &str,
+    n: usize,
+    expect: Option<&str>,
+) -> Outcome {
     let Some(question) = view.open_question() else {
         return not_waiting(reference);
     };
+    if let Some(Err(e)) = expect.map(|e| question.still_offers(n, e)) {
+        return fail(StatusCode::CONFLICT, e);
+    }
     if let Some(input) = question
         .question
         .as_ref()

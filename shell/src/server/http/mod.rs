@@ -324,7 +324,7 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
                         }
                     } else {
                         match v["option"].as_u64() {
-                            Some(n) => answer(&app, &id, n as usize).await,
+                            Some(n) => answer(&app, &id, n as usize, v["expect"].as_str()).await,
                             None => error(
                                 StatusCode::BAD_REQUEST,
                                 "body must be {\"option\": N}, N numbered from 1 as on screen, or {\"answers\": [...]}, one per question",

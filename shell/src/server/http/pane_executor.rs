@@ -144,7 +144,9 @@ async fn run_here(app: &App, command: &PaneCommand) -> Outcome {
         PaneCommandKind::Clear => send_here(app, &view, &reference, "/clear").await,
         PaneCommandKind::Interrupt => interrupt_here(app, &view, &reference).await,
         PaneCommandKind::Answer => match body["option"].as_u64() {
-            Some(n) => answer_here(app, &view, &reference, n as usize).await,
+            Some(n) => {
+                answer_here(app, &view, &reference, n as usize, body["expect"].as_str()).await
+            }
             None => fail(StatusCode::BAD_REQUEST, "the command has no option"),
         },
         PaneCommandKind::AnswerQuestions => match answers_of(body) {

@@ -197,7 +197,7 @@ impl PgStore {
         Ok(c.query(
             &format!(
                 "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission, end_reason, claude_pid, git_branch, machine
-                 FROM agents WHERE id = $1 OR session_id = $2 OR $2 = ANY(sessions) OR tmux_pane = $2",
+                 FROM agents WHERE $2 <> '' AND (id = $1 OR session_id = $2 OR $2 = ANY(sessions) OR tmux_pane = $2)",
                 ms("last_seen_at"),
                 ms("sent_at"),
             ),

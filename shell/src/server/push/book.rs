@@ -67,15 +67,17 @@ impl Book {
     /// Adds `s` (the same endpoint again replaces its keys and keeps its id); its id, and
     /// whether it is new.
     pub fn add(&mut self, s: Subscription) -> Result<(String, bool), String> {
-        if let Some((id, old)) = self
+        if let Some(i) = self
             .entries
-            .iter_mut()
-            .find(|(_, o)| o.endpoint == s.endpoint)
+            .iter()
+            .position(|(_, o)| o.endpoint == s.endpoint)
         {
-            *old = s;
-            let id = id.clone();
-            self.save()?;
-            return Ok((id, false));
+            let before = std::mem::replace(&mut self.entries[i].1, s);
+            if let Err(e) = self.save() {
+                self.entries[i].1 = before; // as on disk: a failed subscribe changes nothing
+                return Err(e);
+            }
+            return Ok((self.entries[i].0.clone(), false));
         }
         if self.entries.len() >= MAX_SUBSCRIPTIONS {
             return Err(format!(
@@ -84,18 +86,23 @@ impl Book {
         }
         let id = crate::private_files::random_hex().map_err(|e| e.to_string())?[..16].to_string();
         self.entries.push((id.clone(), s));
-        self.save()?;
+        if let Err(e) = self.save() {
+            self.entries.pop();
+            return Err(e);
+        }
         Ok((id, true))
     }
 
     /// Removes subscription `id`; whether there was one.
     pub fn remove(&mut self, id: &str) -> Result<bool, String> {
-        let before = self.entries.len();
-        self.entries.retain(|(i, _)| i != id);
-        if self.entries.len() == before {
+        let Some(i) = self.entries.iter().position(|(e, _)| e == id) else {
             return Ok(false);
+        };
+        let removed = self.entries.remove(i);
+        if let Err(e) = self.save() {
+            self.entries.insert(i, removed);
+            return Err(e);
         }
-        self.save()?;
         Ok(true)
     }
 

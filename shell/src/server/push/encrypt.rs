@@ -11,6 +11,7 @@ use ring::rand::{SecureRandom, SystemRandom};
 const RECORD_SIZE: u32 = 4096;
 /// The largest plaintext one record holds: the record less the tag and the delimiter.
 pub const MAX_PLAINTEXT: usize = RECORD_SIZE as usize - 16 - 1 - 86;
+const _: () = assert!(MAX_PLAINTEXT == headspace_core::view::push::MAX_MESSAGE_BYTES);
 
 /// A length for HKDF's output.
 struct Len(usize);

@@ -78,7 +78,7 @@ impl Push {
             let message = message.clone();
             tokio::spawn(async move {
                 match tokio::time::timeout(SEND_TIME, push.send(&s, &message, now)).await {
-                    Ok(Ok(status)) => match delivery(status) {
+                    Ok(Ok((status, answer))) => match delivery(status) {
                         Delivery::Taken => debug!("[PUSH] {id}: taken ({status})"),
                         Delivery::Gone => {
                             info!("[PUSH] {id}: the push service says it is gone ({status}); forgotten");
@@ -86,7 +86,11 @@ impl Push {
                                 warn!("[PUSH] cannot forget {id}: {e}");
                             }
                         }
-                        Delivery::Failed => warn!("[PUSH] {id}: refused ({status}); kept"),
+                        Delivery::Failed => warn!(
+                            "[PUSH] {id}: refused ({status}: {}); kept{}",
+                            answer.trim(),
+                            push.hint(status, &s.endpoint)
+                        ),
                     },
                     Ok(Err(e)) => warn!("[PUSH] {id}: not sent: {e}"),
                     Err(_) => warn!("[PUSH] {id}: no answer within {}s", SEND_TIME.as_secs()),
@@ -95,13 +99,24 @@ impl Push {
         }
     }
 
-    /// Encrypts, signs and posts one push; the push service's status.
+    /// What to do about a refusal, when it is known: Apple's push service refuses a token
+    /// whose contact is at `localhost` (403, `BadJwtToken`).
+    fn hint(&self, status: u16, endpoint: &str) -> &'static str {
+        let apple = audience(endpoint).is_some_and(|a| a.ends_with(".push.apple.com"));
+        if status == 403 && apple && self.vapid.contact().ends_with("@localhost") {
+            ". Apple's push service takes no contact at localhost: give serve --push-contact mailto:you@your.domain"
+        } else {
+            ""
+        }
+    }
+
+    /// Encrypts, signs and posts one push; the push service's status and answer.
     async fn send(
         &self,
         s: &headspace_core::view::push::Subscription,
         message: &Value,
         now: Timestamp,
-    ) -> Result<u16, String> {
+    ) -> Result<(u16, String), String> {
         let body = encrypt::encrypt(message.to_string().as_bytes(), &s.p256dh, &s.auth)?;
         let audience = audience(&s.endpoint).ok_or("the endpoint has no origin")?;
         let now = now.millis() / 1000;

@@ -39,12 +39,16 @@ fn tls() -> Result<tokio_rustls::TlsConnector, String> {
         .clone()
 }
 
-/// POSTs `body` with `headers` to `endpoint`; the status the push service answered.
+/// The most of a push service's answer kept, for the log.
+const ANSWER_BYTES: usize = 300;
+
+/// POSTs `body` with `headers` to `endpoint`; the status the push service answered and the
+/// start of its answer (why it refused, when it did).
 pub async fn post(
     endpoint: &str,
     headers: &[(&str, String)],
     body: Vec<u8>,
-) -> Result<u16, String> {
+) -> Result<(u16, String), String> {
     let (scheme, rest) = endpoint.split_once("://").ok_or("not a URL")?;
     let slash = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, path) = rest.split_at(slash);
@@ -87,7 +91,7 @@ pub async fn post(
     }
 }
 
-async fn send<T>(io: T, request: hyper::Request<Full<Bytes>>) -> Result<u16, String>
+async fn send<T>(io: T, request: hyper::Request<Full<Bytes>>) -> Result<(u16, String), String>
 where
     T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
@@ -100,8 +104,14 @@ where
         .await
         .map_err(|e| e.to_string())?;
     let status = response.status().as_u16();
-    // The answer's body says nothing Headspace acts on; read (bounded by the caller's
-    // timeout) so the connection closes cleanly.
-    let _ = response.into_body().collect().await;
-    Ok(status)
+    // Read (bounded by the caller's timeout) so the connection closes cleanly; its start
+    // says why a push was refused.
+    let answer = response
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let kept = &answer[..answer.len().min(ANSWER_BYTES)];
+    Ok((status, String::from_utf8_lossy(kept).into_owned()))
 }

@@ -45,6 +45,11 @@ impl Vapid {
         Ok(Vapid { key, rng, contact })
     }
 
+    /// Who runs this server, as the tokens say (`--push-contact`).
+    pub fn contact(&self) -> &str {
+        &self.contact
+    }
+
     /// The public key, base64url (65 bytes, uncompressed): `GET /api/push/key`.
     pub fn public_key(&self) -> String {
         base64url(self.key.public_key().as_ref())
