@@ -198,3 +198,48 @@ fn the_dialog_carries_when_it_began_showing_until_it_closes() {
         .expect("a new dialog");
     assert_eq!(next["since"], json!(Timestamp(9_000)));
 }
+
+#[test]
+fn a_late_post_tool_use_of_an_earlier_tool_leaves_the_tool_asked_now() {
+    let (mut core, s) = core_with_agent();
+    // The permission's hook, emitted at 3.0 s, arrives first; the PostToolUse of the tool
+    // that ran before it (emitted at 2.9 s, posted by another detached process) after it.
+    core.handle(
+        Timestamp(3_050),
+        Input::Hook {
+            event: None,
+            body: s.hook(
+                "PermissionRequest",
+                Some("%4"),
+                Some(Timestamp(3_000)),
+                json!({"tool_name": "Bash", "tool_input": {"command": "rm -rf target"}}),
+            ),
+        },
+    );
+    core.handle(
+        Timestamp(3_100),
+        Input::Hook {
+            event: None,
+            body: s.hook(
+                "PostToolUse",
+                Some("%4"),
+                Some(Timestamp(2_900)),
+                json!({"tool_name": "Bash", "tool_use_id": "toolu_ls"}),
+            ),
+        },
+    );
+    while core.poll_command().is_some() {}
+    let dialog = "│ Bash command            │\n│   rm -rf target         │\n│ Do you want to proceed? │\n│ ❯ 1. Yes                │\n│   2. No                 │\n";
+    core.handle(
+        Timestamp(3_500),
+        Input::Pane {
+            pane: "%4".into(),
+            text: dialog.into(),
+        },
+    );
+    let permission = stored_permission(&mut core).flatten().expect("a dialog");
+    assert_eq!(
+        permission["tool"]["summary"], "rm -rf target",
+        "the late PostToolUse was about an earlier tool: {permission}"
+    );
+}

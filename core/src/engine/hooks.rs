@@ -118,16 +118,21 @@ impl Core {
                 if let Some(key) = hook_key {
                     self.hook_question(agent_id, &hook, stamp, key);
                 } else {
-                    self.note_asked_tool(agent_id, &hook);
+                    self.note_asked_tool(agent_id, &hook, stamp);
                 }
             }
             HookEvent::PostToolUse => {
-                // The tool ran: a later dialog is about another one.
-                self.agent_mut(agent_id).asked_tool = None;
+                // The tool ran: a later dialog is about another one. Not a tool that ran
+                // before the one asked now (a late PostToolUse: command hooks are posted by
+                // detached processes and may arrive out of order).
+                let agent = self.agent_mut(agent_id);
+                if stamp >= agent.asked_tool_at {
+                    agent.asked_tool = None;
+                }
                 self.set_flags(agent_id, None, Some(false))
             }
             HookEvent::PermissionRequest => {
-                self.note_asked_tool(agent_id, &hook);
+                self.note_asked_tool(agent_id, &hook, stamp);
                 self.set_flags(agent_id, None, Some(true));
             }
             HookEvent::Notification => match hook.notification_type.as_deref() {
@@ -191,7 +196,7 @@ impl Core {
 
     /// Remembers the tool a hook says the agent asks to use, and shows it with the permission
     /// dialog already on its pane (the pane's next reading adds it otherwise).
-    pub(super) fn note_asked_tool(&mut self, agent_id: AgentId, hook: &Hook) {
+    pub(super) fn note_asked_tool(&mut self, agent_id: AgentId, hook: &Hook, stamp: Timestamp) {
         let Some(name) = hook.tool_name.as_deref() else {
             return;
         };
@@ -201,6 +206,7 @@ impl Core {
         let tool = crate::pane::tool::asked_tool(name, hook.tool_input.as_ref());
         let agent = self.agent_mut(agent_id);
         agent.asked_tool = Some(tool.clone());
+        agent.asked_tool_at = stamp;
         let Some(dialog) = agent
             .row
             .permission

@@ -166,6 +166,9 @@ struct AgentState {
     /// The tool it last asked to use (PreToolUse / PermissionRequest hook), shown with the
     /// permission dialog its pane draws for it (see [`crate::pane::tool::asked_tool`]).
     asked_tool: Option<serde_json::Value>,
+    /// When the hook that named it was emitted: a PostToolUse emitted before it is about an
+    /// earlier tool and leaves it.
+    asked_tool_at: Timestamp,
     /// When it was last brought back into memory (its quiet time starts again then).
     back_at: Timestamp,
     /// The transcript time of its earliest line: no process started after it runs it.
@@ -380,6 +383,7 @@ impl AgentState {
             news_stamp: Timestamp(i64::MIN),
             sent_text: None,
             asked_tool: None,
+            asked_tool_at: Timestamp(i64::MIN),
             back_at: Timestamp(i64::MIN),
             first_line_at: None,
             pane_witness,
