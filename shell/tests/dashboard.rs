@@ -99,9 +99,13 @@ fn the_dashboard_shows_live_cards_and_conversations_in_a_real_browser() {
         "the repair",
         "return document.getElementById('audit').textContent.includes('all 2 turns accounted for')",
     );
-    assert_ne!(
-        browser.js("return document.querySelector('.bubble .time').textContent"),
-        hook_time
+    // The repaired turn shows its transcript time (the conversation is drawn again after
+    // the repair: wait for it rather than read it mid-draw).
+    browser.until(
+        "the repaired turn's own time",
+        &format!(
+            "const t = document.querySelector('.bubble .time'); return !!t && t.textContent !== {hook_time}"
+        ),
     );
 
     // Agent text is text: no HTML is interpreted.
