@@ -80,6 +80,35 @@ pub struct AgentRow {
     pub git_branch: Option<String>,
 }
 
+impl AgentRow {
+    /// A new agent's row: nothing known of it yet but its id and that it was heard of `now`.
+    pub fn new(id: AgentId, now: Timestamp) -> AgentRow {
+        AgentRow {
+            id,
+            session_id: String::new(),
+            sessions: Vec::new(),
+            project: None,
+            cwd: None,
+            transcript_path: None,
+            tmux_pane: None,
+            ended: false,
+            waiting_permission: false,
+            sent_at: None,
+            permission: None,
+            last_seen_at: now,
+            end_reason: None,
+            claude_pid: None,
+            git_branch: None,
+        }
+    }
+
+    /// No session has joined it yet: its pane's process made it (an older row with no
+    /// `sessions` list still has its `session_id`).
+    pub fn unjoined(&self) -> bool {
+        self.session_id.is_empty()
+    }
+}
+
 /// A task row: a user command and what followed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskRow {

@@ -41,8 +41,7 @@ fn the_app_installs_opens_offline_speaks_notices_and_subscribes_to_pushes() {
         return;
     };
     let claude = temp_dir("dashboard-app");
-    let home = temp_dir("dashboard-app-home");
-    std::fs::set_permissions(&home, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let home = private_temp_dir("dashboard-app-home");
     let addr = format!("127.0.0.1:{}", free_port());
     let server = Server::start_on(&db, &claude, &addr, &["--home", home.to_str().unwrap()]);
     browser.goto(&format!("http://{addr}/"));
@@ -118,34 +117,21 @@ fn the_app_installs_opens_offline_speaks_notices_and_subscribes_to_pushes() {
 
     // Hands-free: the server's notice of a waiting agent plays the needs-you tone and reads
     // the question and its options aloud (the same event a browser notification shows).
-    let mode = browser.js("localStorage.setItem('hs.voice', 'hands-free'); return true");
-    assert_eq!(mode, json!(true));
+    browser.js("localStorage.setItem('hs.voice', 'hands-free'); return true");
     browser.goto(&format!("http://{addr}/"));
     browser.until(
         "live, hands-free",
         "return document.getElementById('conn').dataset.state === 'live' && document.getElementById('voice').dataset.mode",
     );
     let hands_free = browser.js("return document.getElementById('voice').dataset.mode");
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
-    let s = SessionWriter::new(61, Timestamp(now));
-    server.post_hook(
-        &s,
+    let s = SessionWriter::new(61, Timestamp(now_ms()));
+    ask_by_hooks(
+        &server,
         &claude,
-        "%61",
-        "UserPromptSubmit",
-        json!({"prompt": "draw it"}),
-    );
-    server.post_hook(
         &s,
-        &claude,
         "%61",
-        "PreToolUse",
-        json!({"tool_name": "AskUserQuestion", "tool_use_id": "toolu_v1",
-               "tool_input": {"questions": [{"question": "Which colour?",
-                   "options": [{"label": "Teal"}, {"label": "Amber"}]}]}}),
+        "draw it",
+        ("Which colour?", &["Teal", "Amber"]),
     );
     let tones = browser.until(
         "the needs-you tone",

@@ -14,13 +14,6 @@ use headspace_testkit::synth::SessionWriter;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
-
 /// Asserts that `session` still waits on the request it was asked (nothing answered it).
 fn still_waiting(world: &PaneWorld, session: &str) {
     let a = world.server.json(&format!("/api/agents/{session}"));

@@ -21,10 +21,7 @@ fn a_stopped_server_is_said_at_the_top_with_frozen_timers_and_its_return_too() {
     let claude = temp_dir("dashboard-offline");
     let addr = format!("127.0.0.1:{}", free_port());
     let server = Server::start_on(&db, &claude, &addr, &[]);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+    let now = now_ms();
     let s = SessionWriter::new(51, Timestamp(now));
     server.post_hook(
         &s,
@@ -121,10 +118,7 @@ fn an_ended_agents_prompt_box_says_why_and_takes_nothing() {
     };
     let claude = temp_dir("dashboard-ended");
     let server = Server::start(&db, &claude, &[]);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+    let now = now_ms();
     let s = SessionWriter::new(52, Timestamp(now));
     server.post_hook(
         &s,

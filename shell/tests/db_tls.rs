@@ -26,26 +26,7 @@ fn openssl(dir: &Path, args: &[&str]) {
 
 /// A CA named `name` in `dir`: `name.pem` and `name.key`.
 fn ca(dir: &Path, name: &str) {
-    openssl(
-        dir,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-keyout",
-            &format!("{name}.key"),
-            "-out",
-            &format!("{name}.pem"),
-            "-days",
-            "2",
-            "-subj",
-            &format!("/CN={name}"),
-        ],
-    );
+    self_signed(dir, name, &[]);
 }
 
 /// A PostgreSQL cluster that takes TCP connections on 127.0.0.1 over TLS only.

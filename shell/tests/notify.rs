@@ -26,10 +26,7 @@ fn the_notify_command_receives_a_waiting_agent_and_a_finished_task() {
     // The notice arrives on stdin; the command line holds nothing of the agent's.
     let command = format!("cat >> '{}'", out.display());
     let server = Server::start(&db, &claude, &["--notify-command", &command]);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+    let now = now_ms();
     let s = SessionWriter::new(5, Timestamp(now));
     let post = |event: &str, extra: Value| server.post_hook(&s, &claude, "%5", event, extra);
     post("UserPromptSubmit", json!({"prompt": "tidy the build"}));

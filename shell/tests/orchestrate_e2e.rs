@@ -24,13 +24,6 @@ const BRANCH: &str = "0001-widgets";
 const BATCH_0: &str = "/flow.implement Execute tasks T001, T002 in section \"Phase 1: Setup\"";
 const BATCH_1: &str = "/flow.implement Execute tasks T003, T004 in section \"Phase 2: Core\"";
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
-
 fn git(dir: &Path, args: &[&str]) {
     let o = Command::new("git")
         .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])

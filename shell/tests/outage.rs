@@ -118,8 +118,7 @@ fn a_long_outage_under_a_hook_flood_holds_bounded_memory_and_loses_nothing() {
         return;
     };
     let claude = temp_dir("outage-flood");
-    let home = temp_dir("outage-flood-home");
-    std::fs::set_permissions(&home, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let home = private_temp_dir("outage-flood-home");
     let server = Server::start(
         &db,
         &claude,

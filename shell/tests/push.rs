@@ -170,22 +170,12 @@ fn check_vapid(push: &Received, public_key: &str, origin: &str) {
         serde_json::from_slice(&from_base64url(signed.split('.').nth(1).unwrap()).unwrap())
             .unwrap();
     assert_eq!(claims["aud"], origin);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64;
+    let now = now_ms() / 1000;
     let exp = claims["exp"].as_i64().unwrap();
     assert!(exp > now && exp <= now + 24 * 3600, "exp {exp}, now {now}");
     assert!(claims["sub"].as_str().unwrap().starts_with("mailto:"));
     assert_eq!(push.header("content-encoding"), Some("aes128gcm"));
     assert!(push.header("ttl").is_some_and(|t| t.parse::<u32>().is_ok()));
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
 }
 
 #[test]
@@ -194,8 +184,7 @@ fn a_question_and_a_finish_reach_the_device_and_nothing_after_unsubscribing() {
         return;
     };
     let claude = temp_dir("push");
-    let home = temp_dir("push-home");
-    std::fs::set_permissions(&home, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let home = private_temp_dir("push-home");
     let server = Server::start(
         &db,
         &claude,
@@ -241,17 +230,16 @@ fn a_question_and_a_finish_reach_the_device_and_nothing_after_unsubscribing() {
     let post = |s: &SessionWriter, event: &str, extra: Value| {
         server.post_hook(s, &claude, "%31", event, extra)
     };
-    post(
+    let asked = ask_by_hooks(
+        &server,
+        &claude,
         &s,
-        "UserPromptSubmit",
-        json!({"prompt": "draw the diagram"}),
-    );
-    post(
-        &s,
-        "PreToolUse",
-        json!({"tool_name": "AskUserQuestion", "tool_use_id": "toolu_p1",
-               "tool_input": {"questions": [{"question": "Where should the diagram go?",
-                   "options": [{"label": "docs/diagrams/"}, {"label": "docs/design/"}]}]}}),
+        "%31",
+        "draw the diagram",
+        (
+            "Where should the diagram go?",
+            &["docs/diagrams/", "docs/design/"],
+        ),
     );
     let first = wait_for(Duration::from_secs(5), || {
         receiver.to("/push/phone").into_iter().next()
@@ -286,7 +274,7 @@ fn a_question_and_a_finish_reach_the_device_and_nothing_after_unsubscribing() {
     post(
         &s,
         "PostToolUse",
-        json!({"tool_name": "AskUserQuestion", "tool_use_id": "toolu_p1"}),
+        json!({"tool_name": "AskUserQuestion", "tool_use_id": asked}),
     );
     post(
         &s,
@@ -310,21 +298,13 @@ fn a_question_and_a_finish_reach_the_device_and_nothing_after_unsubscribing() {
     let (status, _) = server.post(&format!("/api/push/subscriptions/{id}/delete"), b"{}");
     assert_eq!(status, 404);
     let t = SessionWriter::new(32, Timestamp(now_ms()));
-    server.post_hook(
-        &t,
+    let asked = ask_by_hooks(
+        &server,
         &claude,
-        "%32",
-        "UserPromptSubmit",
-        json!({"prompt": "tidy up"}),
-    );
-    server.post_hook(
         &t,
-        &claude,
         "%32",
-        "PreToolUse",
-        json!({"tool_name": "AskUserQuestion", "tool_use_id": "toolu_p2",
-               "tool_input": {"questions": [{"question": "Delete the old logs?",
-                   "options": [{"label": "Yes"}, {"label": "No"}]}]}}),
+        "tidy up",
+        ("Delete the old logs?", &["Yes", "No"]),
     );
     wait_for(Duration::from_secs(10), || {
         server
@@ -359,7 +339,7 @@ fn a_question_and_a_finish_reach_the_device_and_nothing_after_unsubscribing() {
         &claude,
         "%32",
         "PostToolUse",
-        json!({"tool_name": "AskUserQuestion", "tool_use_id": "toolu_p2"}),
+        json!({"tool_name": "AskUserQuestion", "tool_use_id": asked}),
     );
     server.post_hook(
         &t,
@@ -395,8 +375,7 @@ fn the_push_routes_refuse_what_they_must() {
         return;
     };
     let claude = temp_dir("push_refusals");
-    let home = temp_dir("push-refusals-home");
-    std::fs::set_permissions(&home, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let home = private_temp_dir("push-refusals-home");
     // Without --allow-loopback-push.
     let server = Server::start(&db, &claude, &["--home", home.to_str().unwrap()]);
     let device = Device::new();

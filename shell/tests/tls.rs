@@ -6,42 +6,18 @@
 //! given half the TLS flags, refuses to start and says why.
 
 mod common;
+use common::browser::free_port;
 use common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// A self-signed certificate for 127.0.0.1 and its key, in `dir`.
 fn certificate(dir: &Path) -> (PathBuf, PathBuf) {
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    run_ok(Command::new("openssl").args([
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=headspace-test",
-        "-addext",
-        "subjectAltName=IP:127.0.0.1",
-        "-keyout",
-        key.to_str().unwrap(),
-        "-out",
-        cert.to_str().unwrap(),
-    ]));
-    (cert, key)
-}
-
-/// A free port on loopback (bound and let go).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    self_signed(
+        dir,
+        "headspace-test",
+        &["-addext", "subjectAltName=IP:127.0.0.1"],
+    )
 }
 
 /// `curl` over HTTPS trusting `cert`: the status line, headers and body.

@@ -36,7 +36,7 @@ impl Core {
             // A pane agent no session joined yet takes this one even if the reaper ended it
             // before this (late) first hook: the hook is its process's.
             let continues = !self.agents[&pane_agent].row.ended
-                || self.agents[&pane_agent].row.session_id.is_empty()
+                || self.agents[&pane_agent].row.unjoined()
                 || (hook.event == HookEvent::SessionStart
                     && matches!(hook.source.as_deref(), Some("clear" | "compact" | "resume")));
             match session {
@@ -185,63 +185,39 @@ impl Core {
         pid: u32,
         cwd: Option<String>,
     ) -> AgentId {
-        let id = self.ids.agent;
-        self.ids.agent += 1;
-        let row = AgentRow {
-            id,
-            session_id: String::new(),
-            sessions: Vec::new(),
-            project: cwd.as_deref().and_then(project_of),
-            cwd,
-            transcript_path: None,
-            tmux_pane: Some(pane.to_string()),
-            ended: false,
-            waiting_permission: false,
-            sent_at: None,
-            permission: None,
-            last_seen_at: self.now,
-            end_reason: None,
-            claude_pid: Some(pid),
-            git_branch: None,
-        };
-        self.out
-            .push_back(Command::Store(Write::Agent(row.clone())));
-        self.agents.insert(id, AgentState::new(row));
-        self.by_pane.insert(pane.to_string(), id);
-        info!("[DISCOVERY] New agent {id} for the Claude Code process {pid} in pane {pane}; its session joins it when a hook or its transcript names the pane");
-        self.publish(
-            id,
-            "session_created",
-            json!({"agent_id": id, "session_id": null}),
-        );
-        id
+        let mut row = AgentRow::new(self.next_agent_id(), self.now);
+        row.project = cwd.as_deref().and_then(project_of);
+        row.cwd = cwd;
+        row.tmux_pane = Some(pane.to_string());
+        row.claude_pid = Some(pid);
+        self.by_pane.insert(pane.to_string(), row.id);
+        info!("[DISCOVERY] New agent {} for the Claude Code process {pid} in pane {pane}; its session joins it when a hook or its transcript names the pane", row.id);
+        self.admit_agent(row)
     }
 
     pub(super) fn create_agent(&mut self, session: &str) -> AgentId {
+        let mut row = AgentRow::new(self.next_agent_id(), self.now);
+        row.session_id = session.to_string();
+        row.sessions = vec![session.to_string()];
+        self.by_session.insert(session.to_string(), row.id);
+        info!("[HOOK_RECEIVER] New agent {} for session {session}", row.id);
+        self.admit_agent(row)
+    }
+
+    fn next_agent_id(&mut self) -> AgentId {
         let id = self.ids.agent;
         self.ids.agent += 1;
-        let row = AgentRow {
-            id,
-            session_id: session.to_string(),
-            sessions: vec![session.to_string()],
-            project: None,
-            cwd: None,
-            transcript_path: None,
-            tmux_pane: None,
-            ended: false,
-            waiting_permission: false,
-            sent_at: None,
-            permission: None,
-            last_seen_at: self.now,
-            end_reason: None,
-            claude_pid: None,
-            git_branch: None,
-        };
+        id
+    }
+
+    /// Stores a new agent's row, keeps it in memory and announces it (`session_created`,
+    /// its session null when none joined it yet).
+    fn admit_agent(&mut self, row: AgentRow) -> AgentId {
+        let id = row.id;
+        let session = (!row.unjoined()).then(|| row.session_id.clone());
         self.out
             .push_back(Command::Store(Write::Agent(row.clone())));
         self.agents.insert(id, AgentState::new(row));
-        self.by_session.insert(session.to_string(), id);
-        info!("[HOOK_RECEIVER] New agent {id} for session {session}");
         self.publish(
             id,
             "session_created",

@@ -328,7 +328,7 @@ impl Core {
             });
         // An agent its process made waits in memory for its session: the merge that joins
         // them happens here, and a process that lives says nothing until then.
-        let unjoined = !a.row.ended && a.row.session_id.is_empty();
+        let unjoined = !a.row.ended && a.row.unjoined();
         let busy = running
             || unjoined
             || a.reconciling.is_some()

@@ -185,7 +185,7 @@ impl Core {
     pub(super) fn waiting_for_session(&self, pane: &str) -> Option<AgentId> {
         let id = *self.by_pane.get(pane)?;
         let a = self.agents.get(&id)?;
-        (!a.row.ended && a.row.session_id.is_empty()).then_some(id)
+        (!a.row.ended && a.row.unjoined()).then_some(id)
     }
 
     /// An agent exists from its process: each pane whose one Claude Code process no live

@@ -52,7 +52,7 @@ pub fn counts_as_idle(activity: Activity) -> bool {
 
 /// Whether the pane's screen shows a prompt on its way in: text typed in its input box (a
 /// placeholder is none), or, with no box drawn, the prompt just echoed as its last line.
-pub fn typed_in(screen: Option<&str>) -> bool {
+fn typed_in(screen: Option<&str>) -> bool {
     screen.is_some_and(|s| {
         AgentKind::Claude
             .read_screen(s)
@@ -87,9 +87,10 @@ impl WaitDebounce {
 
     /// Takes a reading of the stored activity and, when it was read, the agent's pane: the
     /// activity as read ([`with_screen`]) and what to do. On top of
-    /// [`WaitDebounce::reading_typed`], a screen whose conversation changed since the last
-    /// reading restarts the count: right after Enter the real client shows an idle screen
-    /// for a moment, then the prompt (the two readings must agree).
+    /// [`WaitDebounce::reading`]: text in the input box holds an idle reading back for
+    /// [`TYPED_GRACE`], and a screen whose conversation changed since the last reading
+    /// restarts the count (right after Enter the real client shows an idle screen for a
+    /// moment, then the prompt: the two readings must agree).
     pub fn read(
         &mut self,
         stored: Activity,
@@ -113,12 +114,7 @@ impl WaitDebounce {
     /// [`WaitDebounce::reading`] of a screen that shows text typed in its input box
     /// (`typed`, see [`typed_in`]): an idle reading with text in the box counts as running
     /// for [`TYPED_GRACE`] from when the text first showed, a prompt just submitted.
-    pub fn reading_typed(
-        &mut self,
-        activity: Activity,
-        typed: bool,
-        elapsed: Duration,
-    ) -> WaitVerdict {
+    fn reading_typed(&mut self, activity: Activity, typed: bool, elapsed: Duration) -> WaitVerdict {
         let since = if typed {
             *self.typed_since.get_or_insert(elapsed)
         } else {

@@ -161,8 +161,7 @@ impl AgentView {
     /// ended before any session joined it (it said nothing; its row is kept, and asked for
     /// by id or pane it still answers).
     pub fn listed(&self) -> bool {
-        let no_session = self.agent.session_id.is_empty() && self.agent.sessions.is_empty();
-        !(self.agent.ended && no_session && self.turn_count == 0)
+        !(self.agent.ended && self.agent.unjoined() && self.turn_count == 0)
     }
 
     /// Whether this is a sub-agent's session (`is_sub_agent`).

@@ -68,58 +68,96 @@ pub fn subscription(body: &Value, allow_loopback: bool) -> Result<Subscription, 
     })
 }
 
-/// The endpoint's host, when it is a URL a push may go to.
-fn check_endpoint(endpoint: &str, allow_loopback: bool) -> Result<(), String> {
-    if endpoint.len() > MAX_ENDPOINT {
+/// Whether `url` is an endpoint a push may go to (see [`subscription`]).
+fn check_endpoint(url: &str, allow_loopback: bool) -> Result<(), String> {
+    if url.len() > MAX_ENDPOINT {
         return Err(format!("the endpoint is longer than {MAX_ENDPOINT} bytes"));
     }
-    if endpoint
-        .chars()
-        .any(|c| c.is_control() || c.is_whitespace())
-    {
+    if url.chars().any(|c| c.is_control() || c.is_whitespace()) {
         return Err("the endpoint holds spaces or control characters".into());
     }
-    let (secure, host) = match endpoint.split_once("://") {
-        Some(("https", rest)) => (true, authority(rest)),
-        Some(("http", rest)) => (false, authority(rest)),
-        _ => return Err("the endpoint must be an https:// URL".into()),
-    };
-    let host = host.ok_or("the endpoint names no host (or has a user name in it)")?;
-    let loopback = is_loopback(&host);
+    let e = endpoint(url)?;
+    let loopback = is_loopback(&e.host);
     if loopback && !allow_loopback {
         return Err("a loopback endpoint is taken only with serve --allow-loopback-push".into());
     }
-    if !secure && !loopback {
+    if !e.secure && !loopback {
         return Err("the endpoint must be an https:// URL".into());
     }
     Ok(())
 }
 
-/// The host of `rest` (what follows `scheme://`), without its port; `None` when it is empty
-/// or carries a user name (`user@host`, a way to make a URL look like another host's).
-fn authority(rest: &str) -> Option<String> {
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    if authority.is_empty() || authority.contains('@') {
-        return None;
-    }
-    let host = if let Some(v6) = authority.strip_prefix('[') {
-        format!("[{}]", v6.split(']').next()?)
-    } else {
-        authority.split(':').next()?.to_string()
+/// A push endpoint taken apart: where a push is posted. The one reading of an endpoint: the
+/// checks and the sender both use it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    /// `https` (else `http`).
+    pub secure: bool,
+    /// The host, lowercase, an IPv6 address without its brackets.
+    pub host: String,
+    /// The port, the scheme's own when none is given.
+    pub port: u16,
+    /// The authority as written (`host[:port]`): the `Host` header and the audience.
+    pub authority: String,
+    /// The path and query (`/` at least); never the fragment.
+    pub path: String,
+}
+
+/// `url` taken apart, or why it is no endpoint: an `http(s)://` URL with a host and no user
+/// name (`user@host`, a way to make a URL look like another host's).
+pub fn endpoint(url: &str) -> Result<Endpoint, String> {
+    let (secure, rest) = match url.split_once("://") {
+        Some(("https", rest)) => (true, rest),
+        Some(("http", rest)) => (false, rest),
+        _ => return Err("the endpoint must be an https:// URL".into()),
     };
-    (!host.is_empty()).then(|| host.to_ascii_lowercase())
+    let rest = rest.split('#').next().unwrap_or_default();
+    let (authority, path) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+    let no_host = || "the endpoint names no host (or has a user name in it)".to_string();
+    if authority.is_empty() || authority.contains('@') {
+        return Err(no_host());
+    }
+    let default_port = if secure { 443 } else { 80 };
+    let bad_port = |_| "the endpoint's port is not a number".to_string();
+    // `[v6]:port`, `host:port`, or either without a port.
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(v6) => {
+            let (h, after) = v6.split_once(']').ok_or_else(no_host)?;
+            let port = after.strip_prefix(':').map(str::parse).transpose();
+            (h, port.map_err(bad_port)?.unwrap_or(default_port))
+        }
+        None => match authority.rsplit_once(':') {
+            Some((h, p)) => (h, p.parse().map_err(bad_port)?),
+            None => (authority, default_port),
+        },
+    };
+    if host.is_empty() {
+        return Err(no_host());
+    }
+    let path = match path {
+        "" => "/".to_string(),
+        p if p.starts_with('?') => format!("/{p}"),
+        p => p.to_string(),
+    };
+    Ok(Endpoint {
+        secure,
+        host: host.to_ascii_lowercase(),
+        port,
+        authority: authority.to_string(),
+        path,
+    })
 }
 
 fn is_loopback(host: &str) -> bool {
-    host == "localhost" || host == "[::1]" || host.starts_with("127.")
+    host == "localhost" || host == "::1" || host.starts_with("127.")
 }
 
 /// The origin a VAPID token names as its audience (RFC 8292, section 2): the endpoint's
 /// scheme and authority.
-pub fn audience(endpoint: &str) -> Option<String> {
-    let (scheme, rest) = endpoint.split_once("://")?;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    (!authority.is_empty()).then(|| format!("{scheme}://{authority}"))
+pub fn audience(url: &str) -> Option<String> {
+    let e = endpoint(url).ok()?;
+    let scheme = if e.secure { "https" } else { "http" };
+    Some(format!("{scheme}://{}", e.authority))
 }
 
 /// What a push says, from a notice ([`super::notice`]): `{"title", "body", "agent_id",
@@ -176,6 +214,18 @@ pub fn urgency(message: &Value) -> &'static str {
         "high"
     } else {
         "normal"
+    }
+}
+
+/// What the log adds to a push service's refusal, when what to do about it is known:
+/// Apple's push service refuses a token whose contact (`--push-contact`) is at localhost
+/// (403, `BadJwtToken`).
+pub fn refusal_hint(status: u16, endpoint: &str, contact: &str) -> &'static str {
+    let apple = audience(endpoint).is_some_and(|a| a.ends_with(".push.apple.com"));
+    if status == 403 && apple && contact.ends_with("@localhost") {
+        ". Apple's push service takes no contact at localhost: give serve --push-contact mailto:you@your.domain"
+    } else {
+        ""
     }
 }
 
@@ -316,6 +366,32 @@ mod tests {
     }
 
     #[test]
+    fn an_endpoint_is_read_once_whole() {
+        let e = endpoint("https://Push.Example:8443/a/b?x=1#frag").unwrap();
+        assert_eq!(
+            e,
+            Endpoint {
+                secure: true,
+                host: "push.example".into(),
+                port: 8443,
+                authority: "Push.Example:8443".into(),
+                path: "/a/b?x=1".into(),
+            }
+        );
+        let v6 = endpoint("http://[::1]:9/p").unwrap();
+        assert_eq!(
+            (v6.host.as_str(), v6.port, v6.path.as_str()),
+            ("::1", 9, "/p")
+        );
+        assert_eq!(endpoint("https://p.example").unwrap().path, "/");
+        assert_eq!(endpoint("https://p.example?x").unwrap().path, "/?x");
+        assert!(endpoint("https://p.example:port/").is_err());
+        assert!(endpoint("https://[::1/").is_err());
+        assert!(subscription(&sub("http://[::1]:9/p"), false).is_err());
+        assert!(subscription(&sub("http://[::1]:9/p"), true).is_ok());
+    }
+
+    #[test]
     fn audiences_and_deliveries() {
         assert_eq!(
             audience("https://fcm.googleapis.com/fcm/send/abc").as_deref(),
@@ -329,6 +405,13 @@ mod tests {
         assert_eq!(delivery(410), Delivery::Gone);
         assert_eq!(delivery(404), Delivery::Gone);
         assert_eq!(delivery(429), Delivery::Failed);
+        let apple = "https://web.push.apple.com/QGx";
+        assert!(refusal_hint(403, apple, "mailto:headspace@localhost").contains("--push-contact"));
+        assert_eq!(refusal_hint(403, apple, "mailto:me@example.org"), "");
+        assert_eq!(
+            refusal_hint(403, "https://fcm.googleapis.com/x", "mailto:h@localhost"),
+            ""
+        );
     }
 
     #[test]

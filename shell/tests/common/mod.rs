@@ -168,6 +168,84 @@ pub fn temp_dir(name: &str) -> PathBuf {
     d
 }
 
+/// [`temp_dir`] closed to other accounts (0700): what a server's `--home` must be.
+pub fn private_temp_dir(name: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let d = temp_dir(name);
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+    d
+}
+
+/// Milliseconds since the Unix epoch, now (for sessions whose lines are stamped as now).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// A self-signed P-256 certificate `NAME.pem` and its key `NAME.key` in `dir`, made by
+/// `openssl` (which `make test` installs), with `extra` arguments (a subject name, an
+/// extension); their paths.
+pub fn self_signed(dir: &Path, name: &str, extra: &[&str]) -> (PathBuf, PathBuf) {
+    let (cert, key) = (
+        dir.join(format!("{name}.pem")),
+        dir.join(format!("{name}.key")),
+    );
+    run_ok(
+        Command::new("openssl")
+            .args([
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+            ])
+            .args(["-nodes", "-days", "2", "-subj", &format!("/CN={name}")])
+            .args(extra)
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert),
+    );
+    (cert, key)
+}
+
+/// Posts session `s`'s prompt and then its AskUserQuestion of one question with `options`
+/// (in `pane`): an agent that waits on a question, from hooks alone. The tool use's id, for
+/// the PostToolUse that ends it.
+pub fn ask_by_hooks(
+    server: &Server,
+    claude_dir: &Path,
+    s: &headspace_testkit::synth::SessionWriter,
+    pane: &str,
+    prompt: &str,
+    (question, options): (&str, &[&str]),
+) -> String {
+    let id = format!("toolu_ask_{}", pane.trim_start_matches('%'));
+    let labels: Vec<serde_json::Value> = options
+        .iter()
+        .map(|o| serde_json::json!({"label": o}))
+        .collect();
+    server.post_hook(
+        s,
+        claude_dir,
+        pane,
+        "UserPromptSubmit",
+        serde_json::json!({"prompt": prompt}),
+    );
+    server.post_hook(
+        s,
+        claude_dir,
+        pane,
+        "PreToolUse",
+        serde_json::json!({"tool_name": "AskUserQuestion", "tool_use_id": id,
+               "tool_input": {"questions": [{"question": question, "options": labels}]}}),
+    );
+    id
+}
+
 pub struct Server {
     pub child: Child,
     pub addr: String,

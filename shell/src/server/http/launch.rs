@@ -123,7 +123,7 @@ pub(super) async fn fork(app: &App, reference: &str, body: &[u8]) -> Response<Bo
         Ok(x) => x,
         Err(r) => return r,
     };
-    if view.agent.session_id.is_empty() {
+    if view.agent.unjoined() {
         return refusal(LaunchError::Bad(format!(
             "agent {} has no conversation yet (its process started, no session is known): nothing to fork",
             view.agent.id

@@ -11,7 +11,7 @@ pub mod vapid;
 
 use book::Book;
 use headspace_core::view::push::{
-    audience, delivery, message, subscription, urgency, Delivery, TTL_SECONDS,
+    audience, delivery, message, refusal_hint, subscription, urgency, Delivery, TTL_SECONDS,
 };
 use headspace_core::Timestamp;
 use serde_json::Value;
@@ -89,24 +89,13 @@ impl Push {
                         Delivery::Failed => warn!(
                             "[PUSH] {id}: refused ({status}: {}); kept{}",
                             answer.trim(),
-                            push.hint(status, &s.endpoint)
+                            refusal_hint(status, &s.endpoint, push.vapid.contact())
                         ),
                     },
                     Ok(Err(e)) => warn!("[PUSH] {id}: not sent: {e}"),
                     Err(_) => warn!("[PUSH] {id}: no answer within {}s", SEND_TIME.as_secs()),
                 }
             });
-        }
-    }
-
-    /// What to do about a refusal, when it is known: Apple's push service refuses a token
-    /// whose contact is at `localhost` (403, `BadJwtToken`).
-    fn hint(&self, status: u16, endpoint: &str) -> &'static str {
-        let apple = audience(endpoint).is_some_and(|a| a.ends_with(".push.apple.com"));
-        if status == 403 && apple && self.vapid.contact().ends_with("@localhost") {
-            ". Apple's push service takes no contact at localhost: give serve --push-contact mailto:you@your.domain"
-        } else {
-            ""
         }
     }
 

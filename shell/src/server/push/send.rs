@@ -3,6 +3,7 @@
 //! request per connection; the status is all that is read.
 
 use bytes::Bytes;
+use headspace_core::view::push::Endpoint;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use rustls::pki_types::pem::PemObject;
@@ -49,29 +50,18 @@ pub async fn post(
     headers: &[(&str, String)],
     body: Vec<u8>,
 ) -> Result<(u16, String), String> {
-    let (scheme, rest) = endpoint.split_once("://").ok_or("not a URL")?;
-    let slash = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(slash);
-    let path = if path.is_empty() { "/" } else { path };
-    let secure = scheme == "https";
-    let default_port = if secure { 443 } else { 80 };
-    // `[v6]:port`, `host:port`, or either without a port.
-    let (host, port) = match authority.strip_prefix('[') {
-        Some(v6) => {
-            let (h, after) = v6.split_once(']').ok_or("an unclosed [ in the host")?;
-            let port = after.strip_prefix(':').map(str::parse).transpose();
-            (h, port.map_err(|_| "a bad port")?.unwrap_or(default_port))
-        }
-        None => match authority.rsplit_once(':') {
-            Some((h, p)) => (h, p.parse().map_err(|_| "a bad port")?),
-            None => (authority, default_port),
-        },
-    };
-    let tcp = TcpStream::connect((host, port))
+    let Endpoint {
+        secure,
+        host,
+        port,
+        authority,
+        path,
+    } = headspace_core::view::push::endpoint(endpoint)?;
+    let tcp = TcpStream::connect((host.as_str(), port))
         .await
         .map_err(|e| format!("cannot connect to {authority}: {e}"))?;
     let _ = tcp.set_nodelay(true);
-    let mut request = hyper::Request::post(path).header("host", authority);
+    let mut request = hyper::Request::post(path.as_str()).header("host", authority.as_str());
     for (name, value) in headers {
         request = request.header(*name, value);
     }
@@ -80,7 +70,7 @@ pub async fn post(
         .body(Full::new(Bytes::from(body)))
         .map_err(|e| e.to_string())?;
     if secure {
-        let name = ServerName::try_from(host.to_string()).map_err(|e| e.to_string())?;
+        let name = ServerName::try_from(host).map_err(|e| e.to_string())?;
         let stream = tls()?
             .connect(name, tcp)
             .await
