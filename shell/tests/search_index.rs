@@ -286,3 +286,38 @@ fn two_indexers_on_one_database_index_every_turn_exactly_once() {
         assert_eq!(hits.len(), 1, "{hits:?}");
     });
 }
+
+#[test]
+fn a_search_while_the_indexer_moves_turns_finds_each_turn_once_and_exactly() {
+    let Some(db) = database("index_during_search") else {
+        return;
+    };
+    runtime().block_on(async {
+        let pg = PgStore::new(&db, 4).unwrap();
+        let turns: Vec<Write> = (1..=100)
+            .map(|i| turn(i, &format!("needle number {i}")))
+            .collect();
+        pg.apply(&turns).await.unwrap();
+        // The indexer moves one turn per commit, from the queue to `turn_words`, while
+        // searches run: each must see all 100, each exactly, whichever side holds it then.
+        let indexer = {
+            let pg = pg.clone();
+            tokio::spawn(async move { while pg.index_pending(1).await.unwrap() > 0 {} })
+        };
+        let mut searches = 0;
+        while !indexer.is_finished() || searches < 50 {
+            let mut query = SearchQuery::words("needle number");
+            query.limit = 100;
+            let hits = pg.search(&query).await.unwrap();
+            let mut found: Vec<(u64, bool)> = hits.iter().map(|h| (h.turn_id, h.exact)).collect();
+            found.sort();
+            assert_eq!(
+                found,
+                (1..=100).map(|i| (i, true)).collect::<Vec<_>>(),
+                "search {searches} while indexing"
+            );
+            searches += 1;
+        }
+        indexer.await.unwrap();
+    });
+}

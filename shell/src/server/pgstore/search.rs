@@ -145,7 +145,16 @@ impl PgStore {
         ];
         let q: &(dyn ToSql + Sync) = &query.q;
         let mut hits: Vec<Found> = Vec::new();
-        let tx = c.transaction().await?;
+        // One snapshot for every statement: the indexer moves a turn from the queue to
+        // `turn_words` while a search runs, and under READ COMMITTED a statement over the
+        // index could run before that commit and the one over the queue after it, so the
+        // turn would be missing from the exact side (found only by full text, or not at all).
+        let tx = c
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await?;
         tx.batch_execute(SEARCH_SETTINGS).await?;
 
         if let Some(pattern) = query.exact_pattern() {
