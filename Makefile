@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: run test deps build bench sim fmt lint clean demo demo-stop cluster claude-code
+.PHONY: run test deps build bench sim fmt lint clean demo demo-stop cluster claude-code codex-cli
 
 ## Install what is missing (Debian: postgresql, tmux, openssl and git for tests' fixtures,
 ## chromium + chromium-driver for the dashboard's browser test, node for the page's scripts'
@@ -43,8 +43,22 @@ claude-code:
 	    || echo "could not install Claude Code: the real-client tests will be skipped"; \
 	fi
 
+## The real Codex CLI the real-client tests drive (pinned, from npm, in .cache/; about
+## 420 MB with its native binary). Without it, those tests are skipped (but on CI, where they
+## fail).
+CODEX_VERSION := 0.171.0
+CODEX_DIR := $(CURDIR)/.cache/codex-$(CODEX_VERSION)
+export HEADSPACE_CODEX_BIN := $(CODEX_DIR)/node_modules/.bin/codex
+codex-cli:
+	@if ! "$(HEADSPACE_CODEX_BIN)" --version >/dev/null 2>&1; then \
+	  echo "installing Codex CLI $(CODEX_VERSION) for the real-client tests"; \
+	  npm install --no-audit --no-fund --loglevel=error --prefix "$(CODEX_DIR)" \
+	    @openai/codex@$(CODEX_VERSION) \
+	    || echo "could not install Codex CLI: the real-client tests will be skipped"; \
+	fi
+
 ## The whole test suite, with a throwaway PostgreSQL started and stopped around it.
-test: deps claude-code
+test: deps claude-code codex-cli
 	scripts/with-test-postgres.sh $(CARGO) test --workspace --no-fail-fast
 
 ## Start the server on the embedded database.

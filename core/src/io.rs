@@ -14,6 +14,8 @@ pub enum Input {
     /// A hook body arrived. `event` is the event named by the route, which wins over the
     /// body's `hook_event_name`.
     Hook {
+        /// The kind of agent that sent it (by the route it came on).
+        agent: crate::kind::AgentKind,
         /// The event named by the caller, if any.
         event: Option<String>,
         /// The raw body.

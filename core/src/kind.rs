@@ -13,33 +13,107 @@
 //! | [`AgentKind::is_machinery_prompt`] | a prompt that announces no turn (its own commands) | `transcript::commands` |
 //! | [`AgentKind::is_agent_process`] | a pane's process: is this the agent? | [`crate::pane::discovery`] |
 //!
-//! Adding a kind (Codex CLI, Gemini CLI: docs/agent-kinds.md) is a variant and one reader
-//! module per row, not an edit of the engine: the compiler lists every `match` that needs
-//! the new arm. Today every hook route, transcript root and pane is Claude Code's, so the
-//! engine asks [`AgentKind::Claude`]; a second kind brings the field that says which.
+//! Adding a kind (docs/agent-kinds.md) is a variant and one reader module per row, not an
+//! edit of the engine: the compiler lists every `match` that needs the new arm. Which kind
+//! an input is comes with it: a hook by its route (`Input::Hook::agent`), a transcript by
+//! where it lies ([`AgentKind::of_transcript`]: Claude Code's paths are relative to the
+//! claude dir, `projects/…`; Codex's are `codex/` and their path in the codex dir), a pane by
+//! its process ([`AgentKind::of_process`]), and an agent by its row (`AgentRow::kind`).
 
 use crate::hook::{Hook, HookError};
-use crate::pane::discovery::PaneProcess;
+use crate::pane::process::PaneProcess;
 use crate::pane::PaneReading;
 use crate::transcript::line_read::LineReading;
 use crate::transcript::mend::Mended;
+use serde::{Deserialize, Serialize};
 
 /// An agent CLI whose hooks, transcript and screen the core can read.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum AgentKind {
     /// Anthropic's Claude Code (npm `@anthropic-ai/claude-code`).
     #[default]
     Claude,
+    /// OpenAI's Codex CLI (npm `@openai/codex`).
+    Codex,
 }
+
+/// Where Codex CLI's transcripts lie among the core's transcript paths: `codex/` and their
+/// path in the codex dir (`sessions/YYYY/MM/DD/rollout-<time>-<session>.jsonl`).
+pub const CODEX_PREFIX: &str = "codex/";
 
 impl AgentKind {
     /// Every kind, in the order the CLI and the page list them.
-    pub const ALL: [AgentKind; 1] = [AgentKind::Claude];
+    pub const ALL: [AgentKind; 2] = [AgentKind::Claude, AgentKind::Codex];
 
     /// The kind's name as `--agent` and the API take it (`claude`).
     pub fn name(self) -> &'static str {
         match self {
             AgentKind::Claude => "claude",
+            AgentKind::Codex => "codex",
+        }
+    }
+
+    /// The CLI's name as people write it, for log lines and messages (`Claude Code`).
+    pub fn title(self) -> &'static str {
+        match self {
+            AgentKind::Claude => "Claude Code",
+            AgentKind::Codex => "Codex CLI",
+        }
+    }
+
+    /// The kind whose transcript a core transcript path names (see [`CODEX_PREFIX`]).
+    pub fn of_transcript(rel: &str) -> AgentKind {
+        if rel.starts_with(CODEX_PREFIX) {
+            AgentKind::Codex
+        } else {
+            AgentKind::Claude
+        }
+    }
+
+    /// The kind of a pane's process, when it is an agent CLI's.
+    pub fn of_process(process: &PaneProcess) -> Option<AgentKind> {
+        AgentKind::ALL
+            .into_iter()
+            .find(|k| k.is_agent_process(process))
+    }
+
+    /// The session a transcript path names, when it is a session's transcript of this kind:
+    /// Claude Code's `projects/<dir>/<session>.jsonl` (not a sub-agent's, deeper), Codex's
+    /// `codex/sessions/Y/M/D/rollout-<time>-<session>.jsonl` (the session id is the uuid
+    /// that ends the name, as its hooks' `session_id`).
+    pub fn session_of_path(self, rel: &str) -> Option<String> {
+        let parts: Vec<&str> = rel.split('/').collect();
+        match self {
+            AgentKind::Claude => match parts.as_slice() {
+                ["projects", dir, file] if !dir.is_empty() && !dir.starts_with('.') => {
+                    let stem = file.strip_suffix(".jsonl")?;
+                    (!stem.is_empty()).then(|| stem.to_string())
+                }
+                _ => None,
+            },
+            AgentKind::Codex => match parts.as_slice() {
+                ["codex", "sessions", y, m, d, file]
+                    if [y, m, d]
+                        .iter()
+                        .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) =>
+                {
+                    let stem = file.strip_prefix("rollout-")?.strip_suffix(".jsonl")?;
+                    let id = stem.get(stem.len().checked_sub(36)?..)?;
+                    let uuid_like = id.len() == 36
+                        && id.bytes().enumerate().all(|(i, b)| {
+                            if [8, 13, 18, 23].contains(&i) {
+                                b == b'-'
+                            } else {
+                                b.is_ascii_hexdigit()
+                            }
+                        });
+                    uuid_like.then(|| id.to_ascii_lowercase())
+                }
+                _ => None,
+            },
         }
     }
 
@@ -66,6 +140,7 @@ impl AgentKind {
     ) -> Result<(Hook, Mended), HookError> {
         match self {
             AgentKind::Claude => Hook::parse_mended(route_event, body),
+            AgentKind::Codex => crate::hook::codex::parse(route_event, body),
         }
     }
 
@@ -73,6 +148,7 @@ impl AgentKind {
     pub fn read_line(self, line: &[u8]) -> LineReading {
         match self {
             AgentKind::Claude => crate::transcript::line_read::read_whole_line(line),
+            AgentKind::Codex => crate::transcript::codex::read_line(line),
         }
     }
 
@@ -80,6 +156,7 @@ impl AgentKind {
     pub fn read_screen(self, text: &str) -> PaneReading {
         match self {
             AgentKind::Claude => crate::pane::read_pane(text),
+            AgentKind::Codex => crate::pane::codex::read_pane(text),
         }
     }
 
@@ -93,13 +170,16 @@ impl AgentKind {
             AgentKind::Claude => {
                 slash_command(text).is_some_and(is_local_command) || is_machinery_text(text)
             }
+            // Codex's own commands (`/new`, `/status`, …) never reach its prompt hook.
+            AgentKind::Codex => false,
         }
     }
 
     /// Whether a pane's process is this kind's CLI (how a pane no hook named is found).
     pub fn is_agent_process(self, process: &PaneProcess) -> bool {
         match self {
-            AgentKind::Claude => crate::pane::discovery::is_claude_process(process),
+            AgentKind::Claude => crate::pane::process::is_claude_process(process),
+            AgentKind::Codex => crate::pane::process::is_codex_process(process),
         }
     }
 }
@@ -115,6 +195,35 @@ mod tests {
         }
         let err = AgentKind::from_name("gpt").unwrap_err();
         assert!(err.contains("\"gpt\"") && err.contains("claude"), "{err}");
+    }
+
+    #[test]
+    fn a_transcript_path_names_its_kind_and_session() {
+        let claude = "projects/-home-u-app/0e5c2a8e-1111-4222-8333-944445555666.jsonl";
+        assert_eq!(AgentKind::of_transcript(claude), AgentKind::Claude);
+        assert_eq!(
+            AgentKind::Claude.session_of_path(claude).as_deref(),
+            Some("0e5c2a8e-1111-4222-8333-944445555666")
+        );
+        let codex = "codex/sessions/2026/11/27/rollout-2026-11-27T10-00-00-019A2B3C-4D5E-7F60-8172-839405A6B7C8.jsonl";
+        assert_eq!(AgentKind::of_transcript(codex), AgentKind::Codex);
+        assert_eq!(
+            AgentKind::Codex.session_of_path(codex).as_deref(),
+            Some("019a2b3c-4d5e-7f60-8172-839405a6b7c8")
+        );
+        // Not sessions: another folder, a name without a uuid, a sub-agent's transcript.
+        for rel in [
+            "codex/sessions/2026/11/rollout-x-019a2b3c-4d5e-7f60-8172-839405a6b7c8.jsonl",
+            "codex/sessions/2026/11/27/rollout-2026-11-27.jsonl",
+            "codex/sessions/2026/11/27/history.jsonl",
+            "codex/history.jsonl",
+        ] {
+            assert_eq!(AgentKind::Codex.session_of_path(rel), None, "{rel}");
+        }
+        assert_eq!(
+            AgentKind::Claude.session_of_path("projects/d/s/subagents/a.jsonl"),
+            None
+        );
     }
 
     #[test]

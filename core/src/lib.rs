@@ -38,10 +38,11 @@
 //! ## How to drive it
 //!
 //! ```
-//! use headspace_core::{Command, Config, Core, Input, Timestamp};
+//! use headspace_core::{kind::AgentKind, Command, Config, Core, Input, Timestamp};
 //! let mut core = Core::new(Config::new("/home/u/.claude"));
 //! let now = Timestamp::parse_rfc3339("2026-02-18T10:00:00Z").unwrap();
 //! core.handle(now, Input::Hook {
+//!     agent: AgentKind::Claude,
 //!     event: Some("UserPromptSubmit".into()),
 //!     body: br#"{"session_id":"s1","prompt":"fix the build","tmux_pane":"%3"}"#.to_vec(),
 //! });
@@ -53,6 +54,7 @@
 //! assert_eq!(core.poll_timeout(), None);
 //! let done = now.add_millis(5_000);
 //! core.handle(done, Input::Hook {
+//!     agent: AgentKind::Claude,
 //!     event: Some("Stop".into()),
 //!     body: br#"{"session_id":"s1","tmux_pane":"%3"}"#.to_vec(),
 //! });

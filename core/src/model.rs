@@ -78,6 +78,9 @@ pub struct AgentRow {
     /// prompt), shown with its name: two agents of one project often differ only by it.
     #[serde(default)]
     pub git_branch: Option<String>,
+    /// The agent CLI it runs.
+    #[serde(default)]
+    pub kind: crate::kind::AgentKind,
 }
 
 impl AgentRow {
@@ -99,6 +102,7 @@ impl AgentRow {
             end_reason: None,
             claude_pid: None,
             git_branch: None,
+            kind: crate::kind::AgentKind::Claude,
         }
     }
 

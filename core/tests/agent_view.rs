@@ -34,6 +34,7 @@ fn agent(id: u64, session: &str, pane: Option<&str>, seen: i64) -> AgentRow {
         end_reason: None,
         claude_pid: None,
         git_branch: None,
+        kind: headspace_core::kind::AgentKind::Claude,
     }
 }
 

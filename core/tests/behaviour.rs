@@ -50,6 +50,7 @@ impl World {
         self.r.step(
             self.now,
             Step::Hook {
+                agent: headspace_core::kind::AgentKind::Claude,
                 event: Some(event.into()),
                 body,
             },
@@ -213,6 +214,7 @@ fn ac_3_2_turn_write_comes_before_its_state_change() {
     core.handle(
         Timestamp(1),
         Input::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
             event: None,
             body: s.hook("UserPromptSubmit", None, None, json!({"prompt": "go"})),
         },
@@ -220,6 +222,7 @@ fn ac_3_2_turn_write_comes_before_its_state_change() {
     core.handle(
         Timestamp(2),
         Input::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
             event: None,
             body: s.hook(
                 "Stop",
@@ -252,6 +255,7 @@ fn ac_3_3_user_turn_is_kept_when_tool_hooks_follow_at_once() {
     w.r.step(
         w.now.add_millis(1),
         Step::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
             event: Some("PostToolUse".into()),
             body: w.s.hook(
                 "PostToolUse",
@@ -447,6 +451,7 @@ fn hook_storm_counts_once() {
         w.r.step(
             w.now.add_millis(i),
             Step::Hook {
+                agent: headspace_core::kind::AgentKind::Claude,
                 event: Some("user-prompt-submit".into()),
                 body: body.clone(),
             },
@@ -589,7 +594,14 @@ fn clear_gives_a_new_session_in_the_same_agent() {
     );
     // The old session's Stop cannot end the new session's task.
     let body = old.hook("Stop", Some("%1"), Some(w.now), json!({}));
-    w.r.step(w.now.add_millis(1), Step::Hook { event: None, body });
+    w.r.step(
+        w.now.add_millis(1),
+        Step::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
+            event: None,
+            body,
+        },
+    );
     assert_eq!(w.state(), TaskState::Commanded);
 }
 
@@ -646,6 +658,7 @@ fn transcript_path_outside_the_claude_dir_is_refused() {
     w.r.step(
         w.now,
         Step::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
             event: Some("UserPromptSubmit".into()),
             body,
         },
@@ -663,6 +676,7 @@ fn reconcile_reports_recovered_turns_and_refuses_a_second_at_once() {
     core.handle(
         Timestamp(1),
         Input::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
             event: None,
             body: s.hook("SessionStart", Some("%7"), None, json!({})),
         },
@@ -780,6 +794,7 @@ fn watchdog_core_showing(screen: &str) -> (headspace_core::Core, SessionWriter) 
     core.handle(
         Timestamp(1_000),
         Input::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
             event: None,
             body: s.hook(
                 "UserPromptSubmit",
@@ -846,6 +861,7 @@ fn pane_output_followed_by_a_turn_is_no_gap() {
     core.handle(
         Timestamp(3_000),
         Input::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
             event: None,
             body: s.hook(
                 "Stop",
@@ -1024,6 +1040,7 @@ fn sm232_test_late_clear_stop_hook_does_not_set_idle() {
     w.r.step(
         w.now.add_millis(1_500),
         Step::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
             event: None,
             body: clear_stop,
         },
@@ -1055,6 +1072,7 @@ fn sm232_test_clear_stop_hook_before_dispatch_leaves_idle_as_it_was() {
     w.r.step(
         w.now,
         Step::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
             event: None,
             body: old.hook("Stop", Some("%1"), Some(w.now), json!({})),
         },
@@ -1087,6 +1105,7 @@ fn sm232_test_wait_sees_no_false_idle_after_clear_and_dispatch() {
         w.r.step(
             w.now.add_millis(200),
             Step::Hook {
+                agent: headspace_core::kind::AgentKind::Claude,
                 event: None,
                 body: old.hook("Stop", Some("%1"), Some(w.now.add_millis(-100)), json!({})),
             },
@@ -1121,6 +1140,7 @@ fn sm232_test_two_clears_in_a_row() {
         w.r.step(
             w.now,
             Step::Hook {
+                agent: headspace_core::kind::AgentKind::Claude,
                 event: None,
                 body: old.hook("Stop", Some("%1"), Some(w.now.add_millis(-50)), json!({})),
             },
@@ -1423,6 +1443,7 @@ fn twenty_thousand_ended_sessions_leave_memory_and_a_resumed_one_comes_back_whol
             r.step(
                 at,
                 Step::Hook {
+                    agent: headspace_core::kind::AgentKind::Claude,
                     event: Some(event.into()),
                     body,
                 },
@@ -1448,6 +1469,7 @@ fn twenty_thousand_ended_sessions_leave_memory_and_a_resumed_one_comes_back_whol
     r.step(
         later,
         Step::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
             event: Some("UserPromptSubmit".into()),
             body,
         },

@@ -124,6 +124,7 @@ fn an_ambiguous_session_stays_unassigned_and_a_hook_pane_wins() {
     r.step(
         at(62_000),
         Step::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
             event: Some("Notification".into()),
             body,
         },
@@ -199,6 +200,7 @@ fn a_pane_no_listing_ever_showed_is_not_reaped_but_a_silent_agent_is() {
     r.step(
         at(10_500),
         Step::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
             event: Some("Stop".into()),
             body,
         },
@@ -226,6 +228,7 @@ fn a_prompt_typed_in_the_pane_counts_as_running_until_the_pane_is_idle_again() {
     r.step(
         at(10_100),
         Step::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
             event: Some("Stop".into()),
             body,
         },
@@ -331,6 +334,7 @@ fn a_session_a_late_hook_puts_in_a_pane_already_closed_is_ended() {
     r.step(
         at(10_500),
         Step::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
             event: Some("Stop".into()),
             body: stop,
         },
@@ -356,6 +360,7 @@ fn a_session_a_late_hook_puts_in_a_pane_already_closed_is_ended() {
     r.step(
         at(20_000),
         Step::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
             event: Some("SessionStart".into()),
             body: start,
         },
@@ -386,6 +391,7 @@ fn a_session_a_late_hook_puts_in_a_pane_whose_claude_already_exited_is_ended() {
         r.step(
             at(ms),
             Step::Hook {
+                agent: headspace_core::kind::AgentKind::Claude,
                 event: Some("SessionStart".into()),
                 body,
             },
@@ -458,6 +464,7 @@ fn a_stopped_agent_ends_as_stopped_and_stays_ended() {
     r.step(
         at(11_000),
         Step::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
             event: Some("SessionEnd".into()),
             body: end.to_string().into_bytes(),
         },

@@ -77,6 +77,7 @@ fn hook(r: &mut Replayer, s: &SessionWriter, at: Timestamp, event: &str, extra: 
     r.step(
         at,
         Step::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
             event: Some(event.into()),
             body,
         },

@@ -27,6 +27,7 @@ fn agent(id: u64) -> AgentRow {
         end_reason: None,
         claude_pid: None,
         git_branch: None,
+        kind: headspace_core::kind::AgentKind::Claude,
     }
 }
 

@@ -71,6 +71,7 @@ impl Rig {
         self.core.handle(
             self.now,
             Input::Hook {
+                agent: headspace_core::kind::AgentKind::Claude,
                 event: Some(event.into()),
                 body,
             },
@@ -144,6 +145,7 @@ fn a_hook_with_nul_or_a_lone_surrogate_gives_a_clean_turn_its_entry_claims() {
     r.core.handle(
         r.now,
         Input::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
             event: Some("Stop".into()),
             body: body.into_bytes(),
         },

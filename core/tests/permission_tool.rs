@@ -26,6 +26,7 @@ fn core_with_agent() -> (Core, SessionWriter) {
     core.handle(
         Timestamp(1_000),
         Input::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
             event: None,
             body: s.hook(
                 "UserPromptSubmit",
@@ -41,6 +42,7 @@ fn core_with_agent() -> (Core, SessionWriter) {
 
 fn permission_hook(s: &SessionWriter, command: &str) -> Input {
     Input::Hook {
+        agent: headspace_core::kind::AgentKind::Claude,
         event: None,
         body: s.hook(
             "PermissionRequest",
@@ -123,6 +125,7 @@ fn a_dialog_whose_hook_was_lost_does_not_show_the_tool_asked_before() {
     core.handle(
         Timestamp(3_000),
         Input::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
             event: None,
             body: s.hook(
                 "PostToolUse",
@@ -207,6 +210,7 @@ fn a_late_post_tool_use_of_an_earlier_tool_leaves_the_tool_asked_now() {
     core.handle(
         Timestamp(3_050),
         Input::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
             event: None,
             body: s.hook(
                 "PermissionRequest",
@@ -219,6 +223,7 @@ fn a_late_post_tool_use_of_an_earlier_tool_leaves_the_tool_asked_now() {
     core.handle(
         Timestamp(3_100),
         Input::Hook {
+            agent: headspace_core::kind::AgentKind::Claude,
             event: None,
             body: s.hook(
                 "PostToolUse",

@@ -138,7 +138,11 @@ fn plan(case: &Case, with_restarts: bool) -> Plan {
                 Fate::Deliver(d) => push(
                     events,
                     emitted.add_millis(*d),
-                    Step::Hook { event: ev, body },
+                    Step::Hook {
+                        agent: headspace_core::kind::AgentKind::Claude,
+                        event: ev,
+                        body,
+                    },
                 ),
                 Fate::Drop => {}
                 Fate::Twice(a, b) => {
@@ -146,6 +150,7 @@ fn plan(case: &Case, with_restarts: bool) -> Plan {
                         events,
                         emitted.add_millis(*a),
                         Step::Hook {
+                            agent: headspace_core::kind::AgentKind::Claude,
                             event: ev.clone(),
                             body: body.clone(),
                         },
@@ -153,7 +158,11 @@ fn plan(case: &Case, with_restarts: bool) -> Plan {
                     push(
                         events,
                         emitted.add_millis(*b),
-                        Step::Hook { event: ev, body },
+                        Step::Hook {
+                            agent: headspace_core::kind::AgentKind::Claude,
+                            event: ev,
+                            body,
+                        },
                     );
                 }
             }

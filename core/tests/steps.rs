@@ -265,6 +265,7 @@ impl Rig {
                 });
             }
             Event::Hook(name, body) => self.input(Input::Hook {
+                agent: headspace_core::kind::AgentKind::Claude,
                 event: Some(name.to_string()),
                 body: serde_json::to_vec(body).unwrap(),
             }),

@@ -18,6 +18,15 @@ pub fn default_claude_dir() -> Result<PathBuf, String> {
     Ok(user_home()?.join(".claude"))
 }
 
+/// Codex CLI's folder when none is given: `$CODEX_HOME` (as Codex itself reads it), else
+/// `~/.codex`; `None` when no home is known.
+pub fn default_codex_dir() -> Option<PathBuf> {
+    match std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty()) {
+        Some(h) => Some(PathBuf::from(h)),
+        None => user_home().ok().map(|h| h.join(".codex")),
+    }
+}
+
 /// Headspace's own folder when none is given: `$HEADSPACE_HOME`, else
 /// `~/.local/share/headspace`.
 pub fn default_home() -> Result<PathBuf, String> {

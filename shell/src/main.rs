@@ -47,6 +47,9 @@ enum Cmd {
     HookForward {
         /// The hook event.
         event: Option<String>,
+        /// The agent CLI that runs the hook (`claude`, `codex`).
+        #[arg(long, default_value = "claude")]
+        agent: String,
         /// The server.
         #[arg(long, default_value = headspace::config::DEFAULT_URL)]
         url: String,
@@ -263,11 +266,16 @@ fn main() -> ExitCode {
         }
         Cmd::HookForward {
             event,
+            agent,
             url,
             token_file,
             ..
         } => {
+            // Never fails loudly (the agent must not be disturbed): an unknown kind is
+            // posted as Claude Code's, which the server reads or refuses.
+            let kind = headspace_core::kind::AgentKind::from_name(&agent).unwrap_or_default();
             headspace::hooks::forward::forward(
+                kind,
                 event.as_deref().unwrap_or("claude"),
                 &url,
                 token_file.as_deref(),

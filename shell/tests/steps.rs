@@ -154,6 +154,7 @@ fn writes() -> Vec<Write> {
             core.handle(
                 t,
                 Input::Hook {
+                    agent: headspace_core::kind::AgentKind::Claude,
                     event: Some("PreToolUse".into()),
                     body,
                 },

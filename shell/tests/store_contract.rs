@@ -35,6 +35,7 @@ fn writes() -> Vec<Write> {
         }
     };
     let hook = |s: &SessionWriter, e: &str, extra: serde_json::Value, at: Timestamp| Input::Hook {
+        agent: headspace_core::kind::AgentKind::Claude,
         event: Some(e.into()),
         body: s.hook(e, Some("%2"), Some(at), extra),
     };

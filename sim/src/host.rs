@@ -109,6 +109,7 @@ pub(crate) async fn server(world: SimWorld, bug: Option<Bug>, spec: ServerSpec) 
         existing.as_deref(),
         Box::new(world.trace_sink()),
         CLAUDE_DIR,
+        None,
         sim_now(),
     )?;
     let app = start(&adapters, settings, Some(recorder)).await?;

@@ -37,6 +37,7 @@ fn the_simulated_card_shows_the_question_the_agent_waits_on() {
         }
     };
     let hook = Input::Hook {
+        agent: headspace_core::kind::AgentKind::Claude,
         event: Some("UserPromptSubmit".into()),
         body: s.hook(
             "UserPromptSubmit",

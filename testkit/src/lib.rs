@@ -2,6 +2,7 @@
 //! public API (`publish = false`):
 //!
 //! - [`synth`]: synthetic Claude Code sessions (transcript lines and hook bodies);
+//! - [`synth_codex`]: synthetic Codex CLI sessions (rollout lines and hook bodies);
 //! - [`wizard`]: a model of Claude Code's AskUserQuestion dialog;
 //! - [`error_logs`]: fail a test on any ERROR log it did not declare;
 //! - [`procstat`]: a process's CPU time and memory, from `/proc`;
@@ -16,4 +17,5 @@ pub mod error_logs;
 pub mod procstat;
 pub mod stand_in;
 pub mod synth;
+pub mod synth_codex;
 pub mod wizard;

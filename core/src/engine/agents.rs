@@ -3,6 +3,7 @@
 use super::{project_of, AgentState, Core};
 use crate::hook::{Hook, HookEvent};
 use crate::io::{Command, Write};
+use crate::kind::AgentKind;
 use crate::model::{AgentId, AgentRow, TaskId};
 use crate::task::state::TaskState;
 use serde_json::json;
@@ -11,7 +12,7 @@ use tracing::{debug, info};
 impl Core {
     /// Finds or creates the agent a hook belongs to: its session's agent; else the agent of its
     /// pane (a new session in the same pane after `/clear`, compaction or resume); else new.
-    pub(super) fn agent_for_hook(&mut self, hook: &Hook) -> Option<AgentId> {
+    pub(super) fn agent_for_hook(&mut self, kind: AgentKind, hook: &Hook) -> Option<AgentId> {
         let session = hook.session_id.as_deref();
         let pane = hook.tmux_pane.as_deref();
         let id = if let Some(id) = session.and_then(|s| self.by_session.get(s).copied()) {
@@ -48,14 +49,14 @@ impl Core {
                     self.attach_session(pane_agent, s);
                     pane_agent
                 }
-                Some(s) => self.create_agent(s),
+                Some(s) => self.create_agent(kind, s),
                 None => {
                     debug!("[HOOK_RECEIVER] hook without a session belongs to agent {pane_agent}, its pane's");
                     pane_agent
                 }
             }
         } else {
-            self.create_agent(session?)
+            self.create_agent(kind, session?)
         };
         let now = self.now;
         let agent = self.agent_mut(id);
@@ -181,26 +182,33 @@ impl Core {
     /// known: no session yet (`session_id` empty), its folder the process's.
     pub(super) fn create_pane_agent(
         &mut self,
+        kind: AgentKind,
         pane: &str,
         pid: u32,
         cwd: Option<String>,
     ) -> AgentId {
         let mut row = AgentRow::new(self.next_agent_id(), self.now);
+        row.kind = kind;
         row.project = cwd.as_deref().and_then(project_of);
         row.cwd = cwd;
         row.tmux_pane = Some(pane.to_string());
         row.claude_pid = Some(pid);
         self.by_pane.insert(pane.to_string(), row.id);
-        info!("[DISCOVERY] New agent {} for the Claude Code process {pid} in pane {pane}; its session joins it when a hook or its transcript names the pane", row.id);
+        info!("[DISCOVERY] New agent {} for the {} process {pid} in pane {pane}; its session joins it when a hook or its transcript names the pane", row.id, kind.title());
         self.admit_agent(row)
     }
 
-    pub(super) fn create_agent(&mut self, session: &str) -> AgentId {
+    pub(super) fn create_agent(&mut self, kind: AgentKind, session: &str) -> AgentId {
         let mut row = AgentRow::new(self.next_agent_id(), self.now);
+        row.kind = kind;
         row.session_id = session.to_string();
         row.sessions = vec![session.to_string()];
         self.by_session.insert(session.to_string(), row.id);
-        info!("[HOOK_RECEIVER] New agent {} for session {session}", row.id);
+        info!(
+            "[HOOK_RECEIVER] New agent {} for {} session {session}",
+            row.id,
+            kind.title()
+        );
         self.admit_agent(row)
     }
 

@@ -13,7 +13,6 @@
 use super::watchdog::screen_hash;
 use super::{relative_transcript_path, session_of_path, AgentState, Core};
 use crate::io::{Command, Input};
-use crate::kind::AgentKind;
 use crate::model::{AgentId, AgentRow, Snapshot};
 use crate::pane::discovery::{witness, PaneWitness};
 use crate::task::state::TaskState;
@@ -156,12 +155,12 @@ impl Core {
         }
         let mut ids = BTreeSet::new();
         match input {
-            Input::Hook { event, body } => {
-                if let Ok((hook, _)) = AgentKind::Claude.parse_hook(event.as_deref(), body) {
+            Input::Hook { agent, event, body } => {
+                if let Ok((hook, _)) = agent.parse_hook(event.as_deref(), body) {
                     let transcript_session = hook
                         .transcript_path
                         .as_deref()
-                        .and_then(|p| relative_transcript_path(&self.config.claude_dir, p))
+                        .and_then(|p| relative_transcript_path(&self.config, *agent, p))
                         .and_then(|rel| session_of_path(&rel));
                     for s in hook.session_id.iter().chain(transcript_session.iter()) {
                         ids.extend(self.by_session.get(s));

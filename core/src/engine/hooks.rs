@@ -15,8 +15,8 @@ use serde_json::json;
 use tracing::{debug, warn};
 
 impl Core {
-    pub(super) fn on_hook(&mut self, event: Option<&str>, body: &[u8]) {
-        let hook = match AgentKind::Claude.parse_hook(event, body) {
+    pub(super) fn on_hook(&mut self, kind: AgentKind, event: Option<&str>, body: &[u8]) {
+        let hook = match kind.parse_hook(event, body) {
             Ok((h, mended)) => {
                 if mended.any() {
                     warn!(
@@ -40,14 +40,14 @@ impl Core {
             hook.session_id.as_deref().unwrap_or("-"),
             hook.tmux_pane.as_deref().unwrap_or("-")
         );
-        let Some(agent_id) = self.agent_for_hook(&hook) else {
+        let Some(agent_id) = self.agent_for_hook(kind, &hook) else {
             debug!(
                 "[HOOK_RECEIVER] {} hook names no session or pane; ignored",
                 hook.event.name()
             );
             return;
         };
-        self.note_transcript_path(agent_id, &hook);
+        self.note_transcript_path(agent_id, kind, &hook);
         // A late hook says nothing newer than what was heard already (found by the simulation:
         // an 18 s late hook let a stale idle screen end a working turn).
         let agent = self.agent_mut(agent_id);
@@ -163,12 +163,15 @@ impl Core {
     }
 
     /// Learns the session's transcript from a hook and starts reading it if it is new.
-    pub(super) fn note_transcript_path(&mut self, agent_id: AgentId, hook: &Hook) {
+    pub(super) fn note_transcript_path(&mut self, agent_id: AgentId, kind: AgentKind, hook: &Hook) {
         let Some(abs) = hook.transcript_path.as_deref() else {
             return;
         };
-        let Some(rel) = relative_transcript_path(&self.config.claude_dir, abs) else {
-            warn!("[HOOK_RECEIVER] transcript_path outside the claude dir refused: {abs}");
+        let Some(rel) = relative_transcript_path(&self.config, kind, abs) else {
+            warn!(
+                "[HOOK_RECEIVER] transcript_path outside the {} dir refused: {abs}",
+                kind.name()
+            );
             return;
         };
         let Some(session) = session_of_path(&rel) else {
@@ -274,7 +277,7 @@ impl Core {
         hook_key: String,
     ) {
         let text = crate::hook::matching::normalise_display(prompt);
-        if text.is_empty() || AgentKind::Claude.is_machinery_prompt(&text) {
+        if text.is_empty() || self.agents[&agent_id].row.kind.is_machinery_prompt(&text) {
             debug!(
                 "[HOOK_RECEIVER] prompt hook for agent {agent_id} is a slash command or machinery; no turn, the transcript decides"
             );

@@ -19,6 +19,7 @@ mod watchdog;
 
 use crate::hook::matching::{hash128, Key, Kind, MatchIndex};
 use crate::io::{Command, Input, ReadId, RequestId};
+use crate::kind::{AgentKind, CODEX_PREFIX};
 use crate::model::{AgentId, AgentRow, TaskId, TaskRow, TimestampSource, TurnId, TurnRow};
 use crate::task::intent::{Actor, Intent};
 use crate::task::state::TaskState;
@@ -32,6 +33,10 @@ pub struct Config {
     /// The Claude directory as hooks name it (absolute, e.g. `/home/u/.claude`); transcript
     /// paths are taken relative to it and refused outside it.
     pub claude_dir: String,
+    /// Codex CLI's directory as its hooks name it (`$CODEX_HOME`, absolute), when Codex's
+    /// transcripts are watched: its transcript paths are taken relative to it, under
+    /// [`CODEX_PREFIX`], and refused outside it.
+    pub codex_dir: Option<String>,
     /// How long new pane output may go without a new turn before the transcript is read
     /// (the watchdog's gap threshold; seed default 5 s).
     pub gap_threshold_ms: i64,
@@ -90,6 +95,7 @@ impl Config {
     pub fn new(claude_dir: impl Into<String>) -> Config {
         Config {
             claude_dir: claude_dir.into(),
+            codex_dir: None,
             gap_threshold_ms: 5_000,
             trust_ms: 10_000,
             send_timeout_ms: 60_000,
@@ -282,7 +288,7 @@ impl Core {
     /// Handles one input whose agents are all in memory.
     fn dispatch(&mut self, input: Input) {
         match input {
-            Input::Hook { event, body } => self.on_hook(event.as_deref(), &body),
+            Input::Hook { agent, event, body } => self.on_hook(agent, event.as_deref(), &body),
             Input::Transcript {
                 path,
                 offset,
@@ -501,33 +507,33 @@ pub fn claude_project_dir(cwd: &str) -> String {
         .collect()
 }
 
-/// `projects/<dir>/<session>.jsonl` → `<session>`; anything else (sub-agent transcripts in
-/// deeper folders, other files) is not a session transcript.
+/// The session a transcript path names, of whichever kind lies there
+/// ([`AgentKind::session_of_path`]); anything else (sub-agent transcripts, other files) is
+/// not a session transcript.
 pub fn session_of_path(rel: &str) -> Option<String> {
-    let parts: Vec<&str> = rel.split('/').collect();
-    match parts.as_slice() {
-        ["projects", dir, file] if !dir.is_empty() && !dir.starts_with('.') => {
-            let stem = file.strip_suffix(".jsonl")?;
-            (!stem.is_empty()).then(|| stem.to_string())
-        }
-        _ => None,
-    }
+    AgentKind::of_transcript(rel).session_of_path(rel)
 }
 
-/// A hook's absolute transcript path relative to the claude dir, or `None` outside it.
-pub fn relative_transcript_path(claude_dir: &str, abs: &str) -> Option<String> {
-    let dir = claude_dir.trim_end_matches('/');
+/// A hook's absolute transcript path as a core transcript path (relative to the claude dir
+/// for Claude Code, `codex/` and its path in the codex dir for Codex), or `None` outside the
+/// kind's folder (or for a kind whose folder is not configured).
+pub fn relative_transcript_path(config: &Config, kind: AgentKind, abs: &str) -> Option<String> {
+    let (dir, home, prefix) = match kind {
+        AgentKind::Claude => (Some(config.claude_dir.as_str()), "~/.claude/", ""),
+        AgentKind::Codex => (config.codex_dir.as_deref(), "~/.codex/", CODEX_PREFIX),
+    };
+    let dir = dir?.trim_end_matches('/');
     let rest = abs
         .strip_prefix(dir)
         .and_then(|r| r.strip_prefix('/'))
-        .or_else(|| abs.strip_prefix("~/.claude/"))?;
+        .or_else(|| abs.strip_prefix(home))?;
     if rest
         .split('/')
         .any(|c| c == ".." || c == "." || c.is_empty())
     {
         return None;
     }
-    Some(rest.to_string())
+    Some(format!("{prefix}{rest}"))
 }
 
 fn project_of(cwd: &str) -> Option<String> {
@@ -538,7 +544,12 @@ fn project_of(cwd: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The project a Claude Code transcript's folder names (its last word); Codex's folders name
+/// none (its first line's `cwd` does).
 fn project_of_dir(rel: &str) -> Option<String> {
+    if AgentKind::of_transcript(rel) != AgentKind::Claude {
+        return None;
+    }
     rel.split('/').nth(1).map(|d| {
         d.rsplit('-')
             .find(|s| !s.is_empty())

@@ -5,9 +5,10 @@
 //! back as soon as a hook or a transcript line newer than its end says it lives.
 
 use super::Core;
+use crate::kind::AgentKind;
 use crate::model::AgentId;
 use crate::pane::discovery::{
-    claude_processes, left_with_its_process, place, witness, EndReason, PaneListing, Placement,
+    agent_processes, left_with_its_process, place, witness, EndReason, PaneListing, Placement,
     Unplaced, START_TOLERANCE_MS,
 };
 use crate::time::Timestamp;
@@ -97,7 +98,7 @@ impl Core {
         let now = self.now;
         let mut shown: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
         for listing in panes {
-            let pids: BTreeSet<u32> = claude_processes(listing).map(|p| p.pid).collect();
+            let pids: BTreeSet<u32> = agent_processes(listing).map(|p| p.pid).collect();
             let before = self.listing.claudes.get(&listing.pane);
             if before.is_some_and(|b| b.iter().any(|pid| !pids.contains(pid))) {
                 self.listing
@@ -196,7 +197,7 @@ impl Core {
     /// SessionEnd came before the listing that still shows it).
     fn adopt_processes(&mut self, panes: &[PaneListing]) {
         for listing in panes {
-            let mut claudes = claude_processes(listing);
+            let mut claudes = agent_processes(listing);
             let (Some(process), None) = (claudes.next(), claudes.next()) else {
                 continue;
             };
@@ -219,7 +220,8 @@ impl Core {
                 continue;
             }
             let cwd = process.cwd.clone().or_else(|| listing.current_path.clone());
-            self.create_pane_agent(&listing.pane, process.pid, cwd);
+            let kind = AgentKind::of_process(process).unwrap_or_default();
+            self.create_pane_agent(kind, &listing.pane, process.pid, cwd);
         }
     }
 

@@ -32,7 +32,7 @@ impl Core {
             let agent_id = match self.by_session.get(&session) {
                 Some(&a) => a,
                 None => {
-                    let a = self.create_agent(&session);
+                    let a = self.create_agent(AgentKind::of_transcript(path), &session);
                     let agent = self.agent_mut(a);
                     agent.row.transcript_path = Some(path.to_string());
                     agent.row.project = project_of_dir(path);
@@ -155,7 +155,7 @@ impl Core {
 
     fn process_whole_line(&mut self, path: &str, agent_id: AgentId, line: &[u8]) {
         // One parse for the entry, the steps and the place (odd lines are read apart).
-        let reading = AgentKind::Claude.read_line(line);
+        let reading = AgentKind::of_transcript(path).read_line(line);
         let classified = reading.entry;
         let at = classified.as_ref().ok().and_then(|(e, _)| e.timestamp());
         let prompt = matches!(classified, Ok((Entry::UserPrompt { .. }, _)));

@@ -3,7 +3,6 @@
 use super::Core;
 use crate::hook::matching::hash128;
 use crate::io::Command;
-use crate::kind::AgentKind;
 use crate::model::AgentId;
 use crate::pane::conversation_text;
 use crate::task::state::TaskState;
@@ -46,7 +45,7 @@ impl Core {
     /// `changed`: the conversation on screen differs from the last capture's (an unknown
     /// screen is described in the log once per change, not on every capture).
     pub(super) fn read_screen(&mut self, agent_id: AgentId, pane: &str, text: &str, changed: bool) {
-        let reading = AgentKind::Claude.read_screen(text);
+        let reading = self.agents[&agent_id].row.kind.read_screen(text);
         let now = self.now;
         let trust = self.config.trust_ms;
         let agent = self.agent_mut(agent_id);

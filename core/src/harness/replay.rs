@@ -59,7 +59,9 @@ impl Replayer {
         // core ever had to hold.
         let real = !matches!(step, Step::Tick);
         match step {
-            Step::Hook { event, body } => self.core.handle(at, Input::Hook { event, body }),
+            Step::Hook { agent, event, body } => {
+                self.core.handle(at, Input::Hook { agent, event, body })
+            }
             Step::Append { path, data } => {
                 let file = self.files.entry(path.clone()).or_default();
                 let offset = file.len() as u64;
@@ -217,7 +219,9 @@ impl Replayer {
 /// Runs a whole trace and returns `headspace replay`'s output.
 pub fn replay_trace(text: &str) -> Result<String, TraceError> {
     let trace = Trace::parse(text)?;
-    let mut r = Replayer::new(&trace.claude_dir);
+    let mut config = Config::new(trace.claude_dir.clone());
+    config.codex_dir = trace.codex_dir.clone();
+    let mut r = Replayer::with_config(config);
     for (at, step) in trace.steps {
         r.step(at, step);
     }

@@ -14,6 +14,8 @@ use serde_json::Value;
 pub enum Step {
     /// A hook body.
     Hook {
+        /// The kind of agent whose route it came on (`"agent"`, Claude Code when absent).
+        agent: crate::kind::AgentKind,
         /// The event named by the route, if any.
         event: Option<String>,
         /// The raw body.
@@ -68,6 +70,8 @@ pub struct Trace {
     pub epoch: Timestamp,
     /// The claude dir the hooks' transcript paths are under.
     pub claude_dir: String,
+    /// Codex CLI's directory, when the server watched it (`"codex_dir"`).
+    pub codex_dir: Option<String>,
     /// Steps with their absolute times, in order.
     pub steps: Vec<(Timestamp, Step)>,
 }
@@ -124,6 +128,10 @@ impl Trace {
             .and_then(Value::as_str)
             .unwrap_or("~/.claude")
             .to_string();
+        let codex_dir = header
+            .get("codex_dir")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         let mut steps = Vec::new();
         let mut last = 0i64;
         for (i, line) in lines {
@@ -144,6 +152,7 @@ impl Trace {
         Ok(Trace {
             epoch,
             claude_dir,
+            codex_dir,
             steps,
         })
     }
@@ -158,7 +167,11 @@ fn parse_step(n: usize, v: &Value) -> Result<Step, TraceError> {
             Some(b) => serde_json::to_vec(b).map_err(|e| bad(&e.to_string()))?,
             None => return Err(bad("hook needs a body")),
         };
-        return Ok(Step::Hook { event, body });
+        let agent = match h.get("agent").and_then(Value::as_str) {
+            Some(name) => crate::kind::AgentKind::from_name(name).map_err(|e| bad(&e))?,
+            None => crate::kind::AgentKind::Claude,
+        };
+        return Ok(Step::Hook { agent, event, body });
     }
     if let Some(a) = v.get("append") {
         let path = a

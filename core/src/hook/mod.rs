@@ -1,5 +1,6 @@
 //! Claude Code hook payloads: every field optional, unknown events and fields ignored.
 
+pub mod codex;
 pub mod matching;
 
 use crate::time::Timestamp;

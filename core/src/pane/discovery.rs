@@ -7,6 +7,7 @@
 //! that process from the others' candidates, so two agents in one folder started at different
 //! times are told apart while two processes started before one session stay unassigned.
 
+use crate::kind::AgentKind;
 use crate::model::AgentId;
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -16,20 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 /// fit it: the process start time the kernel gives is rounded (boot time in whole seconds).
 pub const START_TOLERANCE_MS: i64 = 2_000;
 
-/// One process running in a pane (the pane's own process or one of its descendants).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PaneProcess {
-    /// The process id.
-    pub pid: u32,
-    /// The kernel's name for it (`/proc/PID/comm`).
-    pub command: String,
-    /// Its arguments (`/proc/PID/cmdline`), `args[0]` first.
-    pub args: Vec<String>,
-    /// Its working directory, when readable.
-    pub cwd: Option<String>,
-    /// When it started.
-    pub started_at: Timestamp,
-}
+pub use super::process::PaneProcess;
 
 /// One tmux pane and what runs in it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,18 +30,12 @@ pub struct PaneListing {
     pub processes: Vec<PaneProcess>,
 }
 
-/// True when a process is Claude Code: named `claude` (the native build, or the npm script
-/// run through its shebang), or node running the `@anthropic-ai/claude-code` package.
-pub fn is_claude_process(p: &PaneProcess) -> bool {
-    let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
-    p.command == "claude"
-        || p.args.first().is_some_and(|a0| base(a0) == "claude")
-        || p.args.iter().take(3).any(|a| a.contains("claude-code/"))
-}
-
-/// The Claude Code processes of a pane.
-pub fn claude_processes(listing: &PaneListing) -> impl Iterator<Item = &PaneProcess> {
-    listing.processes.iter().filter(|p| is_claude_process(p))
+/// The agent processes of a pane (of any kind: [`AgentKind::of_process`]).
+pub fn agent_processes(listing: &PaneListing) -> impl Iterator<Item = &PaneProcess> {
+    listing
+        .processes
+        .iter()
+        .filter(|p| AgentKind::of_process(p).is_some())
 }
 
 /// What the core knows of a session that has no pane: its folder and its first line's time.
@@ -95,7 +77,7 @@ pub struct Placement {
 pub fn place(unplaced: &[Unplaced], panes: &[PaneListing], taken: &BTreeSet<String>) -> Placement {
     let mut free: BTreeMap<&str, (&PaneListing, &PaneProcess)> = BTreeMap::new();
     for listing in panes.iter().filter(|l| !taken.contains(&l.pane)) {
-        let mut claude = claude_processes(listing);
+        let mut claude = agent_processes(listing);
         if let (Some(p), None) = (claude.next(), claude.next()) {
             free.insert(&listing.pane, (listing, p));
         }
@@ -178,7 +160,7 @@ pub fn witness(
         let reason = before.listed.then_some(EndReason::PaneClosed);
         return (reason, before.clone());
     };
-    let pids: Vec<u32> = claude_processes(listing).map(|p| p.pid).collect();
+    let pids: Vec<u32> = agent_processes(listing).map(|p| p.pid).collect();
     let reason = before
         .claude_pid
         .filter(|pid| !pids.contains(pid))
@@ -213,7 +195,7 @@ pub fn left_with_its_process(
     panes
         .iter()
         .find(|l| l.pane == pane)
-        .is_some_and(|l| claude_processes(l).next().is_none() && news < left_at)
+        .is_some_and(|l| agent_processes(l).next().is_none() && news < left_at)
 }
 
 /// The agents' panes (`stored`) worth capturing this sweep, in their order: those the pane
@@ -319,17 +301,17 @@ mod tests {
         let mut shell = claude(1, "/p", 0);
         shell.command = "bash".into();
         shell.args = vec!["-bash".into()];
-        assert!(!super::is_claude_process(&shell));
+        assert!(!super::super::process::is_claude_process(&shell));
         let mut npm = shell.clone();
         npm.command = "node".into();
         npm.args = vec![
             "node".into(),
             "/usr/lib/node_modules/@anthropic-ai/claude-code/cli.js".into(),
         ];
-        assert!(super::is_claude_process(&npm));
+        assert!(super::super::process::is_claude_process(&npm));
         let mut other = npm.clone();
         other.args = vec!["node".into(), "server.js".into(), "claude".into()];
-        assert!(!super::is_claude_process(&other));
+        assert!(!super::super::process::is_claude_process(&other));
     }
 
     #[test]

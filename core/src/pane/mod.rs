@@ -4,8 +4,10 @@
 //! Only the block right above the input box counts as "busy": finished spinner lines stay in
 //! scrollback and must not make an idle agent look busy.
 
+pub mod codex;
 pub mod dialog;
 pub mod discovery;
+pub mod process;
 pub mod send_check;
 pub(crate) mod tool;
 

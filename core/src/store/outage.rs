@@ -114,6 +114,7 @@ mod tests {
     #[test]
     fn hooks_are_spooled_and_everything_else_is_had_again() {
         let hook = Input::Hook {
+            agent: crate::kind::AgentKind::Claude,
             event: Some("Stop".into()),
             body: b"{}".to_vec(),
         };

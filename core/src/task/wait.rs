@@ -52,10 +52,9 @@ pub fn counts_as_idle(activity: Activity) -> bool {
 
 /// Whether the pane's screen shows a prompt on its way in: text typed in its input box (a
 /// placeholder is none), or, with no box drawn, the prompt just echoed as its last line.
-fn typed_in(screen: Option<&str>) -> bool {
+fn typed_in(kind: AgentKind, screen: Option<&str>) -> bool {
     screen.is_some_and(|s| {
-        AgentKind::Claude
-            .read_screen(s)
+        kind.read_screen(s)
             .input
             .is_some_and(|t| !t.trim().is_empty())
             || crate::pane::ends_with_prompt_echo(s)
@@ -65,8 +64,8 @@ fn typed_in(screen: Option<&str>) -> bool {
 /// An agent's activity as `wait` reads it: the stored activity, overruled by its pane when
 /// the stored rows call it idle but the screen shows it working (a prompt typed or pasted
 /// in the pane a moment ago, whose hook and transcript line have not arrived yet).
-pub fn with_screen(activity: Activity, screen: Option<&str>) -> Activity {
-    let working = screen.is_some_and(|s| AgentKind::Claude.read_screen(s).state == PaneState::Busy);
+pub fn with_screen(kind: AgentKind, activity: Activity, screen: Option<&str>) -> Activity {
+    let working = screen.is_some_and(|s| kind.read_screen(s).state == PaneState::Busy);
     if activity == Activity::Idle && working {
         Activity::Running
     } else {
@@ -93,11 +92,12 @@ impl WaitDebounce {
     /// moment, then the prompt: the two readings must agree).
     pub fn read(
         &mut self,
+        kind: AgentKind,
         stored: Activity,
         screen: Option<&str>,
         elapsed: Duration,
     ) -> (Activity, WaitVerdict) {
-        let activity = with_screen(stored, screen);
+        let activity = with_screen(kind, stored, screen);
         let shown = screen
             .map(|s| crate::hook::matching::hash128(crate::pane::conversation_text(s).as_bytes()));
         let changed = shown.is_some() && self.last_screen.is_some() && shown != self.last_screen;
@@ -107,7 +107,7 @@ impl WaitDebounce {
         if changed {
             self.idle_readings = 0;
         }
-        let verdict = self.reading_typed(activity, typed_in(screen), elapsed);
+        let verdict = self.reading_typed(activity, typed_in(kind, screen), elapsed);
         (activity, verdict)
     }
 
@@ -145,7 +145,7 @@ impl WaitDebounce {
 
 #[cfg(test)]
 mod tests {
-    use super::{with_screen, WaitDebounce, WaitVerdict, TYPED_GRACE};
+    use super::{with_screen, AgentKind, WaitDebounce, WaitVerdict, TYPED_GRACE};
     use std::time::Duration;
 
     #[test]
@@ -154,11 +154,14 @@ mod tests {
         let note = format!("{}● high", " ".repeat(100));
         let working = format!("❯ hello\n✻ Philosophizing…\n\n{note}\n{RULE}\n❯\u{a0}\n{RULE}\n");
         assert_eq!(
-            with_screen(Activity::Idle, Some(&working)),
+            with_screen(AgentKind::Claude, Activity::Idle, Some(&working)),
             Activity::Running
         );
         let done = format!("❯ hello\n\n⏺ Hi.\n\n{note}\n{RULE}\n❯\u{a0}\n{RULE}\n");
-        assert_eq!(with_screen(Activity::Idle, Some(&done)), Activity::Idle);
+        assert_eq!(
+            with_screen(AgentKind::Claude, Activity::Idle, Some(&done)),
+            Activity::Idle
+        );
     }
 
     #[test]
@@ -171,21 +174,25 @@ mod tests {
             format!("❯ hello\n  ⎿  UserPromptSubmit hook failed\n\n{RULE}\n❯\u{a0}\n{RULE}\n");
         let mut w = WaitDebounce::new(Duration::from_secs(60));
         assert_ne!(
-            w.read(Activity::Idle, Some(&empty), ms(0)).1,
+            w.read(AgentKind::Claude, Activity::Idle, Some(&empty), ms(0))
+                .1,
             WaitVerdict::Idle
         );
         assert_ne!(
-            w.read(Activity::Idle, Some(&echoed), ms(250)).1,
+            w.read(AgentKind::Claude, Activity::Idle, Some(&echoed), ms(250))
+                .1,
             WaitVerdict::Idle
         );
         // The same idle screen twice: settled.
         let mut w = WaitDebounce::new(Duration::from_secs(60));
         assert_ne!(
-            w.read(Activity::Idle, Some(&empty), ms(0)).1,
+            w.read(AgentKind::Claude, Activity::Idle, Some(&empty), ms(0))
+                .1,
             WaitVerdict::Idle
         );
         assert_eq!(
-            w.read(Activity::Idle, Some(&empty), ms(250)).1,
+            w.read(AgentKind::Claude, Activity::Idle, Some(&empty), ms(250))
+                .1,
             WaitVerdict::Idle
         );
     }
@@ -237,21 +244,27 @@ mod tests {
         let spinner = format!("✻ Thinking… (esc to interrupt)\n\n{RULE}\n❯\u{a0}\n{RULE}\n");
         let idle = format!("⏺ Done.\n\n{RULE}\n❯\u{a0}\n{RULE}\n");
         assert_eq!(
-            with_screen(Activity::Idle, Some(&submitted)),
+            with_screen(AgentKind::Claude, Activity::Idle, Some(&submitted)),
             Activity::Running
         );
         assert_eq!(
-            with_screen(Activity::Idle, Some(&spinner)),
+            with_screen(AgentKind::Claude, Activity::Idle, Some(&spinner)),
             Activity::Running
         );
-        assert_eq!(with_screen(Activity::Idle, Some(&idle)), Activity::Idle);
-        assert_eq!(with_screen(Activity::Idle, None), Activity::Idle);
         assert_eq!(
-            with_screen(Activity::Ended, Some(&spinner)),
+            with_screen(AgentKind::Claude, Activity::Idle, Some(&idle)),
+            Activity::Idle
+        );
+        assert_eq!(
+            with_screen(AgentKind::Claude, Activity::Idle, None),
+            Activity::Idle
+        );
+        assert_eq!(
+            with_screen(AgentKind::Claude, Activity::Ended, Some(&spinner)),
             Activity::Ended
         );
         assert_eq!(
-            with_screen(Activity::Waiting, Some(&spinner)),
+            with_screen(AgentKind::Claude, Activity::Waiting, Some(&spinner)),
             Activity::Waiting
         );
     }

@@ -6,6 +6,7 @@
 //! [`crate::kind`]; the framing and the mending are the same for every agent kind.
 
 pub mod audit;
+pub mod codex;
 pub(crate) mod commands;
 pub mod entry;
 pub mod framing;

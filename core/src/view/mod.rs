@@ -194,8 +194,7 @@ impl AgentView {
         json!({
             "id": a.id,
             "name": self.name,
-            // Every agent is Claude Code's today (crate::kind: a second kind brings its own).
-            "kind": crate::kind::AgentKind::Claude.name(),
+            "kind": a.kind.name(),
             "branch": self.launch_branch.as_ref().or(a.git_branch.as_ref()),
             "worktree": self.worktree,
             "session_id": a.session_id,

@@ -1,7 +1,9 @@
-//! `headspace hooks install|uninstall|print`: Claude Code's settings file.
+//! `headspace hooks install|uninstall|print [--agent codex]`: Claude Code's settings file, or
+//! Codex CLI's hooks file and its trust entries.
 
 use super::output::outln;
 use clap::Subcommand;
+use headspace_core::kind::AgentKind;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -28,7 +30,13 @@ pub(crate) enum HooksAction {
 /// Which settings file, and which server the hooks post to.
 #[derive(clap::Args)]
 pub(crate) struct HooksTarget {
-    /// The settings file (default: ~/.claude/settings.json).
+    /// The agent CLI: `claude` (Claude Code), or `codex` (Codex CLI: its hooks file
+    /// `$CODEX_HOME/hooks.json`, and the trust entries Codex runs hooks by in the
+    /// `config.toml` beside it).
+    #[arg(long, default_value = "claude", value_parser = ["claude", "codex"])]
+    pub(crate) agent: String,
+    /// The settings file (default: ~/.claude/settings.json; for Codex, the hooks file,
+    /// default $CODEX_HOME/hooks.json or ~/.codex/hooks.json).
     #[arg(long)]
     pub(crate) settings: Option<PathBuf>,
     /// The server the hooks post to.
@@ -58,6 +66,9 @@ pub(crate) struct HooksTarget {
 /// The transport `target` asks for, and why: a Claude Code version found, or the flag.
 fn transport_of(t: &HooksTarget) -> (headspace::hooks::install::Transport, String) {
     use headspace::hooks::install::Transport;
+    if agent_of(t) == AgentKind::Codex {
+        return (Transport::Command, "Codex CLI runs command hooks".into());
+    }
     match t.transport.as_str() {
         "http" => (Transport::Http, "--transport http".into()),
         "command" => (Transport::Command, "--transport command".into()),
@@ -78,6 +89,11 @@ fn transport_of(t: &HooksTarget) -> (headspace::hooks::install::Transport, Strin
             }
         }
     }
+}
+
+/// The agent CLI `t` names (the flag's values are checked by clap).
+fn agent_of(t: &HooksTarget) -> AgentKind {
+    AgentKind::from_name(&t.agent).unwrap_or_default()
 }
 
 /// What `command --version` prints, if it answers within five seconds.
@@ -106,9 +122,14 @@ fn claude_version(command: &str) -> Option<String> {
 
 pub(crate) fn hooks(action: HooksAction) -> ExitCode {
     use headspace::hooks::install as hi;
-    let settings_of = |t: &HooksTarget| match &t.settings {
-        Some(s) => Ok(s.clone()),
-        None => headspace::config::default_claude_dir().map(|d| d.join("settings.json")),
+    let settings_of = |t: &HooksTarget| match (&t.settings, agent_of(t)) {
+        (Some(s), _) => Ok(s.clone()),
+        (None, AgentKind::Claude) => {
+            headspace::config::default_claude_dir().map(|d| d.join("settings.json"))
+        }
+        (None, AgentKind::Codex) => headspace::config::default_codex_dir()
+            .map(|d| d.join("hooks.json"))
+            .ok_or_else(|| "no home folder: give the hooks file with --settings".to_string()),
     };
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("headspace"));
     let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
@@ -140,6 +161,7 @@ pub(crate) fn hooks(action: HooksAction) -> ExitCode {
             hook_key,
             url,
             token_file: Some(token_file),
+            agent: agent_of(t),
         })
     };
     let result = match &action {
@@ -168,11 +190,18 @@ pub(crate) fn hooks(action: HooksAction) -> ExitCode {
                 ),
                 None => outln!("installed Headspace's hooks in {}{through}", path.display()),
             }
+            if url.agent == AgentKind::Codex {
+                outln!(
+                    "trusted them in {} (Codex runs only hooks trusted there)",
+                    path.with_file_name("config.toml").display()
+                );
+            }
             outln!(
-                "{} events forwarded to {}, with the token in {}; `headspace hooks uninstall` removes them",
-                hi::EVENTS.len(),
+                "{} events forwarded to {}, with the token in {}; `headspace hooks uninstall{}` removes them",
+                hi::events(url.agent).len(),
                 url.url,
                 url.token_file.as_deref().unwrap_or(std::path::Path::new("-")).display(),
+                if url.agent == AgentKind::Codex { " --agent codex" } else { "" },
             );
             Ok(())
         }),

@@ -4,6 +4,7 @@
 //! prints nothing and exits 0 at once, whether or not the server is up. The detached copy
 //! reads the server's token (from FILE, else where the CLI finds it) and sends it.
 
+use headspace_core::kind::AgentKind;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -28,16 +29,26 @@ pub fn stamp(payload: &[u8], pane: Option<&str>, now: headspace_core::Timestamp)
     serde_json::to_vec(&obj).unwrap_or_else(|_| payload.to_vec())
 }
 
-/// The hook side: stamp, detach, exit. Never fails loudly: Claude Code must not be disturbed.
-pub fn forward(event: &str, url: &str, token_file: Option<&std::path::Path>) {
+/// The hook side: stamp, detach, exit. Never fails loudly: the agent must not be disturbed.
+/// Codex CLI runs its hooks in a daemon shared by its sessions, whose `$TMUX_PANE` is not the
+/// session's: its hooks carry no pane (the server finds it from the process).
+pub fn forward(kind: AgentKind, event: &str, url: &str, token_file: Option<&std::path::Path>) {
     let now = crate::server::world::Clock::now(&crate::server::world::SystemClock);
     let mut payload = Vec::new();
     let _ = std::io::stdin().take(MAX_PAYLOAD).read_to_end(&mut payload);
-    let body = stamp(&payload, std::env::var("TMUX_PANE").ok().as_deref(), now);
+    let pane = match kind {
+        AgentKind::Claude => std::env::var("TMUX_PANE").ok(),
+        AgentKind::Codex => None,
+    };
+    let body = stamp(&payload, pane.as_deref(), now);
     let Ok(exe) = std::env::current_exe() else {
         return;
     };
-    let target = format!("{}/hook/{event}", url.trim_end_matches('/'));
+    let url = url.trim_end_matches('/');
+    let target = match kind {
+        AgentKind::Claude => format!("{url}/hook/{event}"),
+        _ => format!("{url}/hook/{}/{event}", kind.name()),
+    };
     let mut command = Command::new(exe);
     command.args(["hook-forward", "--post", &target]);
     if let Some(file) = token_file {

@@ -2,11 +2,12 @@
 //! `settings.json` without disturbing anything else, idempotently, after a backup.
 
 use crate::fsutil::{self, Keep};
+use headspace_core::kind::AgentKind;
 use serde_json::{json, Map, Value};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-/// Every event the server acts on.
+/// Every Claude Code event the server acts on.
 pub const EVENTS: &[&str] = &[
     "SessionStart",
     "SessionEnd",
@@ -20,6 +21,27 @@ pub const EVENTS: &[&str] = &[
     "SubagentStop",
     "PreCompact",
 ];
+
+/// Every Codex CLI event the server acts on (`Interrupt` is its `Stop` after Escape).
+pub const CODEX_EVENTS: &[&str] = &[
+    "SessionStart",
+    "SessionEnd",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PermissionRequest",
+    "PostToolUse",
+    "PreCompact",
+    "Stop",
+    "Interrupt",
+];
+
+/// The events installed for an agent CLI.
+pub fn events(agent: AgentKind) -> &'static [&'static str] {
+    match agent {
+        AgentKind::Claude => EVENTS,
+        AgentKind::Codex => CODEX_EVENTS,
+    }
+}
 
 /// Why the settings could not be changed; the file is left as it was.
 #[derive(Debug, thiserror::Error)]
@@ -144,6 +166,8 @@ pub struct Forwarding {
     pub transport: Transport,
     /// The hook key, for [`Transport::Http`].
     pub hook_key: Option<String>,
+    /// The agent CLI whose hooks these are (Codex CLI's are command hooks only).
+    pub agent: AgentKind,
 }
 
 /// How Claude Code hands a hook to Headspace.
@@ -197,6 +221,7 @@ impl Forwarding {
             token_file: None,
             transport: Transport::Command,
             hook_key: None,
+            agent: AgentKind::Claude,
         }
     }
 }
@@ -210,6 +235,10 @@ pub fn command(exe: &Path, event: &str, to: &Forwarding) -> String {
         shell_quote(event),
         shell_quote(to.url.as_str())
     );
+    if to.agent != AgentKind::Claude {
+        c.push_str(" --agent ");
+        c.push_str(to.agent.name());
+    }
     if let Some(file) = &to.token_file {
         c.push_str(" --token-file ");
         c.push_str(&shell_quote(&file.display().to_string()));
@@ -235,7 +264,7 @@ fn shell_quote(s: &str) -> String {
 /// (`'…/headspace' hook-forward Stop --url 'http://…'`) or an older version's unquoted one
 /// (`…/headspace hook-forward Stop --url http://…`), or an HTTP hook carrying Headspace's
 /// pane header, so upgrades (either way) and uninstall find them all.
-fn is_ours(hook: &Value) -> bool {
+pub(crate) fn is_ours(hook: &Value) -> bool {
     let command = hook
         .get("command")
         .and_then(Value::as_str)
@@ -250,6 +279,14 @@ fn is_ours(hook: &Value) -> bool {
 
 /// The hook entry for one event.
 fn hook_entry(exe: &Path, event: &str, to: &Forwarding) -> Value {
+    if to.agent == AgentKind::Codex {
+        // The timeout is part of what Codex trusts (`codex_trust`): always written.
+        return json!({
+            "type": "command",
+            "command": command(exe, event, to),
+            "timeout": crate::hooks::codex_trust::timeout_of(event),
+        });
+    }
     match (to.transport, &to.hook_key) {
         (Transport::Http, Some(key)) if event != "SessionStart" => json!({
             "type": "http",
@@ -265,14 +302,16 @@ fn hook_entry(exe: &Path, event: &str, to: &Forwarding) -> Value {
     }
 }
 
-/// The `hooks` object Headspace installs.
+/// The `hooks` object Headspace installs (Codex's groups have no matcher: its events that
+/// take one match everything without it).
 pub fn our_hooks(exe: &Path, url: &Forwarding) -> Value {
     let mut hooks = Map::new();
-    for e in EVENTS {
-        hooks.insert(
-            e.to_string(),
-            json!([{"matcher": "", "hooks": [hook_entry(exe, e, url)]}]),
-        );
+    for e in events(url.agent) {
+        let group = match url.agent {
+            AgentKind::Claude => json!({"matcher": "", "hooks": [hook_entry(exe, e, url)]}),
+            AgentKind::Codex => json!({"hooks": [hook_entry(exe, e, url)]}),
+        };
+        hooks.insert(e.to_string(), json!([group]));
     }
     Value::Object(hooks)
 }
@@ -332,7 +371,7 @@ fn backup_path(settings: &Path) -> PathBuf {
     crate::fsutil::with_suffix(settings, ".headspace-backup")
 }
 
-fn read(path: &Path) -> Result<(Option<Vec<u8>>, Value), InstallError> {
+pub(crate) fn read(path: &Path) -> Result<(Option<Vec<u8>>, Value), InstallError> {
     let shown = path.display().to_string();
     match std::fs::read(path) {
         Ok(bytes) => {
@@ -352,7 +391,7 @@ fn read(path: &Path) -> Result<(Option<Vec<u8>>, Value), InstallError> {
     }
 }
 
-fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> InstallError + '_ {
+pub(crate) fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> InstallError + '_ {
     move |e| InstallError::Io(path.display().to_string(), e)
 }
 
@@ -407,6 +446,15 @@ pub struct Installed {
 /// Installs; idempotent. A symlinked settings file is written through (the link stays); the
 /// file keeps its mode and owner, and the backup (next to `settings`, as given) gets them too.
 pub fn install(settings: &Path, exe: &Path, url: &Forwarding) -> Result<Installed, InstallError> {
+    let done = install_hooks(settings, exe, url)?;
+    if url.agent == AgentKind::Codex {
+        crate::hooks::codex_trust::trust(settings)?;
+    }
+    Ok(done)
+}
+
+/// [`install`]'s merge of the hooks file alone.
+fn install_hooks(settings: &Path, exe: &Path, url: &Forwarding) -> Result<Installed, InstallError> {
     let target = resolve(settings)?;
     let (bytes, mut v) = read(&target)?;
     let mut clean = v.clone();
@@ -437,6 +485,11 @@ pub fn install(settings: &Path, exe: &Path, url: &Forwarding) -> Result<Installe
 /// put back, so the file is restored byte for byte. Like [`install`], it writes through a
 /// symlink and keeps the file's mode and owner.
 pub fn uninstall(settings: &Path) -> Result<bool, InstallError> {
+    // Codex's trust entries for Headspace's hooks go first, while the file still shows
+    // where they are (a no-op for a Claude Code settings file, which has no config.toml).
+    if crate::hooks::codex_trust::is_codex_hooks_file(settings) {
+        crate::hooks::codex_trust::untrust(settings)?;
+    }
     let target = resolve(settings)?;
     let (bytes, mut v) = read(&target)?;
     if bytes.is_none() {

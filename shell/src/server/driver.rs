@@ -10,6 +10,7 @@ use crate::server::sse::Hub;
 use crate::server::store::Store;
 use crate::server::world::{Clock, FileStat, Files, World, READ_CHUNK};
 use headspace_core::io::{RequestId, Write};
+use headspace_core::kind::AgentKind;
 use headspace_core::{Command, Core, Input, Reply, Timestamp};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -374,10 +375,10 @@ impl CoreLoop {
         info!("[STORE] the database caught up: {replayed} spooled hook(s) replayed");
     }
 
-    fn spool_hook(&mut self, event: Option<&str>, body: &[u8]) {
+    fn spool_hook(&mut self, agent: AgentKind, event: Option<&str>, body: &[u8]) {
         let now = self.clock.now();
         if let Some(spool) = &mut self.shedding.spool {
-            if let Err(e) = spool.append(now, event, body) {
+            if let Err(e) = spool.append(now, agent, event, body) {
                 tracing::error!(
                     "[SPOOL] cannot spool a hook ({e}); it is lost unless its transcript has it"
                 );
@@ -413,12 +414,19 @@ impl CoreLoop {
         };
         let mut n = 0;
         for h in hooks {
+            // A spool names the kinds it knew; one this version does not is Claude Code's.
+            let agent = h
+                .agent
+                .as_deref()
+                .and_then(|a| AgentKind::from_name(a).ok())
+                .unwrap_or_default();
             if self.spooling {
-                self.spool_hook(h.event.as_deref(), h.body.as_bytes());
+                self.spool_hook(agent, h.event.as_deref(), h.body.as_bytes());
                 continue;
             }
             self.pace();
             self.feed(Input::Hook {
+                agent,
                 event: h.event,
                 body: h.body.into_bytes(),
             });
@@ -477,8 +485,8 @@ impl CoreLoop {
             match &msg {
                 Msg::Input(input) => match while_shedding(input) {
                     WhileShedding::Spool => {
-                        if let Input::Hook { event, body } = input {
-                            self.spool_hook(event.as_deref(), body);
+                        if let Input::Hook { agent, event, body } = input {
+                            self.spool_hook(*agent, event.as_deref(), body);
                         }
                         return;
                     }

@@ -78,6 +78,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0019_agent_names.sql",
         include_str!("../../../migrations/0019_agent_names.sql"),
     ),
+    (
+        "0020_agent_kind.sql",
+        include_str!("../../../migrations/0020_agent_kind.sql"),
+    ),
 ];
 
 /// Why migrating failed.

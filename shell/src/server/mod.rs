@@ -60,6 +60,12 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         None => default_claude_dir()?,
     };
     let claude_dir = std::fs::canonicalize(&claude_dir).unwrap_or(claude_dir);
+    let codex_dir = match (&args.codex_dir, &args.claude_dir) {
+        (Some(d), _) => Some(d.clone()),
+        (None, None) => crate::config::default_codex_dir(),
+        (None, Some(_)) => None,
+    }
+    .map(|d| std::fs::canonicalize(&d).unwrap_or(d));
     let home = match args.home.clone() {
         Some(h) => h,
         None => default_home()?,
@@ -124,7 +130,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
             url
         }
     };
-    let result = serve(args, token, hook_key, home, claude_dir, url).await;
+    let result = serve(args, token, hook_key, home, claude_dir, codex_dir, url).await;
     if let Some(pg) = embedded {
         info!("stopping the embedded database");
         let _ = tokio::task::spawn_blocking(move || pg.stop()).await;
@@ -168,6 +174,7 @@ async fn serve(
     hook_key: String,
     home: PathBuf,
     claude_dir: PathBuf,
+    codex_dir: Option<PathBuf>,
     url: String,
 ) -> Result<(), String> {
     // Before anything says it listens: a SIGTERM sent as soon as "listening" shows must find
@@ -235,7 +242,10 @@ async fn serve(
         clock: Arc::new(SystemClock),
         archive: Some(store.clone()),
         store,
-        files: Arc::new(DiskFiles::new(claude_dir.clone())),
+        files: Arc::new(match &codex_dir {
+            Some(d) => DiskFiles::new(claude_dir.clone()).with_codex(d.clone()),
+            None => DiskFiles::new(claude_dir.clone()),
+        }),
         panes: Arc::new(TmuxPanes {
             socket: args.tmux_socket.clone(),
         }),
@@ -252,8 +262,13 @@ async fn serve(
     };
     let recorder = match &args.record {
         Some(p) => Some(
-            Recorder::open(p, &claude_dir.display().to_string(), world.clock.now())
-                .map_err(|e| format!("cannot record to {}: {e}", p.display()))?,
+            Recorder::open(
+                p,
+                &claude_dir.display().to_string(),
+                codex_dir.as_ref().map(|d| d.display().to_string()),
+                world.clock.now(),
+            )
+            .map_err(|e| format!("cannot record to {}: {e}", p.display()))?,
         ),
         None => None,
     };
@@ -282,6 +297,7 @@ async fn serve(
     };
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let mut core = headspace_core::Config::new(claude_dir.display().to_string());
+    core.codex_dir = codex_dir.as_ref().map(|d| d.display().to_string());
     core.id_base = headspace_core::engine::id_base_of(id);
     core.gap_threshold_ms = (args.gap_seconds * 1000.0) as i64;
     core.evict_after_ms = (args.evict_after_seconds * 1000.0) as i64;
@@ -350,6 +366,9 @@ async fn serve(
         // Commands other servers write for this machine's panes (docs/multi-machine.md).
         http::start_pane_executor(app.clone());
         crate::server::watcher::start_notify(claude_dir.clone(), app.core.clone());
+        if let Some(d) = &codex_dir {
+            crate::server::watcher::start_notify_codex(d.clone(), app.core.clone());
+        }
     }
     crate::server::notifier::start(
         app.hub.clone(),
@@ -371,8 +390,12 @@ async fn serve(
     match role {
         Role::All => {
             eprintln!(
-                "headspace: listening on http://{local}/ (claude dir {})",
-                claude_dir.display()
+                "headspace: listening on http://{local}/ (claude dir {}{})",
+                claude_dir.display(),
+                codex_dir
+                    .as_ref()
+                    .map(|d| format!(", codex dir {}", d.display()))
+                    .unwrap_or_default()
             );
             eprintln!("headspace: dashboard at http://{local}/");
             eprintln!("headspace: {}", login_line(local, &app.token));

@@ -18,6 +18,7 @@ impl Recorder {
     pub fn open(
         path: &std::path::Path,
         claude_dir: &str,
+        codex_dir: Option<String>,
         now: Timestamp,
     ) -> std::io::Result<Recorder> {
         // A trace copies what agents wrote: 0600, and never written through a planted link.
@@ -29,6 +30,7 @@ impl Recorder {
             existing.as_deref(),
             Box::new(std::io::BufWriter::new(file)),
             claude_dir,
+            codex_dir.as_deref(),
             now,
         )
     }
@@ -39,6 +41,7 @@ impl Recorder {
         existing: Option<&str>,
         out: Box<dyn std::io::Write + Send>,
         claude_dir: &str,
+        codex_dir: Option<&str>,
         now: Timestamp,
     ) -> std::io::Result<Recorder> {
         let mut r = Recorder {
@@ -60,8 +63,11 @@ impl Recorder {
                 r.line(now, json!({"restart": {}}));
             }
             None => {
-                let header =
+                let mut header =
                     json!({"trace": 1, "epoch": now.to_string(), "claude_dir": claude_dir});
+                if let Some(d) = codex_dir {
+                    header["codex_dir"] = json!(d);
+                }
                 writeln!(r.out, "{header}")?;
             }
         }
@@ -78,10 +84,14 @@ impl Recorder {
     /// Records an input.
     pub fn record(&mut self, now: Timestamp, input: &Input) {
         match input {
-            Input::Hook { event, body } => {
+            Input::Hook { agent, event, body } => {
                 let body: Value = serde_json::from_slice(body)
                     .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()));
-                self.line(now, json!({"hook": {"event": event, "body": body}}));
+                let mut hook = json!({"event": event, "body": body});
+                if *agent != headspace_core::kind::AgentKind::Claude {
+                    hook["agent"] = json!(agent.name());
+                }
+                self.line(now, json!({ "hook": hook }));
             }
             Input::Transcript {
                 path, offset, data, ..

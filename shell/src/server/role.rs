@@ -41,7 +41,7 @@ impl Role {
     /// which talk to the server beside them), never the dashboard; a hub everything but
     /// hooks (they go to the edge on the agent's machine).
     pub fn serves_route(self, segments: &[&str]) -> bool {
-        let hook = matches!(segments, ["hook", _] | ["hooks", "claude"]);
+        let hook = matches!(segments, ["hook", _] | ["hook", _, _] | ["hooks", "claude"]);
         let always = matches!(segments, ["healthz"] | ["metrics"]);
         let api = matches!(segments, ["api", ..]);
         match self {
@@ -91,5 +91,7 @@ mod tests {
         );
         assert!(Role::Hub.serves_route(page) && Role::Hub.serves_route(send));
         assert!(!Role::Hub.serves_route(hook) && !Role::Hub.serves_route(&["hooks", "claude"]));
+        assert!(!Role::Hub.serves_route(&["hook", "codex", "Stop"]));
+        assert!(Role::Edge.serves_route(&["hook", "codex", "Stop"]));
     }
 }

@@ -17,6 +17,11 @@ pub struct ServeArgs {
     /// The Claude directory (transcripts under projects/).
     #[arg(long, env = "HEADSPACE_CLAUDE_DIR")]
     pub claude_dir: Option<PathBuf>,
+    /// Codex CLI's directory (`$CODEX_HOME`; transcripts under sessions/). Without it, Codex
+    /// sessions are watched in `$CODEX_HOME` or `~/.codex` only when --claude-dir is not
+    /// given either (a server pointed at other transcripts reads none of the user's own).
+    #[arg(long, env = "HEADSPACE_CODEX_DIR")]
+    pub codex_dir: Option<PathBuf>,
     /// Headspace's own folder (embedded database, state).
     #[arg(long, env = "HEADSPACE_HOME")]
     pub home: Option<PathBuf>,

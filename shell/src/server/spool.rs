@@ -5,6 +5,7 @@
 //! server that died is replayed by the next start.
 
 use crate::private_files::{open_private, private_dir};
+use headspace_core::kind::AgentKind;
 use headspace_core::Timestamp;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
@@ -19,6 +20,10 @@ const SYNC_EVERY: usize = 256;
 pub struct Spooled {
     /// When it arrived (milliseconds since the epoch).
     pub at_ms: i64,
+    /// The kind of agent whose route it came on, when not Claude Code (spools written
+    /// before other kinds have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     /// The hook event from the route, if it named one.
     pub event: Option<String>,
     /// The hook's body, as sent.
@@ -67,6 +72,7 @@ impl Spool {
     pub fn append(
         &mut self,
         at: Timestamp,
+        agent: AgentKind,
         event: Option<&str>,
         body: &[u8],
     ) -> std::io::Result<()> {
@@ -76,6 +82,7 @@ impl Spool {
         };
         let line = Spooled {
             at_ms: at.millis(),
+            agent: (agent != AgentKind::Claude).then(|| agent.name().to_string()),
             event: event.map(str::to_string),
             body: String::from_utf8_lossy(body).into_owned(),
         };
@@ -159,7 +166,12 @@ mod tests {
         for i in 0..300 {
             let body = format!("{{\"n\": {i}, \"prompt\": \"line\\nbreak\"}}");
             spool
-                .append(Timestamp(i), Some("UserPromptSubmit"), body.as_bytes())
+                .append(
+                    Timestamp(i),
+                    AgentKind::Claude,
+                    Some("UserPromptSubmit"),
+                    body.as_bytes(),
+                )
                 .unwrap();
         }
         spool.sync().unwrap();
@@ -170,7 +182,9 @@ mod tests {
         assert_eq!(mode & 0o777, 0o600);
         let taken = spool.take().unwrap().expect("hooks");
         // Spooled while the others replay: a new file.
-        spool.append(Timestamp(999), None, b"{}").unwrap();
+        spool
+            .append(Timestamp(999), AgentKind::Codex, None, b"{}")
+            .unwrap();
         let back: Vec<Spooled> = taken.hooks().unwrap().collect();
         assert_eq!(back.len(), 300);
         assert_eq!(back[7].at_ms, 7);

@@ -17,6 +17,40 @@ fn rel_of(claude_dir: &Path, p: &Path) -> Option<String> {
     (p.extension()? == "jsonl").then(|| rel.to_string_lossy().into_owned())
 }
 
+/// Watches Codex CLI's `sessions/` under `codex_dir` with `notify`, naming its files as the
+/// core does (`codex/…`). The folder is not created: Codex makes it on its first session,
+/// and the sweep finds what comes before a watch can be set.
+pub fn start_notify_codex(codex_dir: PathBuf, core: mpsc::UnboundedSender<Msg>) {
+    let sessions = codex_dir.join("sessions");
+    let dir = codex_dir.clone();
+    let config = notify::Config::default().with_follow_symlinks(false);
+    let watcher = notify::RecommendedWatcher::new(
+        move |res: notify::Result<notify::Event>| match res {
+            Ok(ev) if is_read_only_access(&ev.kind) => {}
+            Ok(ev) => {
+                for p in ev.paths {
+                    if let Some(rel) = rel_of(&dir, &p) {
+                        let rel = format!("{}{rel}", headspace_core::kind::CODEX_PREFIX);
+                        let _ = core.send(Msg::FileChanged(rel));
+                    }
+                }
+            }
+            Err(e) => debug!("[WATCHER] notify error: {e}"),
+        },
+        config,
+    );
+    match watcher {
+        Ok(mut w) => match w.watch(&sessions, RecursiveMode::Recursive) {
+            Ok(()) => std::mem::forget(w),
+            Err(e) => debug!(
+                "[WATCHER] cannot watch {} yet ({e}); the sweep looks there",
+                sessions.display()
+            ),
+        },
+        Err(e) => warn!("[WATCHER] no file notifications: {e}; relying on the sweep"),
+    }
+}
+
 /// True for an event that only says a file was opened, read or closed after reading.
 fn is_read_only_access(kind: &notify::EventKind) -> bool {
     use notify::event::{AccessKind, AccessMode};

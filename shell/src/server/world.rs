@@ -65,18 +65,31 @@ pub trait Files: Send + Sync {
 /// inside are followed.
 pub struct DiskFiles {
     guard: Arc<Guard>,
+    /// Codex CLI's transcripts, when they are watched: named `codex/…`
+    /// ([`headspace_core::kind::CODEX_PREFIX`]).
+    codex: Option<Arc<Guard>>,
 }
 
 impl DiskFiles {
     /// The transcripts under `claude_dir`.
     pub fn new(claude_dir: impl Into<PathBuf>) -> DiskFiles {
         DiskFiles {
-            guard: Arc::new(Guard {
-                dir: claude_dir.into(),
-                canonical: std::sync::OnceLock::new(),
-                projects: std::sync::OnceLock::new(),
-                warned: Mutex::new(HashSet::new()),
-            }),
+            guard: Arc::new(Guard::new(claude_dir.into(), Tree::ClaudeProjects)),
+            codex: None,
+        }
+    }
+
+    /// These and Codex CLI's transcripts under `codex_dir` (`sessions/Y/M/D/rollout-*.jsonl`).
+    pub fn with_codex(mut self, codex_dir: impl Into<PathBuf>) -> DiskFiles {
+        self.codex = Some(Arc::new(Guard::new(codex_dir.into(), Tree::CodexSessions)));
+        self
+    }
+
+    /// The guard of the tree `rel` names, and `rel` within it.
+    fn tree<'a>(&self, rel: &'a str) -> Option<(&Guard, &'a str)> {
+        match rel.strip_prefix(headspace_core::kind::CODEX_PREFIX) {
+            Some(inner) => Some((self.codex.as_deref()?, inner)),
+            None => Some((&self.guard, rel)),
         }
     }
 }
@@ -86,7 +99,8 @@ impl Files for DiskFiles {
         use std::os::unix::fs::MetadataExt;
         // Checked, not opened: an open is itself a notify event, which would ask for
         // another stat. `read_at` opens, and checks the open file again.
-        let (_, m) = self.guard.check(rel).ok()?;
+        let (guard, rel) = self.tree(rel)?;
+        let (_, m) = guard.check(rel).ok()?;
         Some(FileStat {
             len: m.len(),
             ino: m.ino(),
@@ -95,7 +109,10 @@ impl Files for DiskFiles {
 
     fn read_at(&self, rel: &str, offset: u64, max: u64) -> std::io::Result<Vec<u8>> {
         use std::io::{Read, Seek, SeekFrom};
-        let (mut f, m) = self.guard.open(rel)?;
+        let (guard, rel) = self
+            .tree(rel)
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
+        let (mut f, m) = guard.open(rel)?;
         f.seek(SeekFrom::Start(offset))?;
         let mut data = Vec::with_capacity(max.min(m.len().saturating_sub(offset)) as usize);
         f.take(max).read_to_end(&mut data)?;
@@ -104,10 +121,18 @@ impl Files for DiskFiles {
 
     fn list(&self) -> BoxFuture<'_, Vec<(String, FileStat)>> {
         let guard = self.guard.clone();
+        let codex = self.codex.clone();
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || guard.scan())
-                .await
-                .unwrap_or_default()
+            tokio::task::spawn_blocking(move || {
+                let mut all = guard.scan();
+                if let Some(codex) = codex {
+                    all.extend(codex.scan());
+                    all.sort_by(|a, b| a.0.cmp(&b.0));
+                }
+                all
+            })
+            .await
+            .unwrap_or_default()
         })
     }
 }
@@ -136,14 +161,60 @@ impl std::fmt::Display for Refusal {
     }
 }
 
-/// What [`DiskFiles`] checks every path against, shared with its scans.
+/// Which agent CLI's folder a [`Guard`] keeps, and how its transcripts lie in it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tree {
+    /// Claude Code's `projects/<dir>/<session>.jsonl`.
+    ClaudeProjects,
+    /// Codex CLI's `sessions/Y/M/D/rollout-<time>-<session>.jsonl`.
+    CodexSessions,
+}
+
+impl Tree {
+    /// The folder under the agent's dir that holds its transcripts.
+    fn folder(self) -> &'static str {
+        match self {
+            Tree::ClaudeProjects => "projects",
+            Tree::CodexSessions => "sessions",
+        }
+    }
+
+    /// How deep under that folder a transcript lies (its folders, then the file).
+    fn depth(self) -> usize {
+        match self {
+            Tree::ClaudeProjects => 1,
+            Tree::CodexSessions => 3,
+        }
+    }
+
+    /// Whether a `.jsonl` file of this name is one of its transcripts.
+    fn names(self, name: &str) -> bool {
+        match self {
+            Tree::ClaudeProjects => true,
+            Tree::CodexSessions => name.starts_with("rollout-"),
+        }
+    }
+
+    /// What the core's names of its transcripts start with.
+    fn prefix(self) -> &'static str {
+        match self {
+            Tree::ClaudeProjects => "",
+            Tree::CodexSessions => headspace_core::kind::CODEX_PREFIX,
+        }
+    }
+}
+
+/// What [`DiskFiles`] checks every path against, shared with its scans: one agent CLI's dir.
 struct Guard {
-    /// The claude dir as given.
+    /// The agent CLI's dir as given.
     dir: PathBuf,
+    /// Which CLI's, and how its transcripts lie.
+    tree: Tree,
     /// The claude dir with its symlinks resolved, once it exists.
     canonical: std::sync::OnceLock<PathBuf>,
-    /// `projects/` with its symlinks resolved, once it exists: a user may keep it elsewhere
-    /// (a symlinked `projects` is their own choice, not something under it).
+    /// The transcripts' folder (`projects/`, `sessions/`) with its symlinks resolved, once
+    /// it exists: a user may keep it elsewhere (a symlinked `projects` is their own choice,
+    /// not something under it).
     projects: std::sync::OnceLock<PathBuf>,
     /// The refusals already logged (path and reason): each is logged once, not every sweep.
     warned: Mutex<HashSet<String>>,
@@ -177,6 +248,16 @@ fn kind_of(t: std::fs::FileType) -> &'static str {
 }
 
 impl Guard {
+    fn new(dir: PathBuf, tree: Tree) -> Guard {
+        Guard {
+            dir,
+            tree,
+            canonical: std::sync::OnceLock::new(),
+            projects: std::sync::OnceLock::new(),
+            warned: Mutex::new(HashSet::new()),
+        }
+    }
+
     /// The claude dir with symlinks resolved (as given while it does not exist).
     fn root(&self) -> PathBuf {
         canonical_once(&self.canonical, &self.dir).unwrap_or_else(|| self.dir.clone())
@@ -186,13 +267,13 @@ impl Guard {
     /// inside its `projects/` folder, wherever that folder really is.
     fn contains(&self, real: &Path) -> bool {
         real.starts_with(self.root())
-            || canonical_once(&self.projects, &self.dir.join("projects"))
+            || canonical_once(&self.projects, &self.dir.join(self.tree.folder()))
                 .is_some_and(|p| real.starts_with(p))
     }
 
     /// Logs a refusal once per path and reason; returns it as an error for the caller.
     fn refuse(&self, rel: &str, why: Refusal) -> std::io::Error {
-        let message = format!("{rel} refused: {why}");
+        let message = format!("{}{rel} refused: {why}", self.tree.prefix());
         let first = self
             .warned
             .lock()
@@ -248,7 +329,7 @@ impl Guard {
         rel: &str,
         real: &Path,
     ) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
-        let projects = canonical_once(&self.projects, &self.dir.join("projects"));
+        let projects = canonical_once(&self.projects, &self.dir.join(self.tree.folder()));
         let base = [Some(self.root()), projects]
             .into_iter()
             .flatten()
@@ -270,60 +351,86 @@ impl Guard {
         Ok((f, m))
     }
 
-    /// Lists `projects/<dir>/*.jsonl` with their stats, in path order: only regular files
-    /// inside the claude dir (a folder whose symlink leaves it is not entered).
+    /// Lists the transcripts (`projects/<dir>/*.jsonl`, or Codex's
+    /// `sessions/Y/M/D/rollout-*.jsonl`) with their stats, in path order, named as the core
+    /// names them: only regular files inside the dir (a folder whose symlink leaves it is
+    /// not entered).
     fn scan(&self) -> Vec<(String, FileStat)> {
-        use std::os::unix::fs::MetadataExt;
         let mut out = Vec::new();
-        let Ok(dirs) = std::fs::read_dir(self.dir.join("projects")) else {
-            return out;
-        };
-        for d in dirs.flatten() {
-            let rel_dir = format!("projects/{}", d.file_name().to_string_lossy());
-            // `file_type` does not follow links: a linked folder is checked where it leads.
-            let Ok(t) = d.file_type() else { continue };
-            let linked = t.is_symlink();
-            if linked {
-                match self.resolve(&rel_dir) {
-                    Ok(real) if real.is_dir() => {}
-                    _ => continue,
-                }
-            } else if !t.is_dir() {
-                continue;
-            }
-            let Ok(files) = std::fs::read_dir(d.path()) else {
-                continue;
-            };
-            for f in files.flatten() {
-                let name = f.file_name();
-                if Path::new(&name).extension().is_none_or(|e| e != "jsonl") {
-                    continue;
-                }
-                let name = name.to_string_lossy();
-                let rel = format!("{rel_dir}/{name}");
-                // A plain file in a plain folder of `projects/` is inside it, and a regular
-                // file, by what the listing says (no link followed): no need to resolve its
-                // path, which costs a readlink per component for each of thousands of files
-                // every sweep. Links are resolved and checked as before.
-                let plain = !linked && f.file_type().is_ok_and(|ft| ft.is_file());
-                let stat = if plain {
-                    f.metadata().ok()
-                } else {
-                    self.check(&rel).ok().map(|(_, m)| m)
-                };
-                if let Some(m) = stat {
-                    out.push((
-                        rel,
-                        FileStat {
-                            len: m.len(),
-                            ino: m.ino(),
-                        },
-                    ));
-                }
-            }
-        }
+        let top = self.tree.folder().to_string();
+        self.scan_folder(
+            &self.dir.join(&top),
+            &top,
+            self.tree.depth(),
+            false,
+            &mut out,
+        );
+        let prefix = self.tree.prefix();
+        let mut out: Vec<(String, FileStat)> = out
+            .into_iter()
+            .map(|(rel, stat)| (format!("{prefix}{rel}"), stat))
+            .collect();
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
+    }
+
+    /// The transcripts `depth` folders below `dir` (named `rel_dir` in the tree), into
+    /// `out`. `linked`: a symlink was followed on the way.
+    fn scan_folder(
+        &self,
+        dir: &Path,
+        rel_dir: &str,
+        depth: usize,
+        linked: bool,
+        out: &mut Vec<(String, FileStat)>,
+    ) {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for d in entries.flatten() {
+            let name = d.file_name();
+            let name = name.to_string_lossy();
+            let rel = format!("{rel_dir}/{name}");
+            // `file_type` does not follow links: a linked folder is checked where it leads.
+            let Ok(t) = d.file_type() else { continue };
+            if depth > 0 {
+                let link = t.is_symlink();
+                if link {
+                    match self.resolve(&rel) {
+                        Ok(real) if real.is_dir() => {}
+                        _ => continue,
+                    }
+                } else if !t.is_dir() {
+                    continue;
+                }
+                self.scan_folder(&d.path(), &rel, depth - 1, linked || link, out);
+                continue;
+            }
+            if Path::new(&*name).extension().is_none_or(|e| e != "jsonl") || !self.tree.names(&name)
+            {
+                continue;
+            }
+            // A plain file in plain folders is inside the tree, and a regular file, by what
+            // the listing says (no link followed): no need to resolve its path, which costs a
+            // readlink per component for each of thousands of files every sweep. Links are
+            // resolved and checked as before.
+            let plain = !linked && t.is_file();
+            let stat = if plain {
+                d.metadata().ok()
+            } else {
+                self.check(&rel).ok().map(|(_, m)| m)
+            };
+            if let Some(m) = stat {
+                out.push((
+                    rel,
+                    FileStat {
+                        len: m.len(),
+                        ino: m.ino(),
+                    },
+                ));
+            }
+        }
     }
 }
 

@@ -321,9 +321,9 @@ pub(super) async fn wait(app: &App, reference: &str, query: Option<&str>) -> Res
     loop {
         // A pane on another machine cannot be read from here: its activity comes from the
         // store alone (what that machine's hooks, transcripts and watchdog wrote).
-        let (stored, pane) = match app.store.agent(id).await {
-            Ok(Some(v)) if pane_is_elsewhere(app, &v) => (v.activity(), None),
-            Ok(Some(v)) => (v.activity(), v.agent.tmux_pane),
+        let (kind, stored, pane) = match app.store.agent(id).await {
+            Ok(Some(v)) if pane_is_elsewhere(app, &v) => (v.agent.kind, v.activity(), None),
+            Ok(Some(v)) => (v.agent.kind, v.activity(), v.agent.tmux_pane),
             // Merged into another while waited on (a session joining the agent its pane's
             // process made): the reference names that one now.
             Ok(None) => match resolve(app, reference).await {
@@ -343,7 +343,7 @@ pub(super) async fn wait(app: &App, reference: &str, query: Option<&str>) -> Res
         };
         let elapsed = crate::clock::since(started);
         let waited_ms = elapsed.as_millis() as u64;
-        let (activity, verdict) = debounce.read(stored, screen.as_deref(), elapsed);
+        let (activity, verdict) = debounce.read(kind, stored, screen.as_deref(), elapsed);
         let status = match verdict {
             WaitVerdict::Idle => "idle",
             WaitVerdict::TimedOut => "timeout",

@@ -200,9 +200,16 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
     match (&method, segments.as_slice()) {
         (&Method::POST, ["hook", event]) => {
             let event = event.to_string();
-            hook(&app, Some(event), req).await
+            hook(&app, AgentKind::Claude, Some(event), req).await
         }
-        (&Method::POST, ["hooks", "claude"]) => hook(&app, None, req).await,
+        (&Method::POST, ["hook", kind, event]) => match AgentKind::from_name(kind) {
+            Ok(kind) => {
+                let event = event.to_string();
+                hook(&app, kind, Some(event), req).await
+            }
+            Err(e) => error(StatusCode::NOT_FOUND, e),
+        },
+        (&Method::POST, ["hooks", "claude"]) => hook(&app, AgentKind::Claude, None, req).await,
         (&Method::GET, ["healthz"]) => healthz(&app).await,
         (&Method::GET, ["metrics"]) => Response::builder()
             .header("content-type", "text/plain; version=0.0.4")
@@ -380,7 +387,10 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
         (&Method::GET, ["login"]) => login_link(&app, req.uri().query()).await,
         (
             &Method::GET,
-            ["hook", _] | ["hooks", "claude"] | ["api", "login" | "logout" | "prune"],
+            ["hook", _]
+            | ["hook", _, _]
+            | ["hooks", "claude"]
+            | ["api", "login" | "logout" | "prune"],
         )
         | (
             &Method::GET,
@@ -396,7 +406,12 @@ async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
 
 /// Answers at once; the core does the work behind. A malformed body is refused with what was
 /// wrong, and nothing else is affected.
-async fn hook(app: &App, event: Option<String>, req: Request<Incoming>) -> Response<Body> {
+async fn hook(
+    app: &App,
+    kind: AgentKind,
+    event: Option<String>,
+    req: Request<Incoming>,
+) -> Response<Body> {
     // Claude Code's own HTTP hooks cannot add to the payload: the pane comes as a header
     // (from `$TMUX_PANE`, see `hooks install`).
     let pane = req
@@ -417,11 +432,8 @@ async fn hook(app: &App, event: Option<String>, req: Request<Incoming>) -> Respo
         Some(p) => with_pane(&body, &p),
         None => body,
     };
-    // The hook routes are Claude Code's: the same parser the core runs on these bytes.
-    match AgentKind::Claude
-        .parse_hook(event.as_deref(), &body)
-        .map(|(h, _)| h)
-    {
+    // The same parser the core runs on these bytes, the route's kind's.
+    match kind.parse_hook(event.as_deref(), &body).map(|(h, _)| h) {
         Ok(h) if h.session_id.is_none() => {
             app.metrics.hooks_rejected.fetch_add(1, Relaxed);
             warn!(
@@ -436,6 +448,7 @@ async fn hook(app: &App, event: Option<String>, req: Request<Incoming>) -> Respo
         Ok(h) => {
             app.metrics.hook(h.event.name());
             let _ = app.core.send(Msg::Input(Input::Hook {
+                agent: kind,
                 event,
                 body: body.to_vec(),
             }));

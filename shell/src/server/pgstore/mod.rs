@@ -263,15 +263,15 @@ impl PgStore {
             run(
                 &tx,
                 &format!(
-                    "INSERT INTO agents (id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, last_seen_at, sent_at, permission, end_reason, claude_pid, git_branch)
+                    "INSERT INTO agents (id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, last_seen_at, sent_at, permission, end_reason, claude_pid, git_branch, kind)
                      SELECT u.id, u.session_id, ARRAY(SELECT jsonb_array_elements_text(u.sessions::jsonb)), u.project, u.cwd, u.transcript_path,
-                            u.tmux_pane, u.ended, u.waiting, {}, CASE WHEN u.sent_ms IS NULL THEN NULL ELSE {} END, u.permission, u.end_reason, u.claude_pid, u.git_branch
-                     FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bool[], $9::bool[], $10::bigint[], $11::bigint[], $12::jsonb[], $13::text[], $14::bigint[], $15::text[])
-                          AS u(id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting, ms, sent_ms, permission, end_reason, claude_pid, git_branch)
+                            u.tmux_pane, u.ended, u.waiting, {}, CASE WHEN u.sent_ms IS NULL THEN NULL ELSE {} END, u.permission, u.end_reason, u.claude_pid, u.git_branch, u.kind
+                     FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bool[], $9::bool[], $10::bigint[], $11::bigint[], $12::jsonb[], $13::text[], $14::bigint[], $15::text[], $16::text[])
+                          AS u(id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting, ms, sent_ms, permission, end_reason, claude_pid, git_branch, kind)
                      ON CONFLICT (id) DO UPDATE SET session_id=EXCLUDED.session_id, sessions=EXCLUDED.sessions, project=EXCLUDED.project,
                        cwd=EXCLUDED.cwd, transcript_path=EXCLUDED.transcript_path, tmux_pane=EXCLUDED.tmux_pane, ended=EXCLUDED.ended,
                        waiting_permission=EXCLUDED.waiting_permission, last_seen_at=EXCLUDED.last_seen_at, sent_at=EXCLUDED.sent_at,
-                       permission=EXCLUDED.permission, end_reason=EXCLUDED.end_reason, claude_pid=EXCLUDED.claude_pid, git_branch=EXCLUDED.git_branch",
+                       permission=EXCLUDED.permission, end_reason=EXCLUDED.end_reason, claude_pid=EXCLUDED.claude_pid, git_branch=EXCLUDED.git_branch, kind=EXCLUDED.kind",
                     at("u.ms"),
                     at("u.sent_ms")
                 ),
@@ -291,6 +291,7 @@ impl PgStore {
                     &a.iter().map(|r| r.end_reason.clone()).collect::<Vec<_>>(),
                     &a.iter().map(|r| r.claude_pid.map(i64::from)).collect::<Vec<_>>(),
                     &a.iter().map(|r| r.git_branch.clone()).collect::<Vec<_>>(),
+                    &a.iter().map(|r| r.kind.name()).collect::<Vec<_>>(),
                 ],
             )
             .await?;

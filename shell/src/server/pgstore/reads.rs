@@ -111,7 +111,7 @@ impl PgStore {
                     (SELECT count(*) FROM turns u WHERE u.agent_id = a.id),
                     (SELECT left(c.text, {p}) FROM turns c WHERE c.task_id = t.id AND c.actor = 'user' ORDER BY c.\"timestamp\", c.id LIMIT 1),
                     l.actor, l.intent, left(l.text, {p}), {},
-                    left(q.text, {p}), q.question, a.end_reason, a.claude_pid, a.git_branch, a.machine, a.name,
+                    left(q.text, {p}), q.question, a.end_reason, a.claude_pid, a.git_branch, a.kind, a.machine, a.name,
                     la.worktree, la.branch
              FROM agents a
              LEFT JOIN LATERAL (SELECT * FROM tasks x WHERE x.agent_id = a.id ORDER BY x.started_at DESC, x.id DESC LIMIT 1) t ON true
@@ -154,10 +154,10 @@ impl PgStore {
                 command: r.get(21),
                 last_turn,
                 question: r.get::<_, Option<String>>(26).map(|text| (text, r.get(27))),
-                machine: r.get(31),
-                name: r.get(32),
-                worktree: r.get(33),
-                launch_branch: r.get(34),
+                machine: r.get(32),
+                name: r.get(33),
+                worktree: r.get(34),
+                launch_branch: r.get(35),
             });
         }
         Ok(out)
@@ -196,7 +196,7 @@ impl PgStore {
         let by_id = reference.parse::<i64>().ok();
         Ok(c.query(
             &format!(
-                "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission, end_reason, claude_pid, git_branch, machine
+                "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission, end_reason, claude_pid, git_branch, kind, machine
                  FROM agents WHERE $2 <> '' AND (id = $1 OR session_id = $2 OR $2 = ANY(sessions) OR tmux_pane = $2)",
                 ms("last_seen_at"),
                 ms("sent_at"),
@@ -205,7 +205,7 @@ impl PgStore {
         )
         .await?
         .iter()
-        .map(|r| (agent_row(r, 12), r.get::<_, String>(15)))
+        .map(|r| (agent_row(r, 12), r.get::<_, String>(16)))
         .collect())
     }
 
@@ -324,8 +324,8 @@ impl PgStore {
 const TURN_SELECT: &str = "SELECT id, agent_id, task_id, actor, intent, text, (extract(epoch from \"timestamp\") * 1000)::bigint, timestamp_source,
     entry_uuid, source, hook_key, prompt_id, tool_use_id, question, session_id FROM turns";
 
-/// An agent row from columns 0..=11, and its end reason, Claude pid and git branch at
-/// `extra`, `extra + 1` and `extra + 2` (the joined card query has them last).
+/// An agent row from columns 0..=11, and its end reason, Claude pid, git branch and kind at
+/// `extra` to `extra + 3` (the joined card query has them last).
 fn agent_row(r: &Row, extra: usize) -> AgentRow {
     AgentRow {
         id: r.get::<_, i64>(0) as u64,
@@ -343,6 +343,9 @@ fn agent_row(r: &Row, extra: usize) -> AgentRow {
         end_reason: r.get(extra),
         claude_pid: r.get::<_, Option<i64>>(extra + 1).map(|p| p as u32),
         git_branch: r.get(extra + 2),
+        // A kind this version does not know (a newer server's) reads as Claude Code's.
+        kind: headspace_core::kind::AgentKind::from_name(r.get::<_, &str>(extra + 3))
+            .unwrap_or_default(),
     }
 }
 
@@ -407,7 +410,7 @@ async fn dormant_rows(
     let rows = c
         .query(
             &format!(
-                "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission, end_reason, claude_pid, git_branch,
+                "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission, end_reason, claude_pid, git_branch, kind,
                         (SELECT max(t.id) FROM tasks t WHERE t.agent_id = agents.id),
                         (SELECT max(u.id) FROM turns u WHERE u.agent_id = agents.id)
                  FROM agents WHERE {filter} ORDER BY id",
@@ -442,7 +445,7 @@ async fn rows(
     let agents = c
         .query(
             &format!(
-                "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission, end_reason, claude_pid, git_branch FROM agents {} ORDER BY id",
+                "SELECT id, session_id, sessions, project, cwd, transcript_path, tmux_pane, ended, waiting_permission, {}, {}, permission, end_reason, claude_pid, git_branch, kind FROM agents {} ORDER BY id",
                 ms("last_seen_at"),
                 ms("sent_at"),
                 on("id")
