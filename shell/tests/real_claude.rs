@@ -9,13 +9,14 @@
 //! exactly one turn, none doubled, and `wait` never returns before the reply is written.
 
 mod common;
+use common::real_client::*;
 use common::*;
 use serde_json::{json, Value};
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write;
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::process::Command;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -52,170 +53,6 @@ fn claude_bin() -> Option<PathBuf> {
         return None;
     }
     Some(bin)
-}
-
-/// A child process killed when dropped.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The stand-in model API playing `script`; its address.
-fn model_api(dir: &Path, script: &Value) -> (Killed, String) {
-    let script_file = dir.join("script.json");
-    std::fs::write(&script_file, script.to_string()).unwrap();
-    let port_file = dir.join("api-port");
-    let child = Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../testkit/model-api/standin_model_api.py"
-        ))
-        .arg("--script")
-        .arg(&script_file)
-        .arg("--log")
-        .arg(dir.join("api.jsonl"))
-        .arg("--port-file")
-        .arg(&port_file)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("python3 runs the stand-in model API");
-    let port = wait_for(Duration::from_secs(20), || {
-        std::fs::read_to_string(&port_file)
-            .ok()
-            .filter(|p| !p.trim().is_empty())
-    })
-    .expect("the stand-in model API listens");
-    (Killed(child), format!("127.0.0.1:{}", port.trim()))
-}
-
-/// A proxy in front of the server that answers every fifth hook's second and fourth of five
-/// 503 (40% refused) and forwards the rest, one request per connection; with the server
-/// down it answers 502. How many it refused and forwarded.
-struct Proxy {
-    addr: String,
-    refused: Arc<AtomicU64>,
-    forwarded: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-    /// While set, every hook is refused (the first exchange's, all lost).
-    refuse_all: Arc<AtomicBool>,
-}
-
-impl Proxy {
-    fn start(server: String) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let (refused, forwarded) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-        let stop = Arc::new(AtomicBool::new(false));
-        let refuse_all = Arc::new(AtomicBool::new(false));
-        let (r, f, s, all) = (
-            refused.clone(),
-            forwarded.clone(),
-            stop.clone(),
-            refuse_all.clone(),
-        );
-        std::thread::spawn(move || {
-            let seen = AtomicU64::new(0);
-            for conn in listener.incoming() {
-                if s.load(Relaxed) {
-                    return;
-                }
-                let Ok(mut conn) = conn else { continue };
-                let n = seen.fetch_add(1, Relaxed);
-                let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
-                let Some(request) = read_request(&mut conn) else {
-                    continue;
-                };
-                if all.load(Relaxed) || n % 5 == 1 || n % 5 == 3 {
-                    r.fetch_add(1, Relaxed);
-                    let _ = conn.write_all(
-                        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                    );
-                    continue;
-                }
-                match forward(&server, &request) {
-                    Some(answer) => {
-                        f.fetch_add(1, Relaxed);
-                        let _ = conn.write_all(&answer);
-                    }
-                    None => {
-                        let _ = conn.write_all(
-                            b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                        );
-                    }
-                }
-            }
-        });
-        Proxy {
-            addr,
-            refused,
-            forwarded,
-            stop,
-            refuse_all,
-        }
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.stop.store(true, Relaxed);
-        let _ = TcpStream::connect(&self.addr);
-    }
-}
-
-/// One whole request (head and body), with `Connection: close` put in its head.
-fn read_request(conn: &mut TcpStream) -> Option<Vec<u8>> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 16 * 1024];
-    let head_end = loop {
-        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break p + 4;
-        }
-        let n = conn.read(&mut chunk).ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let len: usize = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse().ok())
-                .flatten()
-        })
-        .unwrap_or(0);
-    while buf.len() < head_end + len {
-        let n = conn.read(&mut chunk).ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let kept: Vec<&str> = head
-        .trim_end()
-        .lines()
-        .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
-        .collect();
-    let mut out = format!("{}\r\nConnection: close\r\n\r\n", kept.join("\r\n")).into_bytes();
-    out.extend_from_slice(&buf[head_end..head_end + len]);
-    Some(out)
-}
-
-/// The server's answer to `request`, or `None` when it is not there.
-fn forward(server: &str, request: &[u8]) -> Option<Vec<u8>> {
-    let mut s = TcpStream::connect(server).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    s.write_all(request).ok()?;
-    let mut answer = Vec::new();
-    s.read_to_end(&mut answer).ok()?;
-    (!answer.is_empty()).then_some(answer)
 }
 
 /// A Claude Code session in a tmux pane of its own server, configured as a user's would be:

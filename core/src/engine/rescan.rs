@@ -87,7 +87,10 @@ impl Core {
                         agent_id,
                         path: path.clone(),
                         limit,
-                        scan: ConversationScan::new(self.config.max_line_bytes),
+                        scan: ConversationScan::of_kind(
+                            crate::kind::AgentKind::of_transcript(&path),
+                            self.config.max_line_bytes,
+                        ),
                         stored: stored.clone(),
                         prev_task: None,
                         pending: Vec::new(),

@@ -7,6 +7,7 @@
 //! and the rows, the decision is made here.
 
 use crate::hook::matching::hash128;
+use crate::kind::AgentKind;
 use crate::model::AgentId;
 use crate::transcript::entry::{self, Entry};
 use crate::transcript::framing::{Line, LineFramer};
@@ -18,14 +19,23 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 pub struct ConversationScan {
     framer: LineFramer,
     question_ids: HashSet<u128>,
+    kind: AgentKind,
 }
 
 impl ConversationScan {
-    /// A scan from byte 0, keeping lines up to `max_line_bytes` whole (as the engine does).
+    /// A scan of a Claude Code transcript from byte 0, keeping lines up to `max_line_bytes`
+    /// whole (as the engine does).
     pub fn new(max_line_bytes: usize) -> ConversationScan {
+        ConversationScan::of_kind(AgentKind::Claude, max_line_bytes)
+    }
+
+    /// A scan of a transcript of `kind` (its lines read by the kind's reader, as the engine
+    /// reads them).
+    pub fn of_kind(kind: AgentKind, max_line_bytes: usize) -> ConversationScan {
         ConversationScan {
             framer: LineFramer::new(0, max_line_bytes),
             question_ids: HashSet::new(),
+            kind,
         }
     }
 
@@ -38,8 +48,9 @@ impl ConversationScan {
     /// offset is ignored); calls `on_entry(entry, line_end)` for each conversational line.
     pub fn push(&mut self, offset: u64, data: &[u8], mut on_entry: impl FnMut(Entry, u64)) {
         let questions = &mut self.question_ids;
+        let kind = self.kind;
         let _ = self.framer.push(offset, data, |line, end| {
-            if let Some(e) = conversational(questions, line) {
+            if let Some(e) = conversational(kind, questions, line) {
                 on_entry(e, end);
             }
         });
@@ -47,8 +58,9 @@ impl ConversationScan {
 }
 
 /// The entry of a line when it becomes a turn (the same rules as `engine/entries.rs`).
-fn conversational(questions: &mut HashSet<u128>, line: Line<'_>) -> Option<Entry> {
+fn conversational(kind: AgentKind, questions: &mut HashSet<u128>, line: Line<'_>) -> Option<Entry> {
     let e = match line {
+        Line::Whole(bytes) if kind != AgentKind::Claude => kind.read_line(bytes).entry.ok()?.0,
         Line::Whole(bytes) => entry::classify_mended(bytes).ok()?.0,
         Line::Truncated { head, tail, len } => {
             if (head.len() + tail.len()) as u64 == len {

@@ -206,7 +206,8 @@ fn conversational_uuids(files: &dyn Files, paths: &[String], max_line: usize) ->
         let Some(stat) = files.stat(path) else {
             continue;
         };
-        let mut scan = ConversationScan::new(max_line);
+        let kind = headspace_core::kind::AgentKind::of_transcript(path);
+        let mut scan = ConversationScan::of_kind(kind, max_line);
         let mut at = 0;
         while at < stat.len {
             let Ok(data) = files.read_at(path, at, (stat.len - at).min(READ_CHUNK)) else {

@@ -4,6 +4,7 @@
 pub mod browser;
 pub mod launching;
 pub mod pages;
+pub mod real_client;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -1,0 +1,445 @@
+//! The real Codex CLI (npm `@openai/codex`, the version `make test` installs in `.cache/`) in
+//! a real tmux pane, against a stand-in OpenAI Responses API of our own
+//! (`testkit/model-api/standin_responses_api.py`), with Headspace's hooks installed by
+//! `headspace hooks install --agent codex` (and trusted by it: Codex runs no other). Every
+//! hook of the first exchange and then 40% of the hooks are refused on the way (a proxy in
+//! front of the server answers them 503), and the server is SIGKILLed mid-conversation. The
+//! agent exists from its process before any hook or line. A scripted conversation with a
+//! shell tool call, two identical short prompts and an interrupted slow reply: every user
+//! message and assistant text of the rollout is exactly one turn, none doubled, the agent's
+//! kind is `codex`, and `wait` never returns before the reply is written.
+//!
+//! Codex runs here without its shared app-server daemon (`daemon_auto_start = false`): the
+//! daemon copies its 424 MB binary into every fresh `CODEX_HOME`. The hooks' pane, which the
+//! daemon gets wrong, is dropped by the server either way (the pane comes from the process).
+
+mod common;
+use common::real_client::*;
+use common::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+/// The Codex CLI, or `None` (skipped, with a note) when it is not installed; on CI it must be.
+fn codex_bin() -> Option<PathBuf> {
+    let bin = std::env::var_os("HEADSPACE_CODEX_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../.cache/codex-0.171.0/node_modules/.bin/codex"
+            ))
+        });
+    let works = Command::new(&bin)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !works {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "Codex CLI must be installed on CI (make test installs it): {}",
+            bin.display()
+        );
+        eprintln!(
+            "skipped: Codex CLI is not installed at {} (make codex-cli)",
+            bin.display()
+        );
+        return None;
+    }
+    Some(bin)
+}
+
+/// A Codex session in a tmux pane of its own server, configured as a user's would be
+/// (a model provider, the folder trusted, commands run without asking).
+struct Client {
+    tmux: Tmux,
+    pane: String,
+    home: PathBuf,
+}
+
+impl Client {
+    /// Writes `$CODEX_HOME/config.toml` under `root` for the stand-in at `api`; the
+    /// `CODEX_HOME`.
+    fn configure(root: &Path, api: &str) -> PathBuf {
+        let home = root.join("codex");
+        let project = root.join("project");
+        let user = root.join("home");
+        for d in [&home, &project, &user] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let home = std::fs::canonicalize(&home).unwrap();
+        let project = std::fs::canonicalize(&project).unwrap();
+        std::fs::write(
+            home.join("config.toml"),
+            format!(
+                "model = \"stand-in\"\nmodel_provider = \"standin\"\napproval_policy = \"never\"\n\
+                 sandbox_mode = \"danger-full-access\"\ncheck_for_update_on_startup = false\n\
+                 web_search = \"disabled\"\n\n\
+                 [model_providers.standin]\nname = \"Stand-in\"\nbase_url = \"http://{api}/v1\"\n\
+                 wire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n\n\
+                 [analytics]\nenabled = false\n\n[feedback]\nenabled = false\n\n\
+                 [features]\nplugins = false\nremote_plugin = false\napps = false\n\
+                 in_app_updates = false\ndaemon_auto_start = false\n\n\
+                 [projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+                project.display()
+            ),
+        )
+        .unwrap();
+        // No network: the one request Codex makes on its own (a tip to show) fails at once
+        // through a proxy that is not there; the stand-in is reached directly.
+        std::fs::write(
+            root.join("env.sh"),
+            format!(
+                "export HOME={user} CODEX_HOME={home}\n\
+                 export HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost\n\
+                 export TERM=xterm-256color HEADSPACE_TOKEN_FILE={token}\n",
+                user = user.display(),
+                home = home.display(),
+                token = test_token_file().display(),
+            ),
+        )
+        .unwrap();
+        home
+    }
+
+    /// Starts Codex in a new tmux server named `tmux`, configured by [`Client::configure`].
+    fn launch(bin: &Path, root: &Path, tmux: &str, home: &Path) -> Client {
+        let project = std::fs::canonicalize(root.join("project")).unwrap();
+        let tmux = Tmux(tmux.to_string());
+        let pane = tmux.run(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "-x",
+            "160",
+            "-y",
+            "50",
+            "-c",
+            project.to_str().unwrap(),
+            &format!(
+                "bash -c '. {}; exec {}'",
+                root.join("env.sh").display(),
+                bin.display()
+            ),
+        ]);
+        Client {
+            tmux,
+            pane,
+            home: home.to_path_buf(),
+        }
+    }
+
+    fn screen(&self) -> String {
+        self.tmux.run(&["capture-pane", "-p", "-t", &self.pane])
+    }
+
+    /// Waits until the composer shows and no spinner runs.
+    fn until_idle(&self, what: &str) {
+        let idle = wait_for(Duration::from_secs(60), || {
+            let s = self.screen();
+            (s.contains("? for shortcuts") && !s.contains("esc to interrupt")).then_some(())
+        });
+        assert!(idle.is_some(), "{what}: never idle:\n{}", self.screen());
+    }
+
+    /// Types `text`, then Enter a moment later (Codex takes keys that come at once as a
+    /// paste, where Enter is a new line).
+    fn type_prompt(&self, text: &str) {
+        self.tmux.run(&["send-keys", "-t", &self.pane, "-l", text]);
+        std::thread::sleep(Duration::from_millis(500));
+        self.tmux.run(&["send-keys", "-t", &self.pane, "Enter"]);
+    }
+
+    /// The rollout's lines, parsed (the one session's).
+    fn rollout(&self) -> Vec<Value> {
+        fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+            for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    files(&p, out);
+                } else if p
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("rollout-"))
+                {
+                    out.push(p);
+                }
+            }
+        }
+        let mut found = Vec::new();
+        files(&self.home.join("sessions"), &mut found);
+        found
+            .iter()
+            .flat_map(|f| {
+                std::fs::read_to_string(f)
+                    .unwrap_or_default()
+                    .lines()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .filter_map(|l| serde_json::from_str(&l).ok())
+            .collect()
+    }
+
+    /// The rollout's messages of `role` with text, as Codex wrote them (typed prompts only).
+    fn messages(&self, role: &str) -> Vec<String> {
+        self.rollout()
+            .iter()
+            .filter(|l| l["type"] == "response_item" && l["payload"]["type"] == "message")
+            .filter(|l| l["payload"]["role"] == role)
+            .filter(|l| {
+                role != "user"
+                    || l["payload"]["internal_chat_message_metadata_passthrough"]
+                        ["content_item_kinds"]
+                        == json!(["user.text"])
+            })
+            .filter_map(|l| {
+                let text: Vec<&str> = l["payload"]["content"]
+                    .as_array()?
+                    .iter()
+                    .filter_map(|b| b["text"].as_str())
+                    .collect();
+                Some(text.join("\n\n").trim().to_string()).filter(|t| !t.is_empty())
+            })
+            .collect()
+    }
+
+    /// Whether an assistant message of the rollout holds `text`.
+    fn replied(&self, text: &str) -> bool {
+        self.messages("assistant").iter().any(|m| m.contains(text))
+    }
+}
+
+/// `headspace wait PANE` against `server`: it must not return before `reply` is written.
+fn wait_then_replied(server: &Server, client: &Client, reply: &str) {
+    let started = Instant::now();
+    let out = headspace()
+        .args([
+            "wait",
+            &client.pane,
+            "--timeout",
+            "90",
+            "--addr",
+            &server.addr,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "wait for {reply:?}: {}{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        server.log()
+    );
+    assert!(
+        client.replied(reply),
+        "wait returned after {:?}, before the reply {reply:?} was written:\n{}",
+        started.elapsed(),
+        client.screen()
+    );
+}
+
+/// `headspace send PANE TEXT` through `server`.
+fn send(server: &Server, client: &Client, text: &str) {
+    let out = headspace()
+        .args(["send", &client.pane, text, "--addr", &server.addr])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "send {text:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_real_codex_client_loses_and_doubles_nothing() {
+    let Some(bin) = codex_bin() else { return };
+    let Some(db) = fresh_db("real_codex") else {
+        return;
+    };
+    let root = temp_dir("real-codex");
+    let script = json!({
+        "replies": [
+            {"expect": "hello", "text": "Hello from the stand-in model."},
+            {"text": "I will run it.", "shell": "echo standin-ran"},
+            {"expect": "standin-ran", "text": "The command printed standin-ran."},
+            {"text": "Yes, first.", "delay": 1},
+            {"text": "Yes, second.", "delay": 1},
+            {"text": "After the restart.", "delay": 1},
+            {"text": "A very slow reply that is never finished, streamed a few letters a second.", "chunk": 2, "delay_ms": 700},
+            {"text": "Back after the interrupt."},
+        ],
+        "side_text": "Stand-in session",
+        "fallback": {"text": "(script exhausted)"}
+    });
+    let (_api, api) = responses_api(&root, &script);
+    let home = Client::configure(&root, &api);
+    let claude = root.join("claude");
+    std::fs::create_dir_all(&claude).unwrap();
+    let tmux_name = format!("hs-codex-{}", std::process::id());
+    let home_arg = home.display().to_string();
+    let extra = [
+        "--codex-dir",
+        home_arg.as_str(),
+        "--tmux-socket",
+        tmux_name.as_str(),
+        "--pane-poll-seconds",
+        "0.5",
+    ];
+    let mut server = Server::start(&db, &claude, &extra);
+    let addr = server.addr.clone();
+    let proxy = Proxy::start(addr.clone());
+    // Every hook of the first exchange is lost (SessionStart, the prompt's, Stop...).
+    proxy.refuse_all.store(true, Relaxed);
+    run_ok(
+        headspace()
+            .args(["hooks", "install", "--agent", "codex"])
+            .args(["--url", &format!("http://{}", proxy.addr)])
+            .arg("--settings")
+            .arg(home.join("hooks.json")),
+    );
+    let client = Client::launch(&bin, &root, &tmux_name, &home);
+    client.until_idle("the first screen");
+    assert!(
+        !client.screen().contains("Hooks need review"),
+        "Codex does not trust the installed hooks:\n{}",
+        client.screen()
+    );
+    let pane_ref = client.pane.replace('%', "%25");
+
+    // The agent exists from its process alone: no hook arrived, no line is written.
+    let agent = wait_for(Duration::from_secs(30), || {
+        server.try_json(&format!("/api/agents/{pane_ref}"))
+    });
+    let Some(agent) = agent else {
+        panic!(
+            "no agent for {} before its first hook or line\n{}",
+            client.pane,
+            server.log()
+        );
+    };
+    assert_eq!(agent["kind"], "codex", "{agent}");
+
+    send(&server, &client, "hello");
+    wait_then_replied(&server, &client, "Hello from the stand-in model.");
+    client.until_idle("after the first reply");
+    proxy.refuse_all.store(false, Relaxed);
+
+    // A tool call, sent through the server.
+    send(&server, &client, "run the command");
+    wait_then_replied(&server, &client, "The command printed standin-ran.");
+
+    // Two identical short prompts: two turns.
+    send(&server, &client, "yes");
+    wait_then_replied(&server, &client, "Yes, first.");
+    send(&server, &client, "yes");
+    wait_then_replied(&server, &client, "Yes, second.");
+
+    // The server SIGKILLed; a prompt typed while it is down; then it is back on its port.
+    let log_before = server.log();
+    server.kill();
+    client.until_idle("before the prompt typed while the server is down");
+    client.type_prompt("are you there");
+    let replied = wait_for(Duration::from_secs(60), || {
+        client.replied("After the restart.").then_some(())
+    });
+    assert!(replied.is_some(), "{}", client.screen());
+    client.until_idle("after the restart's reply");
+    server = Server::start_on(&db, &claude, &addr, &extra);
+
+    // A slow reply, interrupted (Escape): no turn for what was never written.
+    send(&server, &client, "write slowly");
+    let streaming = wait_for(Duration::from_secs(30), || {
+        client.screen().contains("A very slow").then_some(())
+    });
+    assert!(streaming.is_some(), "{}", client.screen());
+    client
+        .tmux
+        .run(&["send-keys", "-t", &client.pane, "Escape"]);
+    let stopped = wait_for(Duration::from_secs(30), || {
+        client.screen().contains("interrupted").then_some(())
+    });
+    assert!(stopped.is_some(), "{}", client.screen());
+    client.until_idle("after the interrupt");
+    send(&server, &client, "and now");
+    wait_then_replied(&server, &client, "Back after the interrupt.");
+
+    // Every user message and assistant text of the rollout is one turn of this agent, none
+    // doubled, none left over.
+    let card = server.json(&format!("/api/agents/{pane_ref}"));
+    assert_eq!(card["kind"], "codex", "{card}");
+    let id = card["id"].as_u64().unwrap();
+    let settled = wait_for(Duration::from_secs(30), || {
+        let audit = server.try_json(&format!("/api/agents/{id}/audit"))?;
+        (audit["missing"].as_array()?.is_empty()
+            && audit["doubled"].as_array()?.is_empty()
+            && audit["misassigned"].as_array()?.is_empty())
+        .then_some(audit)
+    });
+    assert!(
+        settled.is_some(),
+        "audit: {}\n{log_before}\n{}",
+        server
+            .try_json(&format!("/api/agents/{id}/audit"))
+            .unwrap_or_default(),
+        server.log()
+    );
+    let turns = server.json(&format!("/api/agents/{id}/turns?limit=200"));
+    let turns = turns.as_array().unwrap();
+    let texts = |actor: &str| -> Vec<String> {
+        let mut t: Vec<&Value> = turns.iter().filter(|t| t["actor"] == actor).collect();
+        t.sort_by_key(|t| {
+            (
+                t["timestamp"].as_str().unwrap_or("").to_string(),
+                t["id"].as_u64(),
+            )
+        });
+        t.iter()
+            .filter_map(|t| t["text"].as_str().map(str::to_string))
+            .collect()
+    };
+    assert_eq!(
+        texts("user"),
+        client.messages("user"),
+        "prompts, one turn each"
+    );
+    assert_eq!(
+        texts("agent"),
+        client.messages("assistant"),
+        "replies, one turn each"
+    );
+    assert_eq!(
+        texts("user").iter().filter(|p| *p == "yes").count(),
+        2,
+        "{:?}",
+        texts("user")
+    );
+    let unclaimed: Vec<&Value> = turns.iter().filter(|t| t["entry_uuid"].is_null()).collect();
+    assert!(unclaimed.is_empty(), "turns no line claimed: {unclaimed:?}");
+    assert!(
+        !turns.iter().any(|t| t["text"]
+            .as_str()
+            .is_some_and(|x| x.contains("never finished"))),
+        "a turn for a reply that was never written"
+    );
+    assert!(
+        proxy.refused.load(Relaxed) > 0 && proxy.forwarded.load(Relaxed) > 0,
+        "the proxy refused {} and forwarded {} hooks",
+        proxy.refused.load(Relaxed),
+        proxy.forwarded.load(Relaxed)
+    );
+    eprintln!(
+        "turns {:?} / {:?}; hooks refused {}, forwarded {}",
+        texts("user"),
+        texts("agent"),
+        proxy.refused.load(Relaxed),
+        proxy.forwarded.load(Relaxed)
+    );
+    client.type_prompt("/quit");
+}
