@@ -80,6 +80,7 @@ sim:
 	target/release/headspace-sim swarm --seeds $${SEEDS:-10000}
 	target/release/headspace-sim swarm --scenario orchestration --seeds $${ORCHESTRATION_SEEDS:-300}
 	target/release/headspace-sim swarm --scenario cluster --seeds $${CLUSTER_SEEDS:-300}
+	target/release/headspace-sim swarm --scenario kinds --seeds $${KINDS_SEEDS:-1000}
 
 ## Three stand-in agents and the server in tmux session headspace-demo.
 demo: deps build

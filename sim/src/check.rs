@@ -15,8 +15,8 @@
 //!   once the watchdog has had time to see it.
 //!
 //! Liveness, at the end of the calm phase:
-//! - L1 completeness: every transcript turn line has exactly one turn, and no hook-made turn is
-//!   left unclaimed;
+//! - L1 completeness: every transcript turn line has exactly one turn, no hook-made turn is
+//!   left unclaimed, and no turn is made of a line that is none (context a CLI injects);
 //! - L2 convergence: every agent's activity equals its session's (idle, waiting, ended), and
 //!   every agent turn sits in the task of the prompt it answers;
 //! - P1 discovery: an agent tied to a pane (by a hook or by discovery) holds only lines of
@@ -526,6 +526,23 @@ impl Checker {
                     format!(
                         "agent {} is tied to pane {pane} but holds line {uuid} of pane {}",
                         t.agent_id, line.pane
+                    ),
+                ));
+            }
+        }
+        // No turn without a line that is one: a line the agent wrote as a prompt or a reply
+        // (context a CLI injects, a signal or a tool call is never a turn).
+        for t in store.turns() {
+            let Some(uuid) = t.entry_uuid.as_deref() else {
+                continue;
+            };
+            if !self.lines.contains_key(uuid) {
+                problems.push((
+                    "L1",
+                    format!(
+                        "turn {} ({:?}) was made of line {uuid}, which is no turn",
+                        t.id,
+                        t.text.chars().take(80).collect::<String>()
                     ),
                 ));
             }

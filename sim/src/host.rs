@@ -88,6 +88,7 @@ pub(crate) async fn server(world: SimWorld, bug: Option<Bug>, spec: ServerSpec) 
     world.lock().server_started();
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", 5055)).await?;
     let mut core = headspace_core::Config::new(CLAUDE_DIR);
+    core.codex_dir = Some(headspace_testkit::synth_codex::CODEX_DIR.to_string());
     core.planted = bug;
     core.id_base = headspace_core::engine::id_base_of(spec.id);
     // Agents leave memory after 20 silent seconds (30 minutes in production), so the
@@ -109,7 +110,7 @@ pub(crate) async fn server(world: SimWorld, bug: Option<Bug>, spec: ServerSpec) 
         existing.as_deref(),
         Box::new(world.trace_sink()),
         CLAUDE_DIR,
-        None,
+        Some(headspace_testkit::synth_codex::CODEX_DIR),
         sim_now(),
     )?;
     let app = start(&adapters, settings, Some(recorder)).await?;

@@ -2,6 +2,7 @@
 
 use crate::faults::Faults;
 use crate::rng::Rng;
+use headspace_core::kind::AgentKind;
 
 /// What happens to one particular hook, when a scenario decides rather than the dice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,6 +79,28 @@ pub struct AgentPlan {
     pub http_hooks: bool,
     /// What the user does.
     pub steps: Vec<Step>,
+    /// The agent CLI it runs: Claude Code, or Codex CLI (its rollout under the codex dir, its
+    /// hooks on `/hook/codex/…` without a pane, its own screen and process).
+    pub kind: AgentKind,
+}
+
+impl AgentPlan {
+    /// This plan played by Codex CLI: what Codex has no equivalent of is left out (`/clear`
+    /// through the route, compaction as a new session, AskUserQuestion), and its hooks are
+    /// command hooks.
+    pub fn as_codex(mut self) -> AgentPlan {
+        self.kind = AgentKind::Codex;
+        self.http_hooks = false;
+        self.steps
+            .retain(|s| !matches!(s, Step::Clear { .. } | Step::Compact | Step::Serve));
+        for s in &mut self.steps {
+            if let Step::Prompt(x) = s {
+                x.questions.clear();
+                x.permission = false;
+            }
+        }
+        self
+    }
 }
 
 /// A whole run.
@@ -201,6 +224,7 @@ impl Plan {
                     // otherwise what it was.
                     http_hooks: i % 2 == 1,
                     steps,
+                    kind: AgentKind::Claude,
                 }
             })
             .collect();

@@ -22,6 +22,7 @@ fn agent(new_shape: bool, steps: Vec<Step>) -> AgentPlan {
         turn_duration: false,
         http_hooks: false,
         steps,
+        kind: headspace_core::kind::AgentKind::Claude,
     }
 }
 
@@ -300,6 +301,20 @@ pub const SCENARIOS: &[Scenario] = &[
             p.faults.reconciles = 0;
             p.cluster = true;
             p.settle_ms = 90_000;
+            p
+        },
+    },
+    Scenario {
+        name: "kinds",
+        about: "Claude Code and Codex CLI agents side by side under the random faults: Codex's rollout (context it injects each turn, aborted turns), its hooks without a pane (the pane comes from its process) and its screen; every invariant holds for both kinds",
+        plan: |rng| {
+            let mut p = Plan::random(rng, 4);
+            p.agents = p
+                .agents
+                .into_iter()
+                .enumerate()
+                .map(|(i, a)| if i % 2 == 0 { a.as_codex() } else { a })
+                .collect();
             p
         },
     },

@@ -11,9 +11,11 @@ use crate::plan::{AgentPlan, Exchange, Fate, Step};
 use crate::rng::Rng;
 use crate::world::{sim_now, PaneProgram, Screen, SimWorld};
 use headspace_core::hook::matching::normalise_display;
+use headspace_core::kind::AgentKind;
 use headspace_core::view::activity::Activity;
 use headspace_core::Timestamp;
 use headspace_testkit::synth::{Line, SessionWriter};
+use headspace_testkit::synth_codex::{CodexSessionWriter, CODEX_DIR};
 use serde_json::{json, Value};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -68,6 +70,8 @@ struct Agent {
     faults: Faults,
     rng: Rng,
     w: SessionWriter,
+    /// A Codex CLI agent's rollout writer (then `w` is unused): its lines, hooks and ids.
+    codex: Option<CodexSessionWriter>,
     sessions: u64,
     new_shape: bool,
     /// Its hooks come over the HTTP transport ([`crate::plan::AgentPlan::http_hooks`]).
@@ -84,6 +88,27 @@ impl Agent {
         let now = sim_now();
         if now > self.w.clock {
             self.w.clock = now;
+        }
+        if let Some(c) = &mut self.codex {
+            if now > c.clock {
+                c.clock = now;
+            }
+        }
+    }
+
+    /// Its session's id.
+    fn session_id(&self) -> String {
+        match &self.codex {
+            Some(c) => c.session_id.clone(),
+            None => self.w.session_id.clone(),
+        }
+    }
+
+    /// Its transcript, as the server names it.
+    fn path(&self) -> String {
+        match &self.codex {
+            Some(c) => format!("{}{}", headspace_core::kind::CODEX_PREFIX, c.path()),
+            None => self.w.path(),
         }
     }
 
@@ -108,7 +133,7 @@ impl Agent {
             );
         }
         let _ = self.files.send(Chunk {
-            path: self.w.path(),
+            path: self.path(),
             bytes: format!("{}\n", line.json).into_bytes(),
             uuid: line.is_turn.then(|| line.uuid.clone()),
             created,
@@ -161,7 +186,22 @@ impl Agent {
     /// Fires a hook as the command hook does: stamped now, posted in the background.
     fn command_hook(&mut self, event: &str, extra: Value, fate: Fate) {
         let stamp = sim_now();
-        let body = self.w.hook(event, Some(&self.pane), Some(stamp), extra);
+        // Codex's hook names no pane (its daemon's would be wrong): `hook-forward --agent
+        // codex` stamps it and posts it to Codex's route.
+        let (body, path, names_pane) = match &self.codex {
+            Some(c) => {
+                let mut v: Value =
+                    serde_json::from_slice(&c.hook(CODEX_DIR, event, extra)).expect("json");
+                v["emitted_at"] = json!(stamp.to_string());
+                let body = serde_json::to_vec(&v).expect("json");
+                (body, format!("/hook/codex/{event}"), false)
+            }
+            None => (
+                self.w.hook(event, Some(&self.pane), Some(stamp), extra),
+                format!("/hook/{event}"),
+                true,
+            ),
+        };
         let hostile = self.world.lock().hostile;
         let delays: Vec<u64> = match fate {
             Fate::Lost => vec![],
@@ -190,7 +230,6 @@ impl Agent {
                 }
             }
         };
-        let path = format!("/hook/{event}");
         let host = self.world.lock().host;
         self.in_flight.retain(|h| !h.is_finished());
         for d in delays {
@@ -198,7 +237,7 @@ impl Agent {
             let (world, pane) = (self.world.clone(), self.pane.clone());
             self.in_flight.push(tokio::spawn(async move {
                 sleep_ms(d).await;
-                if post_to(host, &path, &body).await.is_some_and(|s| s < 300) {
+                if post_to(host, &path, &body).await.is_some_and(|s| s < 300) && names_pane {
                     world.lock().checker.named_panes.insert(pane);
                 }
             }));
@@ -241,7 +280,7 @@ impl Agent {
         typed: &str,
     ) {
         let hub = *self.rng.pick(hubs);
-        let path = format!("/api/agents/{}/{what}", self.w.session_id);
+        let path = format!("/api/agents/{}/{what}", self.session_id());
         let answer = post_answered(hub, &path, body).await;
         self.world.lock().checker.sends.push(SendRecord {
             pane: self.pane.clone(),
@@ -281,7 +320,7 @@ impl Agent {
                 // by its session: a pane id (`%1`) names a pane on every machine.
                 Some(hubs) => {
                     let hub = *self.rng.pick(&hubs);
-                    let path = format!("/api/agents/{}/send", self.w.session_id);
+                    let path = format!("/api/agents/{}/send", self.session_id());
                     let answer = post_answered(hub, &path, body.as_bytes()).await;
                     let status = answer.as_ref().map(|(s, _)| *s);
                     self.world.lock().checker.sends.push(SendRecord {
@@ -309,12 +348,33 @@ impl Agent {
             )
         });
         let mut extra = json!({"prompt": x.prompt});
-        if let Some(p) = &prompt_id {
+        if let (Some(p), None) = (&prompt_id, &self.codex) {
             extra["prompt_id"] = json!(p);
         }
+        // Codex: its rollout (and SessionStart) begin with the first prompt; each turn
+        // opens with the context it injects, and its hooks name the turn.
+        let mut opening = Vec::new();
+        if self.codex.is_some() {
+            let first = self.codex.as_ref().is_some_and(|c| c.turn_id.is_empty());
+            if first {
+                self.command_hook("SessionStart", json!({"source": "startup"}), Fate::Drawn);
+                opening.push(self.codex.as_mut().expect("codex").meta());
+            }
+            opening.extend(self.codex.as_mut().expect("codex").start_turn());
+        }
+        let prompt_id = match &self.codex {
+            Some(c) => Some(c.turn_id.clone()),
+            None => prompt_id,
+        };
         self.world.show(&self.pane, Screen::Busy);
         self.hook("UserPromptSubmit", extra, x.prompt_hook).await;
-        let line = self.w.typed(&x.prompt, prompt_id.as_deref());
+        for l in &opening {
+            self.write(l, None);
+        }
+        let line = match &mut self.codex {
+            Some(c) => c.prompt(&x.prompt),
+            None => self.w.typed(&x.prompt, prompt_id.as_deref()),
+        };
         let puuid = line.uuid.clone();
         self.phase(Activity::Running, Some(puuid.clone()), prompt_id.clone());
         self.write(
@@ -340,22 +400,39 @@ impl Agent {
             match s {
                 0 => {
                     let text = progress.next().cloned().unwrap_or_default();
-                    let l = self.w.agent_text(&text);
+                    let l = match &mut self.codex {
+                        Some(c) => c.agent_text(&text),
+                        None => self.w.agent_text(&text),
+                    };
                     self.write(
                         &l,
                         Some((Some(normalise_display(&text)), puuid.clone(), false)),
                     );
-                    self.hook(
-                        "PreToolUse",
-                        json!({"tool_name": "Bash", "tool_input": {"command": "ls"}}),
-                        Fate::Drawn,
-                    )
-                    .await;
-                    let [call, result] = self.w.tool("Bash", json!({"command": "ls"}), "ok");
-                    self.write(&call, None);
-                    self.write(&result, None);
-                    self.hook("PostToolUse", json!({"tool_name": "Bash"}), Fate::Drawn)
-                        .await;
+                    let (lines, call) = match &mut self.codex {
+                        Some(c) => {
+                            let (lines, call) = c.shell("ls", "ok", 0);
+                            (lines, Some(call))
+                        }
+                        None => (
+                            self.w.tool("Bash", json!({"command": "ls"}), "ok").to_vec(),
+                            None,
+                        ),
+                    };
+                    let mut pre = json!({"tool_name": "Bash", "tool_input": {"command": "ls"}});
+                    if let Some(id) = &call {
+                        pre["tool_use_id"] = json!(id);
+                    }
+                    self.hook("PreToolUse", pre.clone(), Fate::Drawn).await;
+                    for l in &lines {
+                        self.write(l, None);
+                    }
+                    let post = match &call {
+                        Some(id) => {
+                            json!({"tool_name": "Bash", "tool_use_id": id, "tool_input": {"command": "ls"}})
+                        }
+                        None => json!({"tool_name": "Bash"}),
+                    };
+                    self.hook("PostToolUse", post, Fate::Drawn).await;
                 }
                 1 => {
                     let (q, id, input) = self.w.question("Which option?", &["a", "b"]);
@@ -409,8 +486,41 @@ impl Agent {
         self.tick();
         if x.interrupt {
             self.interrupt_through_a_hub().await;
-            let l = self.w.interrupt();
-            self.write(&l, None);
+            match &mut self.codex {
+                Some(c) => {
+                    // Escape: the aborted-turn notice and `turn_aborted`, then the
+                    // Interrupt hook (Codex's Stop for an aborted turn).
+                    for l in c.interrupted() {
+                        self.write(&l, None);
+                    }
+                    self.hook("Interrupt", json!({}), Fate::Drawn).await;
+                }
+                None => {
+                    let l = self.w.interrupt();
+                    self.write(&l, None);
+                }
+            }
+        } else if self.codex.is_some() {
+            let (l, usage, done) = {
+                let c = self.codex.as_mut().expect("codex");
+                (
+                    c.agent_text(&x.last),
+                    c.usage(1_200, 1_000, 40),
+                    c.complete(&x.last),
+                )
+            };
+            self.write(
+                &l,
+                Some((Some(normalise_display(&x.last)), puuid.clone(), false)),
+            );
+            self.write(&usage, None);
+            self.write(&done, None);
+            self.hook(
+                "Stop",
+                json!({"stop_hook_active": false, "last_assistant_message": x.last}),
+                x.stop_hook,
+            )
+            .await;
         } else {
             if skill {
                 // The skill marks its step done before its last words, as specflow's do.
@@ -455,12 +565,13 @@ impl Agent {
         let pane = self.pane.clone();
         let program = match ending {
             0 => {
-                self.hook(
-                    "SessionEnd",
-                    json!({"reason": "prompt_input_exit"}),
-                    Fate::Drawn,
-                )
-                .await;
+                let reason = if self.codex.is_some() {
+                    "other"
+                } else {
+                    "prompt_input_exit"
+                };
+                self.hook("SessionEnd", json!({ "reason": reason }), Fate::Drawn)
+                    .await;
                 None
             }
             1 => Some(PaneProgram::Shell),
@@ -491,13 +602,9 @@ impl Agent {
     async fn stop_through_headspace(&mut self) {
         let force = self.rng.chance(0.5);
         let host = self.world.lock().host;
-        let path = format!("/api/agents/{}/stop", self.w.session_id);
+        let path = format!("/api/agents/{}/stop", self.session_id());
         let body = json!({"force": force}).to_string();
-        self.world
-            .lock()
-            .checker
-            .stopped
-            .insert(self.w.session_id.clone());
+        self.world.lock().checker.stopped.insert(self.session_id());
         post_to(host, &path, body.as_bytes()).await;
     }
 
@@ -558,12 +665,15 @@ pub async fn run_agent(
     sleep_ms(plan.start_ms).await;
     let (tx, rx) = mpsc::unbounded_channel();
     let writer = tokio::spawn(file_writer(world.clone(), rx, faults.clone(), rng.fork()));
+    // Apart: a guard taken inside the struct below would live to its end.
+    let number = world.lock().seat + index as u64 + 1;
     let mut agent = Agent {
         pane: format!("%{}", index + 1),
         world: world.clone(),
         faults,
         rng,
-        w: SessionWriter::new(world.lock().seat + index as u64 + 1, sim_now()),
+        w: SessionWriter::new(number, sim_now()),
+        codex: (plan.kind == AgentKind::Codex).then(|| CodexSessionWriter::new(number, sim_now())),
         sessions: 1,
         new_shape: plan.new_shape,
         turn_duration: plan.turn_duration,
@@ -574,9 +684,13 @@ pub async fn run_agent(
     world.show(&agent.pane, Screen::Idle);
     world.run_in(
         &agent.pane,
-        Some(PaneProgram::Claude {
+        Some(PaneProgram::Agent {
+            kind: plan.kind,
             pid: 1_000 + index as u32,
-            cwd: agent.w.cwd.clone(),
+            cwd: agent
+                .codex
+                .as_ref()
+                .map_or_else(|| agent.w.cwd.clone(), |c| c.cwd.clone()),
             started_at: sim_now(),
         }),
     );
@@ -587,7 +701,10 @@ pub async fn run_agent(
     } else {
         Fate::Drawn
     };
-    agent.command_hook("SessionStart", json!({"source": "startup"}), start);
+    // Codex sends its SessionStart with the first prompt.
+    if agent.codex.is_none() {
+        agent.command_hook("SessionStart", json!({"source": "startup"}), start);
+    }
     for (n, step) in plan.steps.iter().enumerate() {
         match step {
             Step::Prompt(x) => agent.exchange(x, n).await,

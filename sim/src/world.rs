@@ -12,6 +12,7 @@ use crate::check::Checker;
 use crate::rng::Rng;
 use headspace::server::store::BoxFuture;
 use headspace::server::world::{Clock, FileStat, Files, Panes};
+use headspace_core::kind::AgentKind;
 use headspace_core::pane::dialog::Key;
 use headspace_core::pane::discovery::{PaneListing, PaneProcess};
 use headspace_core::pane::send_check::Sent;
@@ -44,7 +45,27 @@ pub enum Screen {
 }
 
 impl Screen {
-    /// The screen as tmux would capture it (the shapes of `../shared/corpus/tui/`).
+    /// The screen of an agent of `kind` as tmux would capture it.
+    pub fn render_for(&self, kind: AgentKind) -> String {
+        match kind {
+            AgentKind::Claude => self.render(),
+            AgentKind::Codex => self.render_codex(),
+        }
+    }
+
+    /// Codex CLI's screen (0.171's shapes: a turn ends with `Worked for …`; while it works a
+    /// spinner line says `esc to interrupt`).
+    fn render_codex(&self) -> String {
+        const FOOTER: &str =
+            "  gpt-5-codex default · ~/project\n  ← for agents · ? for shortcuts\n";
+        match self {
+            Screen::Idle => format!("› go\n\n• Done.\n\n  Worked for 2s • 10:00\n\n› Ask Codex to do anything\n\n{FOOTER}"),
+            Screen::Busy | Screen::Question => format!("› go\n\n• Working (4s • esc to interrupt)\n\n› Ask Codex to do anything\n\n{FOOTER}"),
+            Screen::Permission => "› go\n\n  Would you like to run the following command?\n\n  $ cargo test\n\n› 1. Yes, proceed (y)\n  2. No, and tell Codex what to do differently (esc)\n\n  Press enter to confirm or esc to cancel\n".to_string(),
+        }
+    }
+
+    /// Claude Code's screen as tmux would capture it (the shapes of `../shared/corpus/tui/`).
     pub fn render(&self) -> String {
         const RULE: &str = "────────────────────────────────────────────────────────────";
         match self {
@@ -59,8 +80,10 @@ impl Screen {
 /// What runs in a simulated pane, as the process table would show it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PaneProgram {
-    /// The agent's Claude Code process.
-    Claude {
+    /// The agent's process (Claude Code's, or Codex CLI's).
+    Agent {
+        /// Which CLI.
+        kind: AgentKind,
         /// Its pid.
         pid: u32,
         /// Its folder.
@@ -352,6 +375,10 @@ impl Panes for SimWorld {
         let mut s = self.lock();
         let (fail, stale) = (s.faults.pane_fail, s.faults.pane_stale_ms);
         let hostile = s.hostile;
+        let kind = match s.programs.get(pane) {
+            Some(PaneProgram::Agent { kind, .. }) => *kind,
+            _ => AgentKind::Claude,
+        };
         let out = if hostile && s.rng.chance(fail) {
             None
         } else {
@@ -361,7 +388,7 @@ impl Panes for SimWorld {
                     .rev()
                     .find(|(t, _)| *t <= at)
                     .or(h.first())
-                    .map(|(_, sc)| sc.render())
+                    .map(|(_, sc)| sc.render_for(kind))
             })
         };
         Box::pin(async move { out })
@@ -385,7 +412,7 @@ impl Panes for SimWorld {
             let seen: Vec<String> = s
                 .programs
                 .iter()
-                .filter(|(_, p)| matches!(p, PaneProgram::Claude { .. }))
+                .filter(|(_, p)| matches!(p, PaneProgram::Agent { .. }))
                 .map(|(pane, _)| pane.clone())
                 .filter(|pane| s.store.agents().any(|a| a.tmux_pane.as_ref() == Some(pane)))
                 .collect();
@@ -473,14 +500,15 @@ fn listing(pane: &str, program: &PaneProgram) -> PaneListing {
         started_at: Timestamp(0),
     };
     let child = match program {
-        PaneProgram::Claude {
+        PaneProgram::Agent {
+            kind,
             pid,
             cwd,
             started_at,
         } => Some(PaneProcess {
             pid: *pid,
-            command: "claude".into(),
-            args: vec!["claude".into()],
+            command: kind.name().into(),
+            args: vec![kind.name().into()],
             cwd: Some(cwd.clone()),
             started_at: *started_at,
         }),

@@ -181,6 +181,53 @@ fn a_random_swarm_holds_every_invariant() {
 }
 
 #[test]
+fn claude_and_codex_agents_side_by_side_hold_every_invariant() {
+    // `make sim` runs a thousand of these seeds; here 20 beyond the named scenarios' four.
+    for seed in 5..=24 {
+        let plan = (find("kinds").unwrap().plan)(&mut Rng::new(seed));
+        assert!(plan
+            .agents
+            .iter()
+            .any(|a| a.kind == headspace_core::kind::AgentKind::Codex));
+        let o = run(&plan, seed, None);
+        assert!(
+            o.violations.is_empty(),
+            "seed {seed}: {:#?}\nreproduce: headspace-sim run kinds --seed {seed}",
+            o.violations
+        );
+    }
+}
+
+/// `headspace replay` of a run with Codex agents (their hooks recorded with `"agent":
+/// "codex"`, the codex dir in the header) makes the turns the server made: the same
+/// transcript lines, each one turn.
+#[test]
+fn a_trace_with_codex_agents_replays_to_the_same_turns() {
+    let plan = (find("kinds").unwrap().plan)(&mut Rng::new(7));
+    let o = run(&plan, 7, None);
+    assert!(o.passed(), "{:#?}", o.violations);
+    let trace = String::from_utf8(o.trace.clone()).unwrap();
+    assert!(trace.contains("\"agent\":\"codex\"") && trace.contains("\"codex_dir\""));
+    let replayed: serde_json::Value =
+        serde_json::from_str(&headspace_core::harness::replay::replay_trace(&trace).unwrap())
+            .unwrap();
+    let stored: serde_json::Value = serde_json::from_str(&o.store).unwrap();
+    let lines = |v: &serde_json::Value| -> std::collections::BTreeSet<String> {
+        v["turns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["entry_uuid"].as_str().map(str::to_string))
+            .collect()
+    };
+    let codex = |set: &std::collections::BTreeSet<String>| {
+        set.iter().filter(|u| u.starts_with("msg_")).count()
+    };
+    assert!(codex(&lines(&stored)) > 0, "no Codex turn stored");
+    assert_eq!(lines(&replayed), lines(&stored));
+}
+
+#[test]
 fn the_crash_scenarios_restart_the_server() {
     // A random plan with crashes: the server comes back, nothing is lost or doubled, and the
     // activity invariants hold as well.

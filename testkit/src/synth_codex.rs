@@ -7,6 +7,9 @@ use crate::synth::Line;
 use headspace_core::Timestamp;
 use serde_json::{json, Value};
 
+/// Codex CLI's folder as the simulated agents' hooks name it (`$CODEX_HOME`).
+pub const CODEX_DIR: &str = "/home/u/.codex";
+
 /// Writes the rollout of one Codex session, with increasing timestamps and ordinals.
 #[derive(Clone, Debug)]
 pub struct CodexSessionWriter {

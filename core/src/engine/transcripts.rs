@@ -155,7 +155,17 @@ impl Core {
 
     fn process_whole_line(&mut self, path: &str, agent_id: AgentId, line: &[u8]) {
         // One parse for the entry, the steps and the place (odd lines are read apart).
-        let reading = AgentKind::of_transcript(path).read_line(line);
+        let kind = AgentKind::of_transcript(path);
+        #[cfg(feature = "planted-bugs")]
+        let reading = if kind == AgentKind::Codex
+            && self.planted(crate::harness::planted::Bug::CodexContextAsPrompt)
+        {
+            crate::transcript::codex::read_line_with_context_as_prompt(line)
+        } else {
+            kind.read_line(line)
+        };
+        #[cfg(not(feature = "planted-bugs"))]
+        let reading = kind.read_line(line);
         let classified = reading.entry;
         let at = classified.as_ref().ok().and_then(|(e, _)| e.timestamp());
         let prompt = matches!(classified, Ok((Entry::UserPrompt { .. }, _)));

@@ -33,11 +33,15 @@ pub enum Bug {
     /// A session whose transcript is tied to a pane is placed there as its own agent
     /// instead of joining the agent the pane's process made: two cards for one agent.
     PaneAgentNotJoined,
+    /// Codex CLI's reader takes every user message of its rollout for a typed prompt: the
+    /// context Codex injects each turn (`<environment_context>…`) becomes a turn.
+    CodexContextAsPrompt,
 }
 
 impl Bug {
     /// Every bug, in name order.
-    pub const ALL: [Bug; 9] = [
+    pub const ALL: [Bug; 10] = [
+        Bug::CodexContextAsPrompt,
         Bug::EventsReadById,
         Bug::MatchWindow30s,
         Bug::PaneAgentNotJoined,
@@ -61,6 +65,7 @@ impl Bug {
             Bug::EventsReadById => "events-read-by-id",
             Bug::RunningAsNotTaken => "running-as-not-taken",
             Bug::PaneAgentNotJoined => "pane-agent-not-joined",
+            Bug::CodexContextAsPrompt => "codex-context-as-prompt",
         }
     }
 

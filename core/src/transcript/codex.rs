@@ -31,6 +31,18 @@ use serde_json::Value;
 
 /// Reads one whole rollout line.
 pub fn read_line(line: &[u8]) -> LineReading {
+    read_line_taking(line, typed_by_the_user)
+}
+
+/// [`read_line`] with the planted bug `codex-context-as-prompt`: every user message is
+/// taken for a typed prompt (simulator builds only).
+#[cfg(feature = "planted-bugs")]
+pub fn read_line_with_context_as_prompt(line: &[u8]) -> LineReading {
+    read_line_taking(line, |_, _| true)
+}
+
+/// [`read_line`], with `typed` saying which user messages are prompts.
+fn read_line_taking(line: &[u8], typed: fn(&Value, &str) -> bool) -> LineReading {
     let (mended_bytes, surrogates) = mend::repair_lone_surrogates(line);
     let value: Value = match serde_json::from_slice(&mended_bytes) {
         Ok(v @ Value::Object(_)) => v,
@@ -47,7 +59,7 @@ pub fn read_line(line: &[u8]) -> LineReading {
     };
     let mut place = LinePlace::default();
     let mut entry = match (kind, ptype) {
-        ("response_item", "message") => message_entry(payload, line, timestamp),
+        ("response_item", "message") => message_entry(payload, line, timestamp, typed),
         ("response_item", "function_call" | "custom_tool_call" | "local_shell_call") => {
             if let Some(id) = str_of(payload, "call_id").or_else(|| str_of(payload, "id")) {
                 let (name, input) = as_hooks_name_it(
@@ -122,7 +134,12 @@ fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 
 /// A `message` item: a typed prompt, the agent's text, or nothing (context Codex injects,
 /// developer and system messages, a message without text).
-fn message_entry(payload: &Value, line: &[u8], timestamp: Option<Timestamp>) -> Entry {
+fn message_entry(
+    payload: &Value,
+    line: &[u8],
+    timestamp: Option<Timestamp>,
+    typed: fn(&Value, &str) -> bool,
+) -> Entry {
     let role = str_of(payload, "role").unwrap_or("");
     let text = message_text(
         payload,
@@ -141,7 +158,7 @@ fn message_entry(payload: &Value, line: &[u8], timestamp: Option<Timestamp>) -> 
         None => format!("codex-line-{:032x}", crate::hook::matching::hash128(line)),
     };
     match role {
-        "user" if typed_by_the_user(payload, text) => Entry::UserPrompt {
+        "user" if typed(payload, text) => Entry::UserPrompt {
             uuid,
             timestamp,
             text: text.to_string(),
