@@ -23,9 +23,12 @@ const DRAW_GAP_MS = 250;
 
 const END_REASON = {
   pane_closed: 'its tmux pane closed',
-  process_exited: 'its Claude Code process exited',
+  process_exited: 'its agent process exited',
   silent: 'nothing was heard from it for hours',
 };
+
+// The agent CLIs other than Claude Code, as their cards name them.
+const KIND_LABEL = { codex: 'Codex' };
 
 function card(a) {
   const c = el('article', 'card');
@@ -42,6 +45,7 @@ function card(a) {
   row.append(stateTag);
   // Its machine stopped reporting: what it does is not known, only since when.
   if (c.dataset.shown === 'unknown') row.appendChild(el('span', 'offline', offlineLabel(machineLastSeen(machineOf(a), a))));
+  if (KIND_LABEL[a.kind]) row.appendChild(el('span', 'kind', KIND_LABEL[a.kind]));
   if (a.tmux_pane) row.appendChild(el('span', 'pane', a.tmux_pane));
   const kebab = el('button', 'kebab');
   kebab.appendChild(icon('more'));
@@ -80,7 +84,7 @@ function card(a) {
 function cardShown(a, filter) {
   if (hs.dismissed.has(a.id)) return false;
   const f = filter === undefined ? $('filter').value.trim().toLowerCase() : filter;
-  return !f || [agentName(a), a.project, a.machine, a.session_id, a.tmux_pane, a.state, SHOWN_LABEL[shownState(a)], a.command].some((v) => v && String(v).toLowerCase().includes(f));
+  return !f || [agentName(a), a.project, a.machine, a.session_id, a.tmux_pane, a.state, SHOWN_LABEL[shownState(a)], a.command, KIND_LABEL[a.kind]].some((v) => v && String(v).toLowerCase().includes(f));
 }
 
 function visibleAgents() {

@@ -76,7 +76,7 @@ async function start(e) {
     project,
     worktree: inTree ? $('na-name').value.trim() : null, // "": the server picks a name
     base: inTree && base ? base : null,
-    agent: 'claude',
+    agent: $('na-kind').value || 'claude',
     prompt: prompt.trim() ? prompt : null,
   };
   const go = $('na-start');

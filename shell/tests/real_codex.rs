@@ -274,6 +274,7 @@ fn the_real_codex_client_loses_and_doubles_nothing() {
             {"text": "After the restart.", "delay": 1},
             {"text": "A very slow reply that is never finished, streamed a few letters a second.", "chunk": 2, "delay_ms": 700},
             {"text": "Back after the interrupt."},
+            {"expect": "started from headspace", "text": "Started by Headspace."},
         ],
         "side_text": "Stand-in session",
         "fallback": {"text": "(script exhausted)"}
@@ -284,6 +285,23 @@ fn the_real_codex_client_loses_and_doubles_nothing() {
     std::fs::create_dir_all(&claude).unwrap();
     let tmux_name = format!("hs-codex-{}", std::process::id());
     let home_arg = home.display().to_string();
+    // `headspace new --agent codex` starts Codex through this (its environment first).
+    let wrapper = root.join("codex-here");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n. {}\nexec {} \"$@\"\n",
+            root.join("env.sh").display(),
+            bin.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let (wrapper_arg, root_arg) = (wrapper.display().to_string(), root.display().to_string());
     let extra = [
         "--codex-dir",
         home_arg.as_str(),
@@ -291,6 +309,10 @@ fn the_real_codex_client_loses_and_doubles_nothing() {
         tmux_name.as_str(),
         "--pane-poll-seconds",
         "0.5",
+        "--codex-command",
+        wrapper_arg.as_str(),
+        "--projects-root",
+        root_arg.as_str(),
     ];
     let mut server = Server::start(&db, &claude, &extra);
     let addr = server.addr.clone();
@@ -434,6 +456,41 @@ fn the_real_codex_client_loses_and_doubles_nothing() {
         proxy.refused.load(Relaxed),
         proxy.forwarded.load(Relaxed)
     );
+
+    // Started from Headspace: `headspace new DIR --agent codex` with a first prompt.
+    let project = std::fs::canonicalize(root.join("project")).unwrap();
+    let out = headspace()
+        .args(["new"])
+        .arg(&project)
+        .args(["--agent", "codex", "--prompt", "started from headspace"])
+        .args(["--addr", &server.addr])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{said}{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        server.log()
+    );
+    let pane = said
+        .split_whitespace()
+        .find(|w| w.starts_with('%'))
+        .unwrap_or_else(|| panic!("no pane in {said:?}"))
+        .trim_end_matches(',')
+        .to_string();
+    let started = wait_for(Duration::from_secs(60), || {
+        let card = server.try_json(&format!("/api/agents/{}", pane.replace('%', "%25")))?;
+        (card["kind"] == "codex" && card["activity"] == "idle" && card["turn_count"].as_u64()? >= 2)
+            .then_some(card)
+    });
+    assert!(
+        started.is_some(),
+        "the agent started in {pane}: {:?}\n{}",
+        server.try_json(&format!("/api/agents/{}", pane.replace('%', "%25"))),
+        server.log()
+    );
+
     eprintln!(
         "turns {:?} / {:?}; hooks refused {}, forwarded {}",
         texts("user"),

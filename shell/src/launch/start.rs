@@ -26,6 +26,8 @@ pub struct LaunchSettings {
     pub roots: Vec<PathBuf>,
     /// The command that starts Claude Code, split on spaces (`--claude-command`).
     pub claude_command: String,
+    /// The command that starts Codex CLI, split on spaces (`--codex-command`).
+    pub codex_command: String,
     /// Where worktrees go: relative to the repository's main checkout, or absolute.
     pub worktrees_dir: PathBuf,
     /// The tmux server (`-L`), as the rest of the server uses it.
@@ -38,6 +40,7 @@ impl LaunchSettings {
         LaunchSettings {
             roots,
             claude_command,
+            codex_command: "codex".into(),
             worktrees_dir: PathBuf::from(WORKTREES_DIR),
             tmux_socket,
         }
@@ -171,11 +174,21 @@ pub async fn start(
         discarded_at: None,
     };
     // Everything that can refuse is asked before a worktree is made.
-    let mut argv: Vec<&str> = settings.claude_command.split_whitespace().collect();
+    let (command, flag) = match kind {
+        AgentKind::Claude => (&settings.claude_command, "--claude-command"),
+        AgentKind::Codex => (&settings.codex_command, "--codex-command"),
+    };
+    let mut argv: Vec<&str> = command.split_whitespace().collect();
     if argv.is_empty() {
-        return Err(LaunchError::Failed("--claude-command is empty".into()));
+        return Err(LaunchError::Failed(format!("{flag} is empty")));
     }
     if let Some(session) = &req.fork_of {
+        if kind != AgentKind::Claude {
+            return Err(LaunchError::Bad(format!(
+                "forking a session is Claude Code's; {} cannot fork one here",
+                kind.title()
+            )));
+        }
         check_session(session).map_err(LaunchError::Bad)?;
         argv.extend(["--resume", session, "--fork-session"]);
     }

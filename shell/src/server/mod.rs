@@ -530,6 +530,7 @@ fn launcher(
         args.tmux_socket.clone(),
     );
     settings.worktrees_dir = args.worktrees_dir.clone();
+    settings.codex_command = args.codex_command.clone();
     Ok(crate::launch::Launcher {
         settings: Arc::new(settings),
         book,

@@ -107,6 +107,10 @@ pub struct ServeArgs {
     /// (run as it is, never through a shell, so no quoting).
     #[arg(long, env = "HEADSPACE_CLAUDE_COMMAND", default_value = "claude")]
     pub claude_command: String,
+    /// The command that starts Codex CLI in a new agent's tmux window (`--agent codex`),
+    /// split on spaces like --claude-command.
+    #[arg(long, env = "HEADSPACE_CODEX_COMMAND", default_value = "codex")]
+    pub codex_command: String,
     /// Where the worktrees of agents started with one go: relative to the repository's main
     /// checkout (and then ignored by git there), or absolute.
     #[arg(long, env = "HEADSPACE_WORKTREES_DIR", default_value = ".worktrees")]
