@@ -424,8 +424,8 @@ async fn dormant_rows(
         .iter()
         .map(|r| DormantAgent {
             row: agent_row(r, 12),
-            max_task: r.get::<_, Option<i64>>(15).map(|v| v as u64),
-            max_turn: r.get::<_, Option<i64>>(16).map(|v| v as u64),
+            max_task: r.get::<_, Option<i64>>(16).map(|v| v as u64),
+            max_turn: r.get::<_, Option<i64>>(17).map(|v| v as u64),
         })
         .collect())
 }
