@@ -64,6 +64,17 @@ impl AgentKind {
         }
     }
 
+    /// What starts a new conversation in the same pane when typed at the prompt, for
+    /// `clear`: Claude Code's `/clear` (its new session joins the agent by the pane its hooks
+    /// name). Codex CLI's `/new` starts a session whose hooks name no pane, which the server
+    /// does not tie to the agent yet: none.
+    pub fn clear_text(self) -> Option<&'static str> {
+        match self {
+            AgentKind::Claude => Some("/clear"),
+            AgentKind::Codex => None,
+        }
+    }
+
     /// The kind whose transcript a core transcript path names (see [`CODEX_PREFIX`]).
     pub fn of_transcript(rel: &str) -> AgentKind {
         if rel.starts_with(CODEX_PREFIX) {

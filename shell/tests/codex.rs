@@ -129,6 +129,16 @@ fn a_codex_session_is_one_agent_with_each_turn_once_whatever_its_hooks_do() {
         "a Codex hook's pane is the daemon's: {card}"
     );
     assert_eq!(turns(&server, &sid, 2).len(), 2);
+    // Its usage, priced as the model its turn named (gpt-5-codex: as gpt-5): 200 new input
+    // tokens, 1000 read from the cache, 40 out.
+    let usage = wait_for(Duration::from_secs(20), || {
+        let u = server.try_json(&format!("/api/agents/{sid}/usage"))?;
+        (u.to_string().contains("gpt-5-codex")).then_some(u)
+    })
+    .unwrap_or_else(|| panic!("no usage of gpt-5-codex:\n{}", server.log()));
+    let want = (200.0 * 1.25 + 1000.0 * 0.125 + 40.0 * 10.0) / 1e6;
+    let cost = usage["cost_usd"].as_f64().unwrap_or(-1.0);
+    assert!((cost - want).abs() < 1e-9, "{cost} for {want}: {usage}");
 
     // Turn 2: every hook lost. Turn 3, the same words: only its prompt hook arrives.
     let mut lines = w.start_turn();
@@ -204,6 +214,10 @@ fn a_codex_session_is_one_agent_with_each_turn_once_whatever_its_hooks_do() {
     let (status, body) = server.get(&format!("/api/agents/{sid}/wait?timeout=20"));
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("\"idle\""), "{body}");
+    // Claude Code's /clear is not typed into Codex.
+    let (status, body) = server.post(&format!("/api/agents/{sid}/clear"), b"");
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("Codex CLI has no clear"), "{body}");
 }
 
 #[test]

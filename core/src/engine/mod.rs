@@ -121,6 +121,11 @@ struct FileState {
     saved: (u64, Option<TaskId>),
     /// When `session_activity` was last published for it.
     activity_published: Option<Timestamp>,
+    /// The model its last line naming one named ([`LineFacts::model`]): its usage lines that
+    /// name none are priced as it.
+    ///
+    /// [`LineFacts::model`]: crate::transcript::step_line::LineFacts::model
+    model: Option<String>,
 }
 
 /// How often, at most, a growing transcript publishes `session_activity`.

@@ -189,6 +189,7 @@ impl Core {
                 task,
                 saved: (offset, task),
                 activity_published: None,
+                model: None,
             },
         );
     }

@@ -71,11 +71,15 @@ impl Core {
             self.write_step(step);
         }
         if let Some(u) = facts.usage {
+            let model = match u.model.is_empty() {
+                true => self.files.get(path).and_then(|f| f.model.clone()),
+                false => None,
+            };
             let mut row = UsageRow {
                 agent_id,
                 message_id: u.message_id,
                 task_id: task,
-                model: u.model,
+                model: model.unwrap_or(u.model),
                 tokens: u.tokens,
                 at: at.unwrap_or(self.now),
             };

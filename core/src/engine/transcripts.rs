@@ -197,7 +197,13 @@ impl Core {
                 line.len()
             ),
         }
-        self.steps_of_line(path, agent_id, reading.facts, interrupt);
+        let mut facts = reading.facts;
+        if let Some(model) = facts.model.take() {
+            if let Some(f) = self.files.get_mut(path) {
+                f.model = Some(model);
+            }
+        }
+        self.steps_of_line(path, agent_id, facts, interrupt);
     }
 
     /// A line longer than `max_line_bytes`: what its head and tail tell becomes its turn,

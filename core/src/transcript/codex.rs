@@ -100,6 +100,9 @@ fn read_line_taking(line: &[u8], typed: fn(&Value, &str) -> bool) -> LineReading
             Entry::Ignored
         }
         ("session_meta" | "turn_context", _) => {
+            facts.model = str_of(payload, "model")
+                .filter(|m| !m.trim().is_empty())
+                .map(str::to_string);
             place = LinePlace::from_fields(
                 str_of(payload, "cwd"),
                 payload
@@ -292,8 +295,8 @@ fn outcome_of_output(output: Option<&Value>) -> StepOutcome {
 }
 
 /// One response's tokens (`token_usage_record`): OpenAI counts cached input inside the
-/// input, the usage table apart from it. The model is not on this line; it is priced as
-/// unknown.
+/// input, the usage table apart from it. The model is not on this line: the engine takes the
+/// one the turn's `turn_context` named (`LineFacts::model`).
 fn usage_of(payload: &Value) -> Option<LineUsage> {
     let usage = payload.get("usage")?;
     let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
@@ -469,6 +472,11 @@ mod tests {
         ));
         assert_eq!(meta.place.cwd.as_deref(), Some("/home/u/app"));
         assert_eq!(meta.place.git_branch.as_deref(), Some("main"));
+        let context = read_line(&line(
+            "turn_context",
+            serde_json::json!({"turn_id": "t", "cwd": "/home/u/app", "model": "gpt-5-codex"}),
+        ));
+        assert_eq!(context.facts.model.as_deref(), Some("gpt-5-codex"));
         assert!(read_line(b"not json").entry.is_err());
     }
 }

@@ -254,6 +254,7 @@ fn facts_of(raw: &LineShape<'_>, line: &str, timestamp: Option<Timestamp>) -> Li
         uses,
         results,
         usage,
+        model: None,
     }
 }
 

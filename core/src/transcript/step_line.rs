@@ -60,6 +60,9 @@ pub struct LineFacts {
     pub results: Vec<ToolResult>,
     /// Its message's usage.
     pub usage: Option<LineUsage>,
+    /// The model the lines after it use, when the line names one for them and its usage
+    /// lines do not name their own (Codex CLI's `turn_context`).
+    pub model: Option<String>,
 }
 
 impl LineFacts {

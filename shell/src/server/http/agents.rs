@@ -443,11 +443,22 @@ pub(super) async fn clear(app: &App, reference: &str) -> Response<Body> {
         Ok(v) => v,
         Err(r) => return r,
     };
+    let Some(text) = view.agent.kind.clear_text() else {
+        return error(StatusCode::CONFLICT, no_clear(&view));
+    };
     let kind = PaneCommandKind::Clear;
     if let Some(r) = forward(app, &view, reference, kind, json!({})).await {
         return r;
     }
-    respond(send_here(app, &view, reference, "/clear").await)
+    respond(send_here(app, &view, reference, text).await)
+}
+
+/// Why an agent of a kind without a clear Headspace follows is not cleared.
+pub(super) fn no_clear(view: &AgentView) -> String {
+    format!(
+        "{} has no clear Headspace can follow yet: start a new agent instead",
+        view.agent.kind.title()
+    )
 }
 
 /// Types text into a pane of this machine. The core hears of it first, so the agent counts

@@ -141,7 +141,10 @@ async fn run_here(app: &App, command: &PaneCommand) -> Outcome {
             Some(text) => send_here(app, &view, &reference, text).await,
             None => fail(StatusCode::BAD_REQUEST, "the command has no text"),
         },
-        PaneCommandKind::Clear => send_here(app, &view, &reference, "/clear").await,
+        PaneCommandKind::Clear => match view.agent.kind.clear_text() {
+            Some(text) => send_here(app, &view, &reference, text).await,
+            None => fail(StatusCode::CONFLICT, super::agents::no_clear(&view)),
+        },
         PaneCommandKind::Interrupt => interrupt_here(app, &view, &reference).await,
         PaneCommandKind::Answer => match body["option"].as_u64() {
             Some(n) => {
