@@ -1,30 +1,13 @@
-//! The seam for agent kinds: everything the core reads that is specific to one agent CLI.
+//! Agent kinds: which agent CLI an agent runs, and what names it, its transcripts' paths and
+//! sessions. Which reader reads each kind's hooks, lines, screens and processes is in
+//! [`crate::kind_readers`], the seam (docs/agent-kinds.md).
 //!
-//! The engine keeps its promise (no turn lost or shown twice) over a common vocabulary: a
-//! [`Hook`], a transcript line's [`LineReading`] (its turn, steps, usage and signals), a
-//! screen's [`PaneReading`]. What turns one CLI's bytes into that vocabulary is here, one
-//! method per thing read, each a `match` over [`AgentKind`]:
-//!
-//! | method | reads | Claude Code's reader |
-//! |---|---|---|
-//! | [`AgentKind::parse_hook`] | a hook's JSON body | [`crate::hook`] |
-//! | [`AgentKind::read_line`] | one transcript line | [`crate::transcript::line_read`] |
-//! | [`AgentKind::read_screen`] | a tmux capture of its screen | [`crate::pane`] |
-//! | [`AgentKind::is_machinery_prompt`] | a prompt that announces no turn (its own commands) | `transcript::commands` |
-//! | [`AgentKind::is_agent_process`] | a pane's process: is this the agent? | [`crate::pane::discovery`] |
-//!
-//! Adding a kind (docs/agent-kinds.md) is a variant and one reader module per row, not an
-//! edit of the engine: the compiler lists every `match` that needs the new arm. Which kind
-//! an input is comes with it: a hook by its route (`Input::Hook::agent`), a transcript by
-//! where it lies ([`AgentKind::of_transcript`]: Claude Code's paths are relative to the
-//! claude dir, `projects/…`; Codex's are `codex/` and their path in the codex dir), a pane by
-//! its process ([`AgentKind::of_process`]), and an agent by its row (`AgentRow::kind`).
+//! Which kind an input is comes with it: a hook by its route (`Input::Hook::agent`), a
+//! transcript by where it lies ([`AgentKind::of_transcript`]: Claude Code's paths are relative
+//! to the claude dir, `projects/…`; Codex's are `codex/` and their path in the codex dir), a
+//! pane by its process ([`AgentKind::of_process`]), and an agent by its row
+//! (`AgentRow::kind`). This module reads nothing of the crate: the rows name the kind.
 
-use crate::hook::{Hook, HookError};
-use crate::pane::process::PaneProcess;
-use crate::pane::PaneReading;
-use crate::transcript::line_read::LineReading;
-use crate::transcript::mend::Mended;
 use serde::{Deserialize, Serialize};
 
 /// An agent CLI whose hooks, transcript and screen the core can read.
@@ -47,7 +30,6 @@ pub const CODEX_PREFIX: &str = "codex/";
 impl AgentKind {
     /// Every kind, in the order the CLI and the page list them.
     pub const ALL: [AgentKind; 2] = [AgentKind::Claude, AgentKind::Codex];
-
     /// The kind's name as `--agent` and the API take it (`claude`).
     pub fn name(self) -> &'static str {
         match self {
@@ -55,7 +37,6 @@ impl AgentKind {
             AgentKind::Codex => "codex",
         }
     }
-
     /// The CLI's name as people write it, for log lines and messages (`Claude Code`).
     pub fn title(self) -> &'static str {
         match self {
@@ -63,7 +44,6 @@ impl AgentKind {
             AgentKind::Codex => "Codex CLI",
         }
     }
-
     /// What starts a new conversation in the same pane when typed at the prompt, for
     /// `clear`: Claude Code's `/clear` (its new session joins the agent by the pane its hooks
     /// name). Codex CLI's `/new` starts a session whose hooks name no pane, which the server
@@ -74,7 +54,6 @@ impl AgentKind {
             AgentKind::Codex => None,
         }
     }
-
     /// The kind whose transcript a core transcript path names (see [`CODEX_PREFIX`]).
     pub fn of_transcript(rel: &str) -> AgentKind {
         if rel.starts_with(CODEX_PREFIX) {
@@ -83,14 +62,6 @@ impl AgentKind {
             AgentKind::Claude
         }
     }
-
-    /// The kind of a pane's process, when it is an agent CLI's.
-    pub fn of_process(process: &PaneProcess) -> Option<AgentKind> {
-        AgentKind::ALL
-            .into_iter()
-            .find(|k| k.is_agent_process(process))
-    }
-
     /// The session a transcript path names, when it is a session's transcript of this kind:
     /// Claude Code's `projects/<dir>/<session>.jsonl` (not a sub-agent's, deeper), Codex's
     /// `codex/sessions/Y/M/D/rollout-<time>-<session>.jsonl` (the session id is the uuid
@@ -127,7 +98,6 @@ impl AgentKind {
             },
         }
     }
-
     /// The kind named `name`, or an error that lists the known names.
     pub fn from_name(name: &str) -> Result<AgentKind, String> {
         AgentKind::ALL
@@ -140,58 +110,6 @@ impl AgentKind {
                     known.join(", ")
                 )
             })
-    }
-
-    /// Parse a hook's body (the route's event name wins over the body's), with what had to
-    /// be mended in its text.
-    pub fn parse_hook(
-        self,
-        route_event: Option<&str>,
-        body: &[u8],
-    ) -> Result<(Hook, Mended), HookError> {
-        match self {
-            AgentKind::Claude => Hook::parse_mended(route_event, body),
-            AgentKind::Codex => crate::hook::codex::parse(route_event, body),
-        }
-    }
-
-    /// Read one whole transcript line (without its newline) in one pass.
-    pub fn read_line(self, line: &[u8]) -> LineReading {
-        match self {
-            AgentKind::Claude => crate::transcript::line_read::read_whole_line(line),
-            AgentKind::Codex => crate::transcript::codex::read_line(line),
-        }
-    }
-
-    /// Read a capture of the agent's screen: idle, busy, a dialog, a question.
-    pub fn read_screen(self, text: &str) -> PaneReading {
-        match self {
-            AgentKind::Claude => crate::pane::read_pane(text),
-            AgentKind::Codex => crate::pane::codex::read_pane(text),
-        }
-    }
-
-    /// A prompt hook's text that announces no turn: the CLI's own local commands and its
-    /// machinery. A custom command or skill does announce one: without it the agent would
-    /// show idle from its hook until its transcript is read (found by the orchestration
-    /// simulation, whose steps are `/flow.*` skills).
-    pub fn is_machinery_prompt(self, text: &str) -> bool {
-        use crate::transcript::commands::{is_local_command, is_machinery_text, slash_command};
-        match self {
-            AgentKind::Claude => {
-                slash_command(text).is_some_and(is_local_command) || is_machinery_text(text)
-            }
-            // Codex's own commands (`/new`, `/status`, …) never reach its prompt hook.
-            AgentKind::Codex => false,
-        }
-    }
-
-    /// Whether a pane's process is this kind's CLI (how a pane no hook named is found).
-    pub fn is_agent_process(self, process: &PaneProcess) -> bool {
-        match self {
-            AgentKind::Claude => crate::pane::process::is_claude_process(process),
-            AgentKind::Codex => crate::pane::process::is_codex_process(process),
-        }
     }
 }
 
@@ -235,13 +153,5 @@ mod tests {
             AgentKind::Claude.session_of_path("projects/d/s/subagents/a.jsonl"),
             None
         );
-    }
-
-    #[test]
-    fn claude_code_local_commands_announce_no_turn_but_skills_do() {
-        let claude = AgentKind::Claude;
-        assert!(claude.is_machinery_prompt("/clear"));
-        assert!(!claude.is_machinery_prompt("/flow.plan add a cache"));
-        assert!(!claude.is_machinery_prompt("fix the build"));
     }
 }

@@ -75,7 +75,7 @@
 //!    as running (`Config::send_timeout_ms`), or an agent may leave memory
 //!    (`Config::evict_after_ms`).
 //!
-//! A hook body is checked with [`kind::AgentKind::parse_hook`] by the shell (to answer a malformed
+//! A hook body is checked with [`kind::AgentKind::parse_hook`] (`kind_readers`) by the shell (to answer a malformed
 //! one with 400 at once) and parsed again by the core from the same bytes: the bytes, not
 //! the parsed form, are the input, so a trace records exactly what arrived and a replay
 //! parses it with the same function.
@@ -118,7 +118,8 @@
 //! |---|---|
 //! | [`engine`] | the state machine itself: [`Core`], its inputs handled one by one |
 //! | [`io`], [`model`] | what crosses the boundary (inputs, commands, writes, events) and the rows kept |
-//! | [`kind`] | the seam for agent kinds: all that is specific to one CLI's hooks, lines and screen |
+//! | [`kind`] | agent kinds: their names, their transcripts' paths and sessions |
+//! | [`kind_readers`] | the seam for agent kinds: all that is specific to one CLI's hooks, lines, screen and process |
 //! | [`hook`] | hook payloads, and matching hook-made turns with transcript entries |
 //! | [`transcript`] | framing, reading and mending transcript lines; the audit of lines against turns |
 //! | [`task`] | task states and transitions, intents, questions, when an agent counts as idle |
@@ -150,6 +151,7 @@ pub mod harness;
 pub mod hook;
 pub mod io;
 pub mod kind;
+pub mod kind_readers;
 pub mod launch;
 pub mod model;
 pub mod orchestration;

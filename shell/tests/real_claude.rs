@@ -15,7 +15,6 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,34 +24,14 @@ use std::time::{Duration, Instant};
 /// characters).
 const API_KEY: &str = "sk-ant-api03-standin-test-key-0123456789abcdefABCDEF";
 
-/// The Claude Code binary, or `None` (skipped, with a note) when it is not installed; on
-/// CI it must be.
+/// The Claude Code binary, or `None` (skipped) when it is not installed; on CI it must be.
 fn claude_bin() -> Option<PathBuf> {
-    let bin = std::env::var_os("HEADSPACE_CLAUDE_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../.cache/claude-code-2.1.332/node_modules/.bin/claude"
-            ))
-        });
-    let works = Command::new(&bin)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !works {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "Claude Code must be installed on CI (make test installs it): {}",
-            bin.display()
-        );
-        eprintln!(
-            "skipped: Claude Code is not installed at {} (make claude-code)",
-            bin.display()
-        );
-        return None;
-    }
-    Some(bin)
+    installed(
+        "HEADSPACE_CLAUDE_BIN",
+        ".cache/claude-code-2.1.332/node_modules/.bin/claude",
+        "Claude Code",
+        "claude-code",
+    )
 }
 
 /// A Claude Code session in a tmux pane of its own server, configured as a user's would be:
@@ -232,43 +211,13 @@ fn install_hooks_into(config: &Path, transport: &str, addr: &str) {
 }
 
 /// `headspace wait PANE` against `server`: it must not return before `reply` is written.
-fn wait_then_replied(server: &Server, client: &Client, reply: &str) {
-    let started = Instant::now();
-    let out = headspace()
-        .args([
-            "wait",
-            &client.pane,
-            "--timeout",
-            "90",
-            "--addr",
-            &server.addr,
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "wait for {reply:?}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        client.replied(reply),
-        "wait returned after {:?}, before the reply {reply:?} was written:\n{}",
-        started.elapsed(),
-        client.screen()
-    );
-}
-
-/// `headspace send PANE TEXT` through `server`.
-fn send(server: &Server, client: &Client, text: &str) {
-    let out = headspace()
-        .args(["send", &client.pane, text, "--addr", &server.addr])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "send {text:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
+fn wait_replied(server: &Server, client: &Client, reply: &str) {
+    wait_then_replied(
+        server,
+        &client.pane,
+        reply,
+        |r| client.replied(r),
+        || client.screen(),
     );
 }
 
@@ -326,20 +275,20 @@ fn conversation(transport: &str) {
     // `wait` never answers before the reply is written. (A prompt typed at the keyboard
     // shows on the screen only a moment after Enter, 150 ms to over 300 ms here: nothing
     // can tell it from an idle screen before that; the restart below types one.)
-    send(&server, &client, "hello");
-    wait_then_replied(&server, &client, "Hello from the stand-in model.");
+    send(&server, &client.pane, "hello");
+    wait_replied(&server, &client, "Hello from the stand-in model.");
     client.until_idle("after the first reply");
     proxy.refuse_all.store(false, Relaxed);
 
     // A tool call, sent through the server.
-    send(&server, &client, "run the command");
-    wait_then_replied(&server, &client, "The command printed standin-ran.");
+    send(&server, &client.pane, "run the command");
+    wait_replied(&server, &client, "The command printed standin-ran.");
 
     // Two identical short prompts: two turns.
-    send(&server, &client, "yes");
-    wait_then_replied(&server, &client, "Yes, first.");
-    send(&server, &client, "yes");
-    wait_then_replied(&server, &client, "Yes, second.");
+    send(&server, &client.pane, "yes");
+    wait_replied(&server, &client, "Yes, first.");
+    send(&server, &client.pane, "yes");
+    wait_replied(&server, &client, "Yes, second.");
 
     // The server SIGKILLed; a prompt typed while it is down; then it is back on its port.
     let log_before = server.log();
@@ -353,7 +302,7 @@ fn conversation(transport: &str) {
     server = Server::start_on(&db, &config, &addr, &extra);
 
     // A slow reply, interrupted (Escape): no turn for what was never written.
-    send(&server, &client, "write slowly");
+    send(&server, &client.pane, "write slowly");
     let busy = wait_for(Duration::from_secs(30), || {
         client.screen().contains("esc to interrupt").then_some(())
     });
@@ -362,8 +311,8 @@ fn conversation(transport: &str) {
         .tmux
         .run(&["send-keys", "-t", &client.pane, "Escape"]);
     client.until_idle("after the interrupt");
-    send(&server, &client, "and now");
-    wait_then_replied(&server, &client, "Back after the interrupt.");
+    send(&server, &client.pane, "and now");
+    wait_replied(&server, &client, "Back after the interrupt.");
 
     // Every conversational line is one turn of this agent, none doubled, none left over.
     let id = server.json(&format!("/api/agents/{pane_ref}"))["id"]

@@ -18,37 +18,17 @@ use common::real_client::*;
 use common::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// The Codex CLI, or `None` (skipped, with a note) when it is not installed; on CI it must be.
+/// The Codex CLI, or `None` (skipped) when it is not installed; on CI it must be.
 fn codex_bin() -> Option<PathBuf> {
-    let bin = std::env::var_os("HEADSPACE_CODEX_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../.cache/codex-0.171.0/node_modules/.bin/codex"
-            ))
-        });
-    let works = Command::new(&bin)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !works {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "Codex CLI must be installed on CI (make test installs it): {}",
-            bin.display()
-        );
-        eprintln!(
-            "skipped: Codex CLI is not installed at {} (make codex-cli)",
-            bin.display()
-        );
-        return None;
-    }
-    Some(bin)
+    installed(
+        "HEADSPACE_CODEX_BIN",
+        ".cache/codex-0.171.0/node_modules/.bin/codex",
+        "Codex CLI",
+        "codex-cli",
+    )
 }
 
 /// A Codex session in a tmux pane of its own server, configured as a user's would be
@@ -216,44 +196,13 @@ impl Client {
 }
 
 /// `headspace wait PANE` against `server`: it must not return before `reply` is written.
-fn wait_then_replied(server: &Server, client: &Client, reply: &str) {
-    let started = Instant::now();
-    let out = headspace()
-        .args([
-            "wait",
-            &client.pane,
-            "--timeout",
-            "90",
-            "--addr",
-            &server.addr,
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "wait for {reply:?}: {}{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        server.log()
-    );
-    assert!(
-        client.replied(reply),
-        "wait returned after {:?}, before the reply {reply:?} was written:\n{}",
-        started.elapsed(),
-        client.screen()
-    );
-}
-
-/// `headspace send PANE TEXT` through `server`.
-fn send(server: &Server, client: &Client, text: &str) {
-    let out = headspace()
-        .args(["send", &client.pane, text, "--addr", &server.addr])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "send {text:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
+fn wait_replied(server: &Server, client: &Client, reply: &str) {
+    wait_then_replied(
+        server,
+        &client.pane,
+        reply,
+        |r| client.replied(r),
+        || client.screen(),
     );
 }
 
@@ -348,20 +297,20 @@ fn the_real_codex_client_loses_and_doubles_nothing() {
     };
     assert_eq!(agent["kind"], "codex", "{agent}");
 
-    send(&server, &client, "hello");
-    wait_then_replied(&server, &client, "Hello from the stand-in model.");
+    send(&server, &client.pane, "hello");
+    wait_replied(&server, &client, "Hello from the stand-in model.");
     client.until_idle("after the first reply");
     proxy.refuse_all.store(false, Relaxed);
 
     // A tool call, sent through the server.
-    send(&server, &client, "run the command");
-    wait_then_replied(&server, &client, "The command printed standin-ran.");
+    send(&server, &client.pane, "run the command");
+    wait_replied(&server, &client, "The command printed standin-ran.");
 
     // Two identical short prompts: two turns.
-    send(&server, &client, "yes");
-    wait_then_replied(&server, &client, "Yes, first.");
-    send(&server, &client, "yes");
-    wait_then_replied(&server, &client, "Yes, second.");
+    send(&server, &client.pane, "yes");
+    wait_replied(&server, &client, "Yes, first.");
+    send(&server, &client.pane, "yes");
+    wait_replied(&server, &client, "Yes, second.");
 
     // The server SIGKILLed; a prompt typed while it is down; then it is back on its port.
     let log_before = server.log();
@@ -376,7 +325,7 @@ fn the_real_codex_client_loses_and_doubles_nothing() {
     server = Server::start_on(&db, &claude, &addr, &extra);
 
     // A slow reply, interrupted (Escape): no turn for what was never written.
-    send(&server, &client, "write slowly");
+    send(&server, &client.pane, "write slowly");
     let streaming = wait_for(Duration::from_secs(30), || {
         client.screen().contains("A very slow").then_some(())
     });
@@ -389,8 +338,8 @@ fn the_real_codex_client_loses_and_doubles_nothing() {
     });
     assert!(stopped.is_some(), "{}", client.screen());
     client.until_idle("after the interrupt");
-    send(&server, &client, "and now");
-    wait_then_replied(&server, &client, "Back after the interrupt.");
+    send(&server, &client.pane, "and now");
+    wait_replied(&server, &client, "Back after the interrupt.");
 
     // Every user message and assistant text of the rollout is one turn of this agent, none
     // doubled, none left over.

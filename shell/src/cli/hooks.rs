@@ -176,7 +176,11 @@ pub(crate) fn hooks(action: HooksAction) -> ExitCode {
         }),
         HooksAction::Install { target } => url_of(target).and_then(|url| {
             let path = settings_of(target)?;
-            let done = hi::install(&path, &exe, &url).map_err(|e| e.to_string())?;
+            let done = match url.agent {
+                AgentKind::Claude => hi::install(&path, &exe, &url),
+                AgentKind::Codex => headspace::hooks::codex_trust::install(&path, &exe, &url),
+            }
+            .map_err(|e| e.to_string())?;
             let through = if done.written != path {
                 format!(" (a link to {})", done.written.display())
             } else {
@@ -206,7 +210,11 @@ pub(crate) fn hooks(action: HooksAction) -> ExitCode {
             Ok(())
         }),
         HooksAction::Uninstall { target } => settings_of(target).and_then(|path| {
-            hi::uninstall(&path)
+            let removed = match agent_of(target) {
+                AgentKind::Claude => hi::uninstall(&path),
+                AgentKind::Codex => headspace::hooks::codex_trust::uninstall(&path),
+            };
+            removed
                 .map(|changed| {
                     if changed {
                         outln!("removed Headspace's hooks from {}", path.display());

@@ -15,18 +15,24 @@
 //! handler of its own; `uninstall` removes exactly those entries. Any other change to a
 //! command un-trusts it, which is why the timeout is always written.
 
-use super::install::{io_error, is_ours, read, InstallError};
+use super::install::{codex_timeout, io_error, is_ours, read, Forwarding, InstallError, Installed};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
-/// The timeout Headspace's Codex hooks are installed with, in seconds: Codex clamps
-/// `SessionEnd` and `Interrupt` hooks to 1–3 s; the forwarder returns at once anyway.
-pub fn timeout_of(event: &str) -> u64 {
-    match event {
-        "SessionEnd" | "Interrupt" => 2,
-        _ => 10,
-    }
+/// Installs Headspace's hooks into Codex's hooks file `hooks_file` ([`super::install::install`])
+/// and trusts them in the `config.toml` beside it.
+pub fn install(hooks_file: &Path, exe: &Path, url: &Forwarding) -> Result<Installed, InstallError> {
+    let done = super::install::install(hooks_file, exe, url)?;
+    trust(hooks_file)?;
+    Ok(done)
+}
+
+/// Removes Headspace's trust entries (first, while the hooks file still shows where its hooks
+/// are), then its hooks ([`super::install::uninstall`]).
+pub fn uninstall(hooks_file: &Path) -> Result<bool, InstallError> {
+    untrust(hooks_file)?;
+    super::install::uninstall(hooks_file)
 }
 
 /// Codex's label for an event in a trust key (`UserPromptSubmit` → `user_prompt_submit`).
@@ -51,11 +57,6 @@ pub fn handler_hash(event: &str, command: &str, timeout: u64) -> String {
     let digest = Sha256::digest(identity.to_string().as_bytes());
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
-}
-
-/// Whether `path` is a Codex hooks file (`hooks.json`), not a Claude Code settings file.
-pub fn is_codex_hooks_file(path: &Path) -> bool {
-    path.file_name().is_some_and(|n| n == "hooks.json")
 }
 
 /// The `config.toml` beside a Codex hooks file.
@@ -83,7 +84,7 @@ fn our_entries(hooks_file: &Path) -> Result<Vec<(String, String)>, InstallError>
                 let timeout = handler
                     .get("timeout")
                     .and_then(Value::as_u64)
-                    .unwrap_or(timeout_of(event));
+                    .unwrap_or(codex_timeout(event));
                 out.push((
                     format!("{source}:{}:{g}:{h}", label(event)),
                     handler_hash(event, command, timeout),

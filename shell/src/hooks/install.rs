@@ -284,7 +284,7 @@ fn hook_entry(exe: &Path, event: &str, to: &Forwarding) -> Value {
         return json!({
             "type": "command",
             "command": command(exe, event, to),
-            "timeout": crate::hooks::codex_trust::timeout_of(event),
+            "timeout": codex_timeout(event),
         });
     }
     match (to.transport, &to.hook_key) {
@@ -299,6 +299,16 @@ fn hook_entry(exe: &Path, event: &str, to: &Forwarding) -> Value {
             "timeout": HTTP_TIMEOUT_SECONDS,
         }),
         _ => json!({"type": "command", "command": command(exe, event, to)}),
+    }
+}
+
+/// The timeout Headspace's Codex hooks are installed with, in seconds: Codex clamps
+/// `SessionEnd` and `Interrupt` hooks to 1–3 s; the forwarder returns at once anyway. Part of
+/// what Codex trusts (`codex_trust`), so always written.
+pub fn codex_timeout(event: &str) -> u64 {
+    match event {
+        "SessionEnd" | "Interrupt" => 2,
+        _ => 10,
     }
 }
 
@@ -445,16 +455,8 @@ pub struct Installed {
 
 /// Installs; idempotent. A symlinked settings file is written through (the link stays); the
 /// file keeps its mode and owner, and the backup (next to `settings`, as given) gets them too.
+/// For Codex CLI's hooks file, `codex_trust::install` also trusts them.
 pub fn install(settings: &Path, exe: &Path, url: &Forwarding) -> Result<Installed, InstallError> {
-    let done = install_hooks(settings, exe, url)?;
-    if url.agent == AgentKind::Codex {
-        crate::hooks::codex_trust::trust(settings)?;
-    }
-    Ok(done)
-}
-
-/// [`install`]'s merge of the hooks file alone.
-fn install_hooks(settings: &Path, exe: &Path, url: &Forwarding) -> Result<Installed, InstallError> {
     let target = resolve(settings)?;
     let (bytes, mut v) = read(&target)?;
     let mut clean = v.clone();
@@ -483,13 +485,9 @@ fn install_hooks(settings: &Path, exe: &Path, url: &Forwarding) -> Result<Instal
 
 /// Removes exactly Headspace's hooks. When the rest equals the backup, the backup's bytes are
 /// put back, so the file is restored byte for byte. Like [`install`], it writes through a
-/// symlink and keeps the file's mode and owner.
+/// symlink and keeps the file's mode and owner. For Codex CLI's hooks file,
+/// `codex_trust::uninstall` also removes their trust entries.
 pub fn uninstall(settings: &Path) -> Result<bool, InstallError> {
-    // Codex's trust entries for Headspace's hooks go first, while the file still shows
-    // where they are (a no-op for a Claude Code settings file, which has no config.toml).
-    if crate::hooks::codex_trust::is_codex_hooks_file(settings) {
-        crate::hooks::codex_trust::untrust(settings)?;
-    }
     let target = resolve(settings)?;
     let (bytes, mut v) = read(&target)?;
     if bytes.is_none() {

@@ -17,40 +17,6 @@ fn rel_of(claude_dir: &Path, p: &Path) -> Option<String> {
     (p.extension()? == "jsonl").then(|| rel.to_string_lossy().into_owned())
 }
 
-/// Watches Codex CLI's `sessions/` under `codex_dir` with `notify`, naming its files as the
-/// core does (`codex/…`). The folder is not created: Codex makes it on its first session,
-/// and the sweep finds what comes before a watch can be set.
-pub fn start_notify_codex(codex_dir: PathBuf, core: mpsc::UnboundedSender<Msg>) {
-    let sessions = codex_dir.join("sessions");
-    let dir = codex_dir.clone();
-    let config = notify::Config::default().with_follow_symlinks(false);
-    let watcher = notify::RecommendedWatcher::new(
-        move |res: notify::Result<notify::Event>| match res {
-            Ok(ev) if is_read_only_access(&ev.kind) => {}
-            Ok(ev) => {
-                for p in ev.paths {
-                    if let Some(rel) = rel_of(&dir, &p) {
-                        let rel = format!("{}{rel}", headspace_core::kind::CODEX_PREFIX);
-                        let _ = core.send(Msg::FileChanged(rel));
-                    }
-                }
-            }
-            Err(e) => debug!("[WATCHER] notify error: {e}"),
-        },
-        config,
-    );
-    match watcher {
-        Ok(mut w) => match w.watch(&sessions, RecursiveMode::Recursive) {
-            Ok(()) => std::mem::forget(w),
-            Err(e) => debug!(
-                "[WATCHER] cannot watch {} yet ({e}); the sweep looks there",
-                sessions.display()
-            ),
-        },
-        Err(e) => warn!("[WATCHER] no file notifications: {e}; relying on the sweep"),
-    }
-}
-
 /// True for an event that only says a file was opened, read or closed after reading.
 fn is_read_only_access(kind: &notify::EventKind) -> bool {
     use notify::event::{AccessKind, AccessMode};
@@ -66,10 +32,36 @@ pub fn start_notify(claude_dir: PathBuf, core: mpsc::UnboundedSender<Msg>) {
             projects.display()
         );
     }
-    let dir = claude_dir.clone();
-    // Symlinked folders are not followed: a link out of the claude dir must not get
-    // watches (or events) there; links that stay inside are caught by the real path or
-    // the sweep. Every path is checked again when it is read (`DiskFiles`).
+    watch(claude_dir, "projects", "", core);
+}
+
+/// Watches Codex CLI's `sessions/` under `codex_dir`, naming its files as the core does
+/// (`codex/…`). The folder is not created: Codex makes it on its first session; until then
+/// (a user without Codex has none) the sweep looks there.
+pub fn start_notify_codex(codex_dir: PathBuf, core: mpsc::UnboundedSender<Msg>) {
+    if !codex_dir.join("sessions").is_dir() {
+        debug!(
+            "[WATCHER] no {}/sessions yet; the sweep looks there",
+            codex_dir.display()
+        );
+        return;
+    }
+    watch(
+        codex_dir,
+        "sessions",
+        headspace_core::kind::CODEX_PREFIX,
+        core,
+    );
+}
+
+/// Watches `dir/folder` recursively for as long as the process runs: each `.jsonl` that may
+/// have changed is announced by its path under `dir`, after `prefix`. Without a watch (no
+/// folder yet, no notify) the sweep looks.
+fn watch(dir: PathBuf, folder: &str, prefix: &'static str, core: mpsc::UnboundedSender<Msg>) {
+    let top = dir.join(folder);
+    // Symlinked folders are not followed: a link out of the dir must not get watches (or
+    // events) there; links that stay inside are caught by the real path or the sweep.
+    // Every path is checked again when it is read (`DiskFiles`).
     let config = notify::Config::default().with_follow_symlinks(false);
     let watcher = notify::RecommendedWatcher::new(
         move |res: notify::Result<notify::Event>| match res {
@@ -79,7 +71,7 @@ pub fn start_notify(claude_dir: PathBuf, core: mpsc::UnboundedSender<Msg>) {
             Ok(ev) => {
                 for p in ev.paths {
                     if let Some(rel) = rel_of(&dir, &p) {
-                        let _ = core.send(Msg::FileChanged(rel));
+                        let _ = core.send(Msg::FileChanged(format!("{prefix}{rel}")));
                     }
                 }
             }
@@ -88,12 +80,12 @@ pub fn start_notify(claude_dir: PathBuf, core: mpsc::UnboundedSender<Msg>) {
         config,
     );
     match watcher {
-        Ok(mut w) => match w.watch(&projects, RecursiveMode::Recursive) {
+        Ok(mut w) => match w.watch(&top, RecursiveMode::Recursive) {
             // The watcher lives as long as the process.
             Ok(()) => std::mem::forget(w),
             Err(e) => warn!(
                 "[WATCHER] cannot watch {}: {e}; relying on the sweep",
-                projects.display()
+                top.display()
             ),
         },
         Err(e) => warn!("[WATCHER] no file notifications: {e}; relying on the sweep"),

@@ -1,15 +1,15 @@
 //! What the real-client tests share (`real_claude.rs`, `real_codex.rs`): the stand-in model
 //! APIs of `testkit/model-api`, and a proxy that loses hooks on their way to the server.
 
-use super::wait_for;
+use super::{headspace, wait_for, Server};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A child process killed when dropped.
 pub struct Killed(pub Child);
@@ -187,4 +187,71 @@ fn forward(server: &str, request: &[u8]) -> Option<Vec<u8>> {
     let mut answer = Vec::new();
     s.read_to_end(&mut answer).ok()?;
     (!answer.is_empty()).then_some(answer)
+}
+
+/// A real client installed by `make test` (`env` names it, else `default` under the
+/// repository), or `None` (skipped, with a note) when it does not run; on CI it must.
+pub fn installed(env: &str, default: &str, name: &str, make_target: &str) -> Option<PathBuf> {
+    let bin = std::env::var_os(env)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(format!("{}/../{default}", env!("CARGO_MANIFEST_DIR"))));
+    let works = Command::new(&bin)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !works {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{name} must be installed on CI (make test installs it): {}",
+            bin.display()
+        );
+        eprintln!(
+            "skipped: {name} is not installed at {} (make {make_target})",
+            bin.display()
+        );
+        return None;
+    }
+    Some(bin)
+}
+
+/// `headspace send PANE TEXT` through `server`.
+pub fn send(server: &Server, pane: &str, text: &str) {
+    let out = headspace()
+        .args(["send", pane, text, "--addr", &server.addr])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "send {text:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `headspace wait PANE` against `server`: it must not return before `reply` is written
+/// (`replied` reads the client's transcript; `screen` shows the pane when it did).
+pub fn wait_then_replied(
+    server: &Server,
+    pane: &str,
+    reply: &str,
+    replied: impl Fn(&str) -> bool,
+    screen: impl Fn() -> String,
+) {
+    let started = Instant::now();
+    let out = headspace()
+        .args(["wait", pane, "--timeout", "90", "--addr", &server.addr])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "wait for {reply:?}: {}{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        server.log()
+    );
+    assert!(
+        replied(reply),
+        "wait returned after {:?}, before the reply {reply:?} was written:\n{}",
+        started.elapsed(),
+        screen()
+    );
 }
