@@ -1,6 +1,6 @@
 //! The `launches` table (migration 0018): the agents Headspace started, as a [`LaunchBook`].
 
-use super::{id, ms, PgStore};
+use super::{at, id, ms, PgStore};
 use crate::launch::{Launch, LaunchBook};
 use crate::server::store::{BoxFuture, StoreError};
 use headspace_core::Timestamp;
@@ -40,8 +40,11 @@ impl PgStore {
         let c = self.pool.get().await?;
         let row = c
             .query_one(
-                "INSERT INTO launches (tmux_pane, kind, project, cwd, worktree, branch, base_branch, base_commit, created_branch, prompt, started_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, to_timestamp($11::float8 / 1000)) RETURNING id",
+                &format!(
+                    "INSERT INTO launches (tmux_pane, kind, project, cwd, worktree, branch, base_branch, base_commit, created_branch, prompt, started_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, {}) RETURNING id",
+                    at("$11::bigint")
+                ),
                 &[
                     &l.tmux_pane,
                     &l.kind,
@@ -53,7 +56,7 @@ impl PgStore {
                     &l.base_commit,
                     &l.created_branch,
                     &l.prompt,
-                    &(l.started_at.millis() as f64),
+                    &l.started_at.millis(),
                 ],
             )
             .await?;
