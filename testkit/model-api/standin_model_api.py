@@ -13,14 +13,15 @@ See README.md beside this file for the script format and the protocol notes.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from standin_serve import serve
 
 LOGGED_BODY_CHARS = 2000
 
@@ -322,33 +323,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description="Stand-in Anthropic Messages API playing a script.")
-    ap.add_argument("--script", required=True, help="JSON script file (see README.md)")
-    ap.add_argument("--log", required=True, help="request log, one JSON object per line (appended)")
-    ap.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1; 0 picks a free one")
-    ap.add_argument("--port-file", help="write the bound port to this file once listening")
-    ap.add_argument("--dump-dir", help="also save each raw request body as NNNN.json here")
-    args = ap.parse_args()
-
-    with open(args.script, encoding="utf-8") as f:
-        Handler.script = Script(json.load(f))
-    Handler.log_file = open(args.log, "a", buffering=1, encoding="utf-8")
-    if args.dump_dir:
-        os.makedirs(args.dump_dir, exist_ok=True)
-        Handler.dump_dir = args.dump_dir
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
-    server.daemon_threads = True
-    port = server.server_address[1]
-    if args.port_file:
-        tmp = args.port_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(f"{port}\n")
-        os.replace(tmp, args.port_file)
-    print(f"stand-in model API on http://127.0.0.1:{port}", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+    serve("model API", "README.md", Handler, Script)
 
 
 if __name__ == "__main__":

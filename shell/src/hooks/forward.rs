@@ -30,17 +30,13 @@ pub fn stamp(payload: &[u8], pane: Option<&str>, now: headspace_core::Timestamp)
 }
 
 /// The hook side: stamp, detach, exit. Never fails loudly: the agent must not be disturbed.
-/// Codex CLI runs its hooks in a daemon shared by its sessions, whose `$TMUX_PANE` is not the
-/// session's: its hooks carry no pane (the server finds it from the process).
+/// Whether a kind's pane is believed is the core's to say (Codex's, from its shared daemon,
+/// is not: `headspace_core::hook::codex`).
 pub fn forward(kind: AgentKind, event: &str, url: &str, token_file: Option<&std::path::Path>) {
     let now = crate::server::world::Clock::now(&crate::server::world::SystemClock);
     let mut payload = Vec::new();
     let _ = std::io::stdin().take(MAX_PAYLOAD).read_to_end(&mut payload);
-    let pane = match kind {
-        AgentKind::Claude => std::env::var("TMUX_PANE").ok(),
-        AgentKind::Codex => None,
-    };
-    let body = stamp(&payload, pane.as_deref(), now);
+    let body = stamp(&payload, std::env::var("TMUX_PANE").ok().as_deref(), now);
     let Ok(exe) = std::env::current_exe() else {
         return;
     };
