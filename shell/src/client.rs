@@ -66,7 +66,13 @@ fn read_response(s: &mut TcpStream) -> std::io::Result<String> {
             buf.truncate(end);
             break;
         }
-        let n = s.read(&mut chunk)?;
+        // A socket with a read timeout is never restarted after a signal (signal(7)), even
+        // under SA_RESTART: a child exiting in a process that handles SIGCHLD (tokio's
+        // process support does) would otherwise fail the request with EINTR.
+        let n = match s.read(&mut chunk) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            read => read?,
+        };
         if n == 0 {
             break;
         }
@@ -120,4 +126,52 @@ pub fn encode_segment(s: &str) -> String {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    extern "C" fn ignore(_: libc::c_int) {}
+
+    /// A signal caught while the request waits for its answer (as SIGCHLD is, in a process
+    /// with tokio's child handling) does not fail the request: the answer is still read.
+    #[test]
+    fn a_signal_while_waiting_for_the_answer_does_not_fail_the_request() {
+        // SAFETY: installs a do-nothing handler for SIGUSR2, which nothing else here uses.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = ignore as extern "C" fn(libc::c_int) as usize;
+            action.sa_flags = libc::SA_RESTART;
+            assert_eq!(
+                libc::sigaction(libc::SIGUSR2, &action, std::ptr::null_mut()),
+                0
+            );
+        }
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let server = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let mut head = [0u8; 1024];
+            let _ = conn.read(&mut head).unwrap();
+            std::thread::sleep(Duration::from_millis(600));
+            conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                .unwrap();
+        });
+        let (tid_in, tid_out) = std::sync::mpsc::channel();
+        let client = std::thread::spawn(move || {
+            // SAFETY: pthread_self has no preconditions.
+            tid_in.send(unsafe { libc::pthread_self() }).unwrap();
+            request(&addr, "GET", "/", b"", None, Duration::from_secs(10))
+        });
+        let tid = tid_out.recv().unwrap();
+        for _ in 0..5 {
+            std::thread::sleep(Duration::from_millis(100));
+            // SAFETY: the client thread is alive until it has its answer (600 ms from now).
+            unsafe { libc::pthread_kill(tid, libc::SIGUSR2) };
+        }
+        assert_eq!(client.join().unwrap(), Ok((200, "ok".to_string())));
+        server.join().unwrap();
+    }
 }

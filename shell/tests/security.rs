@@ -476,7 +476,9 @@ for attempt in range(60):
 
 /// Another account floods the server with connections it resets at once; the user's own
 /// `/healthz` stays fast (each reset once cost the single accept loop a synchronous read of
-/// the kernel's whole TCP table: 2 ms became 5.2 s).
+/// the kernel's whole TCP table: 2 ms became 5.2 s). The bound is a second, not the 2 ms a
+/// quiet machine shows: a loaded 2-core CI machine running this file's other tests beside a
+/// flood at full speed once took over 250 ms, while the bug it guards against costs seconds.
 #[test]
 fn a_flood_of_reset_connections_never_slows_the_users_requests() {
     let Some(v) = Victim::start("sec_resets", &[]) else {
@@ -519,7 +521,7 @@ while time.time() < end:
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        worst < Duration::from_millis(250),
+        worst < Duration::from_secs(1),
         "the user's /healthz took {worst:?} during the flood"
     );
 }
