@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: run test deps build bench sim fmt lint clean demo demo-stop cluster claude-code codex-cli
+.PHONY: run test deps build bench sim fmt lint clean demo demo-stop cluster claude-code codex-cli gemini-cli
 
 ## Install what is missing (Debian: postgresql, tmux, openssl and git for tests' fixtures,
 ## chromium + chromium-driver for the dashboard's browser test, node for the page's scripts'
@@ -57,8 +57,24 @@ codex-cli:
 	    || echo "could not install Codex CLI: the real-client tests will be skipped"; \
 	fi
 
+## The real Gemini CLI the real-client tests drive (pinned, from npm, in .cache/; about
+## 100 MB). No install script is run: they only compile optional native modules (node-pty,
+## keytar) that it does without (it loads the prebuilt @lydell/node-pty first). Without it,
+## those tests are skipped (but on CI, where they fail). Its version is asked with HOME in
+## .cache/: it writes in ~/.gemini even then.
+GEMINI_VERSION := 0.61.0
+GEMINI_DIR := $(CURDIR)/.cache/gemini-$(GEMINI_VERSION)
+export HEADSPACE_GEMINI_BIN := $(GEMINI_DIR)/node_modules/.bin/gemini
+gemini-cli:
+	@if ! HOME="$(GEMINI_DIR)" "$(HEADSPACE_GEMINI_BIN)" --version >/dev/null 2>&1; then \
+	  echo "installing Gemini CLI $(GEMINI_VERSION) for the real-client tests"; \
+	  npm install --no-audit --no-fund --loglevel=error --ignore-scripts --prefix "$(GEMINI_DIR)" \
+	    @google/gemini-cli@$(GEMINI_VERSION) \
+	    || echo "could not install Gemini CLI: the real-client tests will be skipped"; \
+	fi
+
 ## The whole test suite, with a throwaway PostgreSQL started and stopped around it.
-test: deps claude-code codex-cli
+test: deps claude-code codex-cli gemini-cli
 	scripts/with-test-postgres.sh $(CARGO) test --workspace --no-fail-fast
 
 ## Start the server on the embedded database.

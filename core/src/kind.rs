@@ -4,7 +4,8 @@
 //!
 //! Which kind an input is comes with it: a hook by its route (`Input::Hook::agent`), a
 //! transcript by where it lies ([`AgentKind::of_transcript`]: Claude Code's paths are relative
-//! to the claude dir, `projects/…`; Codex's are `codex/` and their path in the codex dir), a
+//! to the claude dir, `projects/…`; Codex's are `codex/` and their path in the codex dir,
+//! Gemini's `gemini/` and their path in the gemini dir), a
 //! pane by its process ([`AgentKind::of_process`]), and an agent by its row
 //! (`AgentRow::kind`). This module reads nothing of the crate: the rows name the kind.
 
@@ -21,20 +22,33 @@ pub enum AgentKind {
     Claude,
     /// OpenAI's Codex CLI (npm `@openai/codex`).
     Codex,
+    /// Google's Gemini CLI (npm `@google/gemini-cli`).
+    Gemini,
 }
 
 /// Where Codex CLI's transcripts lie among the core's transcript paths: `codex/` and their
 /// path in the codex dir (`sessions/YYYY/MM/DD/rollout-<time>-<session>.jsonl`).
 pub const CODEX_PREFIX: &str = "codex/";
 
+/// Where Gemini CLI's transcripts lie among the core's transcript paths: `gemini/` and their
+/// path in the gemini dir (`tmp/<project>/chats/session-<time>-<session>.jsonl`).
+pub const GEMINI_PREFIX: &str = "gemini/";
+
+/// How much of a Gemini CLI session id names its session here: its chat file's name carries
+/// only these first characters, so the hooks' full id is cut to them (one session key for
+/// both; a clash needs two sessions among 4 billion keys, and then merges two agents' cards,
+/// never their turns, whose ids are their own).
+pub const GEMINI_SESSION_CHARS: usize = 8;
+
 impl AgentKind {
     /// Every kind, in the order the CLI and the page list them.
-    pub const ALL: [AgentKind; 2] = [AgentKind::Claude, AgentKind::Codex];
+    pub const ALL: [AgentKind; 3] = [AgentKind::Claude, AgentKind::Codex, AgentKind::Gemini];
     /// The kind's name as `--agent` and the API take it (`claude`).
     pub fn name(self) -> &'static str {
         match self {
             AgentKind::Claude => "claude",
             AgentKind::Codex => "codex",
+            AgentKind::Gemini => "gemini",
         }
     }
     /// The CLI's name as people write it, for log lines and messages (`Claude Code`).
@@ -42,15 +56,17 @@ impl AgentKind {
         match self {
             AgentKind::Claude => "Claude Code",
             AgentKind::Codex => "Codex CLI",
+            AgentKind::Gemini => "Gemini CLI",
         }
     }
     /// What starts a new conversation in the same pane when typed at the prompt, for
     /// `clear`: Claude Code's `/clear` (its new session joins the agent by the pane its hooks
     /// name). Codex CLI's `/new` starts a session whose hooks name no pane, which the server
-    /// does not tie to the agent yet: none.
+    /// does not tie to the agent yet: none. Gemini CLI's `/clear` starts a new session whose
+    /// hooks name the pane, as Claude Code's do.
     pub fn clear_text(self) -> Option<&'static str> {
         match self {
-            AgentKind::Claude => Some("/clear"),
+            AgentKind::Claude | AgentKind::Gemini => Some("/clear"),
             AgentKind::Codex => None,
         }
     }
@@ -58,6 +74,8 @@ impl AgentKind {
     pub fn of_transcript(rel: &str) -> AgentKind {
         if rel.starts_with(CODEX_PREFIX) {
             AgentKind::Codex
+        } else if rel.starts_with(GEMINI_PREFIX) {
+            AgentKind::Gemini
         } else {
             AgentKind::Claude
         }
@@ -65,7 +83,9 @@ impl AgentKind {
     /// The session a transcript path names, when it is a session's transcript of this kind:
     /// Claude Code's `projects/<dir>/<session>.jsonl` (not a sub-agent's, deeper), Codex's
     /// `codex/sessions/Y/M/D/rollout-<time>-<session>.jsonl` (the session id is the uuid
-    /// that ends the name, as its hooks' `session_id`).
+    /// that ends the name, as its hooks' `session_id`), Gemini's
+    /// `gemini/tmp/<project>/chats/session-<time>-<8 hex>.jsonl` (the first
+    /// [`GEMINI_SESSION_CHARS`] of the session id; not a sub-agent's, deeper).
     pub fn session_of_path(self, rel: &str) -> Option<String> {
         let parts: Vec<&str> = rel.split('/').collect();
         match self {
@@ -96,6 +116,32 @@ impl AgentKind {
                 }
                 _ => None,
             },
+            AgentKind::Gemini => match parts.as_slice() {
+                ["gemini", "tmp", project, "chats", file]
+                    if !project.is_empty() && !project.starts_with('.') =>
+                {
+                    let stem = file.strip_prefix("session-")?.strip_suffix(".jsonl")?;
+                    let id = stem.get(stem.len().checked_sub(GEMINI_SESSION_CHARS)?..)?;
+                    let before = stem.len() - GEMINI_SESSION_CHARS;
+                    let named = before > 0
+                        && stem.as_bytes()[before - 1] == b'-'
+                        && id.bytes().all(|b| b.is_ascii_hexdigit());
+                    named.then(|| id.to_ascii_lowercase())
+                }
+                _ => None,
+            },
+        }
+    }
+    /// The session key of a Gemini CLI session id (its first [`GEMINI_SESSION_CHARS`],
+    /// lower case); other kinds' ids are their keys.
+    pub fn session_key(self, id: &str) -> String {
+        match self {
+            AgentKind::Gemini => id
+                .chars()
+                .take(GEMINI_SESSION_CHARS)
+                .collect::<String>()
+                .to_ascii_lowercase(),
+            AgentKind::Claude | AgentKind::Codex => id.to_string(),
         }
     }
     /// The kind named `name`, or an error that lists the known names.
@@ -153,5 +199,24 @@ mod tests {
             AgentKind::Claude.session_of_path("projects/d/s/subagents/a.jsonl"),
             None
         );
+        let gemini = "gemini/tmp/proj/chats/session-2026-11-27T17-35-3DD3EBF6.jsonl";
+        assert_eq!(AgentKind::of_transcript(gemini), AgentKind::Gemini);
+        assert_eq!(
+            AgentKind::Gemini.session_of_path(gemini).as_deref(),
+            Some("3dd3ebf6")
+        );
+        assert_eq!(
+            AgentKind::Gemini.session_key("3DD3EBF6-1111-4222-8333-944445555666"),
+            "3dd3ebf6"
+        );
+        for rel in [
+            "gemini/tmp/proj/chats/3dd3ebf6-1111/0e5c2a8e-1111-4222-8333-944445555666.jsonl",
+            "gemini/tmp/proj/chats/session-2026-11-27T17-35-3dd3ebfz.jsonl",
+            "gemini/tmp/proj/chats/session-3dd3ebf6.jsonl",
+            "gemini/tmp/proj/logs.json",
+            "gemini/history/proj/chats/session-2026-11-27T17-35-3dd3ebf6.jsonl",
+        ] {
+            assert_eq!(AgentKind::Gemini.session_of_path(rel), None, "{rel}");
+        }
     }
 }

@@ -5,13 +5,13 @@
 //! screen's [`PaneReading`]. What turns one CLI's bytes into that vocabulary is here, one
 //! method of [`AgentKind`] per thing read, each a `match` over the kinds:
 //!
-//! | method | reads | Claude Code's reader | Codex CLI's reader |
-//! |---|---|---|---|
-//! | [`AgentKind::parse_hook`] | a hook's JSON body | [`crate::hook`] | [`crate::hook::codex`] |
-//! | [`AgentKind::read_line`] | one transcript line | [`crate::transcript::line_read`] | [`crate::transcript::codex`] |
-//! | [`AgentKind::read_screen`] | a tmux capture of its screen | [`crate::pane`] | [`crate::pane::codex`] |
-//! | [`AgentKind::is_machinery_prompt`] | a prompt that announces no turn (its own commands) | `transcript::commands` | none reach its hook |
-//! | [`AgentKind::is_agent_process`] | a pane's process: is this the agent? | [`crate::pane::process`] | [`crate::pane::process`] |
+//! | method | reads | Claude Code's reader | Codex CLI's reader | Gemini CLI's reader |
+//! |---|---|---|---|---|
+//! | [`AgentKind::parse_hook`] | a hook's JSON body | [`crate::hook`] | [`crate::hook::codex`] | [`crate::hook::gemini`] |
+//! | [`AgentKind::read_line`] | one transcript line | [`crate::transcript::line_read`] | [`crate::transcript::codex`] | [`crate::transcript::gemini`] |
+//! | [`AgentKind::read_screen`] | a tmux capture of its screen | [`crate::pane`] | [`crate::pane::codex`] | [`crate::pane::gemini`] |
+//! | [`AgentKind::is_machinery_prompt`] | a prompt that announces no turn (its own commands) | `transcript::commands` | none reach its hook | none reach its hook |
+//! | [`AgentKind::is_agent_process`] | a pane's process: is this the agent? | [`crate::pane::process`] | [`crate::pane::process`] | [`crate::pane::process`] |
 //!
 //! Adding a kind is a variant of [`AgentKind`] and one reader module per row, not an edit of
 //! the engine: the compiler lists every `match` that needs the new arm.
@@ -40,6 +40,7 @@ impl AgentKind {
         match self {
             AgentKind::Claude => Hook::parse_mended(route_event, body),
             AgentKind::Codex => crate::hook::codex::parse(route_event, body),
+            AgentKind::Gemini => crate::hook::gemini::parse(route_event, body),
         }
     }
     /// Read one whole transcript line (without its newline) in one pass.
@@ -47,6 +48,7 @@ impl AgentKind {
         match self {
             AgentKind::Claude => crate::transcript::line_read::read_whole_line(line),
             AgentKind::Codex => crate::transcript::codex::read_line(line),
+            AgentKind::Gemini => crate::transcript::gemini::read_line(line),
         }
     }
     /// Read a capture of the agent's screen: idle, busy, a dialog, a question.
@@ -54,6 +56,7 @@ impl AgentKind {
         match self {
             AgentKind::Claude => crate::pane::read_pane(text),
             AgentKind::Codex => crate::pane::codex::read_pane(text),
+            AgentKind::Gemini => crate::pane::gemini::read_pane(text),
         }
     }
     /// A prompt hook's text that announces no turn: the CLI's own local commands and its
@@ -66,8 +69,9 @@ impl AgentKind {
             AgentKind::Claude => {
                 slash_command(text).is_some_and(is_local_command) || is_machinery_text(text)
             }
-            // Codex's own commands (`/new`, `/status`, …) never reach its prompt hook.
-            AgentKind::Codex => false,
+            // Codex's and Gemini's own commands (`/new`, `/clear`, …) never reach their
+            // prompt hooks.
+            AgentKind::Codex | AgentKind::Gemini => false,
         }
     }
     /// Whether a pane's process is this kind's CLI (how a pane no hook named is found).
@@ -75,6 +79,7 @@ impl AgentKind {
         match self {
             AgentKind::Claude => crate::pane::process::is_claude_process(process),
             AgentKind::Codex => crate::pane::process::is_codex_process(process),
+            AgentKind::Gemini => crate::pane::process::is_gemini_process(process),
         }
     }
 }

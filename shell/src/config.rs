@@ -27,6 +27,11 @@ pub fn default_codex_dir() -> Option<PathBuf> {
     }
 }
 
+/// Gemini CLI's folder when none is given: `~/.gemini`; `None` when no home is known.
+pub fn default_gemini_dir() -> Option<PathBuf> {
+    user_home().ok().map(|h| h.join(".gemini"))
+}
+
 /// Headspace's own folder when none is given: `$HEADSPACE_HOME`, else
 /// `~/.local/share/headspace`.
 pub fn default_home() -> Result<PathBuf, String> {

@@ -47,7 +47,7 @@ enum Cmd {
     HookForward {
         /// The hook event.
         event: Option<String>,
-        /// The agent CLI that runs the hook (`claude`, `codex`).
+        /// The agent CLI that runs the hook (`claude`, `codex`, `gemini`).
         #[arg(long, default_value = "claude")]
         agent: String,
         /// The server.

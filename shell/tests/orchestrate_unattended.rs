@@ -323,7 +323,8 @@ fn resume(dir: &Path, p: &str, env: &[(&str, &str)]) -> (ProjectFiles, String, u
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let files = ProjectFiles::new(dir);
     let id = files.find_execution(true).unwrap().unwrap().id;
-    wait_for("the new runner's record", Duration::from_secs(20), || {
+    // Generous: a loaded 2-core machine once took over 20 s to start the runner.
+    wait_for("the new runner's record", Duration::from_secs(60), || {
         control::runner_record(&files, &id).is_some_and(|r| r.is_alive())
     });
     let runner = control::runner_record(&files, &id).unwrap().pid;

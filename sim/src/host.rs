@@ -109,8 +109,11 @@ pub(crate) async fn server(world: SimWorld, bug: Option<Bug>, spec: ServerSpec) 
     let recorder = Recorder::start(
         existing.as_deref(),
         Box::new(world.trace_sink()),
-        CLAUDE_DIR,
-        Some(headspace_testkit::synth_codex::CODEX_DIR),
+        &headspace::server::record::TraceDirs {
+            claude: CLAUDE_DIR.to_string(),
+            codex: Some(headspace_testkit::synth_codex::CODEX_DIR.to_string()),
+            gemini: None,
+        },
         sim_now(),
     )?;
     let app = start(&adapters, settings, Some(recorder)).await?;

@@ -50,6 +50,19 @@ impl Screen {
         match kind {
             AgentKind::Claude => self.render(),
             AgentKind::Codex => self.render_codex(),
+            AgentKind::Gemini => self.render_gemini(),
+        }
+    }
+
+    /// Gemini CLI's screen (0.61's shapes: a spinner line with `esc to cancel` above the rule
+    /// while it works; an approval box in place of the composer).
+    fn render_gemini(&self) -> String {
+        const RULE: &str = "────────────────────────────────────────";
+        const COMPOSER: &str = " Shift+Tab to accept edits\n >   Type your message or @path/to/file\n workspace (/directory)     sandbox     /model\n ~/project                  no sandbox  gemini-2.5-pro\n";
+        match self {
+            Screen::Idle => format!(" > go\n✦ Done.\n{RULE}\n{COMPOSER}"),
+            Screen::Busy | Screen::Question => format!(" > go\n ⠙ Thinking... (esc to cancel, 4s)\n{RULE}\n{COMPOSER}"),
+            Screen::Permission => " > go\n╭──────────────────────────╮\n│ ? Shell  cargo test       │\n│ Allow execution of [Shell]? │\n│ ● 1. Allow once           │\n│   2. Allow for this session │\n│   3. No, suggest changes (esc) │\n╰──────────────────────────╯\n".to_string(),
         }
     }
 

@@ -19,7 +19,7 @@ mod watchdog;
 
 use crate::hook::matching::{hash128, Key, Kind, MatchIndex};
 use crate::io::{Command, Input, ReadId, RequestId};
-use crate::kind::{AgentKind, CODEX_PREFIX};
+use crate::kind::{AgentKind, CODEX_PREFIX, GEMINI_PREFIX};
 use crate::model::{AgentId, AgentRow, TaskId, TaskRow, TimestampSource, TurnId, TurnRow};
 use crate::task::intent::{Actor, Intent};
 use crate::task::state::TaskState;
@@ -37,6 +37,10 @@ pub struct Config {
     /// transcripts are watched: its transcript paths are taken relative to it, under
     /// [`CODEX_PREFIX`], and refused outside it.
     pub codex_dir: Option<String>,
+    /// Gemini CLI's directory (`~/.gemini`, absolute), when Gemini's transcripts are
+    /// watched: its transcript paths are taken relative to it, under [`GEMINI_PREFIX`], and
+    /// refused outside it.
+    pub gemini_dir: Option<String>,
     /// How long new pane output may go without a new turn before the transcript is read
     /// (the watchdog's gap threshold; seed default 5 s).
     pub gap_threshold_ms: i64,
@@ -96,6 +100,7 @@ impl Config {
         Config {
             claude_dir: claude_dir.into(),
             codex_dir: None,
+            gemini_dir: None,
             gap_threshold_ms: 5_000,
             trust_ms: 10_000,
             send_timeout_ms: 60_000,
@@ -121,6 +126,11 @@ struct FileState {
     saved: (u64, Option<TaskId>),
     /// When `session_activity` was last published for it.
     activity_published: Option<Timestamp>,
+    /// Inside a restatement ([`Restating`]): its lines are no news, and its offset is not
+    /// saved until it ends (a restart then reads it again from before it began).
+    ///
+    /// [`Restating`]: crate::transcript::line_read::Restating
+    restating: crate::transcript::line_read::Restatement,
     /// The model its last line naming one named ([`LineFacts::model`]): its usage lines that
     /// name none are priced as it.
     ///
@@ -526,6 +536,7 @@ pub fn relative_transcript_path(config: &Config, kind: AgentKind, abs: &str) -> 
     let (dir, home, prefix) = match kind {
         AgentKind::Claude => (Some(config.claude_dir.as_str()), "~/.claude/", ""),
         AgentKind::Codex => (config.codex_dir.as_deref(), "~/.codex/", CODEX_PREFIX),
+        AgentKind::Gemini => (config.gemini_dir.as_deref(), "~/.gemini/", GEMINI_PREFIX),
     };
     let dir = dir?.trim_end_matches('/');
     let rest = abs
@@ -552,8 +563,11 @@ fn project_of(cwd: &str) -> Option<String> {
 /// The project a Claude Code transcript's folder names (its last word); Codex's folders name
 /// none (its first line's `cwd` does).
 fn project_of_dir(rel: &str) -> Option<String> {
-    if AgentKind::of_transcript(rel) != AgentKind::Claude {
-        return None;
+    match AgentKind::of_transcript(rel) {
+        AgentKind::Claude => {}
+        // `gemini/tmp/<project>/…`: the project's folder name, made a word by Gemini.
+        AgentKind::Gemini => return rel.split('/').nth(2).map(str::to_string),
+        AgentKind::Codex => return None,
     }
     rel.split('/').nth(1).map(|d| {
         d.rsplit('-')

@@ -190,6 +190,7 @@ impl Core {
                 saved: (offset, task),
                 activity_published: None,
                 model: None,
+                restating: Default::default(),
             },
         );
     }

@@ -6,8 +6,10 @@ use crate::io::{Command, ReadId, Write};
 use crate::kind::AgentKind;
 use crate::model::{AgentId, OffsetRow};
 use crate::transcript::entry;
-use crate::transcript::entry::Entry;
+use crate::transcript::entry::{Entry, LineError};
 use crate::transcript::framing::{Line, Push};
+use crate::transcript::line_read::Restating;
+use crate::transcript::mend::Mended;
 use serde_json::json;
 use tracing::{debug, info, warn};
 
@@ -121,6 +123,7 @@ impl Core {
         };
         info!("[TRANSCRIPT] {path} shrank or was replaced; reading it again (entries already seen are skipped)");
         file.framer.reset(0);
+        file.restating = Default::default();
         let read = self.new_read(None);
         self.out.push_back(Command::ReadTranscript {
             path: path.to_string(),
@@ -132,7 +135,7 @@ impl Core {
     pub(super) fn save_offset(&mut self, path: &str) {
         let file = self.files.get_mut(path).expect("file open");
         let now = (file.framer.committed_offset(), file.task);
-        if now == file.saved {
+        if now == file.saved || file.restating.is_open() {
             return;
         }
         file.saved = now;
@@ -166,7 +169,7 @@ impl Core {
         };
         #[cfg(not(feature = "planted-bugs"))]
         let reading = kind.read_line(line);
-        let classified = reading.entry;
+        let classified = self.unless_restated(path, reading.restating, reading.entry);
         let at = classified.as_ref().ok().and_then(|(e, _)| e.timestamp());
         let prompt = matches!(classified, Ok((Entry::UserPrompt { .. }, _)));
         let interrupt = matches!(
@@ -204,6 +207,31 @@ impl Core {
             }
         }
         self.steps_of_line(path, agent_id, facts, interrupt);
+    }
+
+    /// The line's entry, or nothing when the line is inside a restatement (the CLI writing
+    /// earlier messages again under new ids: `Restating`); keeps whether the file is inside
+    /// one.
+    fn unless_restated(
+        &mut self,
+        path: &str,
+        restating: Restating,
+        entry: Result<(Entry, Mended), LineError>,
+    ) -> Result<(Entry, Mended), LineError> {
+        let Some(file) = self.files.get_mut(path) else {
+            return entry;
+        };
+        let inside = file.restating.restates(restating);
+        match entry {
+            Ok((e, _)) if inside && e.uuid().is_some() => {
+                debug!(
+                    "[TRANSCRIPT] {path}: line {} restates an earlier message; not a new turn",
+                    e.uuid().unwrap_or_default()
+                );
+                Ok((Entry::Ignored, Mended::default()))
+            }
+            other => other,
+        }
     }
 
     /// A line longer than `max_line_bytes`: what its head and tail tell becomes its turn,

@@ -221,6 +221,7 @@ pub fn replay_trace(text: &str) -> Result<String, TraceError> {
     let trace = Trace::parse(text)?;
     let mut config = Config::new(trace.claude_dir.clone());
     config.codex_dir = trace.codex_dir.clone();
+    config.gemini_dir = trace.gemini_dir.clone();
     let mut r = Replayer::with_config(config);
     for (at, step) in trace.steps {
         r.step(at, step);

@@ -72,6 +72,8 @@ pub struct Trace {
     pub claude_dir: String,
     /// Codex CLI's directory, when the server watched it (`"codex_dir"`).
     pub codex_dir: Option<String>,
+    /// Gemini CLI's directory, when the server watched it (`"gemini_dir"`).
+    pub gemini_dir: Option<String>,
     /// Steps with their absolute times, in order.
     pub steps: Vec<(Timestamp, Step)>,
 }
@@ -128,10 +130,8 @@ impl Trace {
             .and_then(Value::as_str)
             .unwrap_or("~/.claude")
             .to_string();
-        let codex_dir = header
-            .get("codex_dir")
-            .and_then(Value::as_str)
-            .map(str::to_string);
+        let dir = |key: &str| header.get(key).and_then(Value::as_str).map(str::to_string);
+        let (codex_dir, gemini_dir) = (dir("codex_dir"), dir("gemini_dir"));
         let mut steps = Vec::new();
         let mut last = 0i64;
         for (i, line) in lines {
@@ -153,6 +153,7 @@ impl Trace {
             epoch,
             claude_dir,
             codex_dir,
+            gemini_dir,
             steps,
         })
     }

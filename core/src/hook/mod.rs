@@ -1,6 +1,7 @@
 //! Claude Code hook payloads: every field optional, unknown events and fields ignored.
 
 pub mod codex;
+pub mod gemini;
 pub mod matching;
 
 use crate::time::Timestamp;

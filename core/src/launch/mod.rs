@@ -131,7 +131,7 @@ pub fn within_roots(dir: &Path, roots: &[impl AsRef<Path>]) -> bool {
 pub fn exit_text(kind: crate::kind::AgentKind) -> &'static str {
     match kind {
         crate::kind::AgentKind::Claude => "/exit",
-        crate::kind::AgentKind::Codex => "/quit",
+        crate::kind::AgentKind::Codex | crate::kind::AgentKind::Gemini => "/quit",
     }
 }
 

@@ -7,6 +7,7 @@
 pub mod codex;
 pub mod dialog;
 pub mod discovery;
+pub mod gemini;
 pub mod process;
 pub mod send_check;
 pub(crate) mod tool;

@@ -36,6 +36,22 @@ pub fn is_codex_process(p: &PaneProcess) -> bool {
     p.command == "codex" && !p.args.iter().any(|a| a == "app-server")
 }
 
+/// True when a process is Gemini CLI: node running the `@google/gemini-cli` package (its
+/// `.bin/gemini` link, `bundle/gemini.js`, or a `gemini` command). The CLI starts itself
+/// again as a child with node flags (`node --max-old-space-size=N …/gemini`) and waits on
+/// it: only the parent counts, so a pane shows one Gemini process (a pane with two is
+/// never chosen), and with `GEMINI_CLI_NO_RELAUNCH` the one process is the parent.
+pub fn is_gemini_process(p: &PaneProcess) -> bool {
+    let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
+    let gemini_script =
+        |a: &str| base(a) == "gemini" || a.contains("gemini-cli/") || base(a) == "gemini.js";
+    match p.args.as_slice() {
+        [a0, ..] if base(a0) == "gemini" => true,
+        [a0, a1, ..] if base(a0).starts_with("node") => gemini_script(a1),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,5 +77,30 @@ mod tests {
         assert!(!is_codex_process(&node) && !is_claude_process(&node));
         assert!(is_codex_process(&native) && !is_claude_process(&native));
         assert!(!is_codex_process(&daemon));
+    }
+
+    #[test]
+    fn gemini_is_its_launcher_not_the_child_it_relaunches() {
+        let launcher = process("node", &["node", "/n/node_modules/.bin/gemini"]);
+        let child = process(
+            "node",
+            &[
+                "/usr/bin/node",
+                "--max-old-space-size=12052",
+                "/n/node_modules/.bin/gemini",
+            ],
+        );
+        let bundle = process(
+            "node",
+            &["node", "/g/@google/gemini-cli/bundle/gemini.js", "-y"],
+        );
+        assert!(is_gemini_process(&launcher) && is_gemini_process(&bundle));
+        assert!(
+            !is_gemini_process(&child),
+            "the relaunched child is the same agent"
+        );
+        assert!(!is_claude_process(&launcher) && !is_codex_process(&launcher));
+        let other = process("node", &["node", "/srv/app.js"]);
+        assert!(!is_gemini_process(&other));
     }
 }

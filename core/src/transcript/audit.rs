@@ -11,6 +11,7 @@ use crate::kind::AgentKind;
 use crate::model::AgentId;
 use crate::transcript::entry::{self, Entry};
 use crate::transcript::framing::{Line, LineFramer};
+use crate::transcript::line_read::Restatement;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// Reads a transcript from its start and keeps the lines that become turns: user prompts,
@@ -20,6 +21,7 @@ pub struct ConversationScan {
     framer: LineFramer,
     question_ids: HashSet<u128>,
     kind: AgentKind,
+    restatement: Restatement,
 }
 
 impl ConversationScan {
@@ -36,6 +38,7 @@ impl ConversationScan {
             framer: LineFramer::new(0, max_line_bytes),
             question_ids: HashSet::new(),
             kind,
+            restatement: Restatement::default(),
         }
     }
 
@@ -49,18 +52,31 @@ impl ConversationScan {
     pub fn push(&mut self, offset: u64, data: &[u8], mut on_entry: impl FnMut(Entry, u64)) {
         let questions = &mut self.question_ids;
         let kind = self.kind;
+        let restatement = &mut self.restatement;
         let _ = self.framer.push(offset, data, |line, end| {
-            if let Some(e) = conversational(kind, questions, line) {
+            if let Some(e) = conversational(kind, questions, restatement, line) {
                 on_entry(e, end);
             }
         });
     }
 }
 
-/// The entry of a line when it becomes a turn (the same rules as `engine/entries.rs`).
-fn conversational(kind: AgentKind, questions: &mut HashSet<u128>, line: Line<'_>) -> Option<Entry> {
+/// The entry of a line when it becomes a turn (the same rules as `engine/entries.rs`; a
+/// line that restates an earlier message is none, as in `engine/transcripts.rs`).
+fn conversational(
+    kind: AgentKind,
+    questions: &mut HashSet<u128>,
+    restatement: &mut Restatement,
+    line: Line<'_>,
+) -> Option<Entry> {
     let e = match line {
-        Line::Whole(bytes) if kind != AgentKind::Claude => kind.read_line(bytes).entry.ok()?.0,
+        Line::Whole(bytes) if kind != AgentKind::Claude => {
+            let reading = kind.read_line(bytes);
+            if restatement.restates(reading.restating) {
+                return None;
+            }
+            reading.entry.ok()?.0
+        }
         Line::Whole(bytes) => entry::classify_mended(bytes).ok()?.0,
         Line::Truncated { head, tail, len } => {
             if (head.len() + tail.len()) as u64 == len {

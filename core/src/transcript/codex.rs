@@ -22,7 +22,7 @@
 
 use crate::time::Timestamp;
 use crate::transcript::entry::{Entry, LineError, LinePlace, Signal};
-use crate::transcript::line_read::LineReading;
+use crate::transcript::line_read::{LineReading, Restating};
 use crate::transcript::mend::{self, Mended};
 use crate::transcript::step_line::{LineFacts, LineUsage, ToolResult, ToolUse};
 use crate::usage::step::StepOutcome;
@@ -116,6 +116,7 @@ fn read_line_taking(line: &[u8], typed: fn(&Value, &str) -> bool) -> LineReading
     };
     let nuls = entry.replace_nul();
     LineReading {
+        restating: Restating::No,
         entry: Ok((entry, Mended { nuls, surrogates })),
         facts,
         place,
@@ -125,6 +126,7 @@ fn read_line_taking(line: &[u8], typed: fn(&Value, &str) -> bool) -> LineReading
 /// A line that is not a JSON object: no entry, nothing else.
 fn unread(e: LineError) -> LineReading {
     LineReading {
+        restating: Restating::No,
         entry: Err(e),
         facts: LineFacts::default(),
         place: LinePlace::default(),

@@ -35,6 +35,48 @@ pub struct LineReading {
     pub facts: LineFacts,
     /// What [`entry::line_place`] says of it.
     pub place: LinePlace,
+    /// Whether it opens or closes a restatement (always [`Restating::No`] for Claude Code).
+    pub restating: Restating,
+}
+
+/// A line that opens or closes a stretch of lines in which the CLI writes earlier messages
+/// again under new ids (Gemini CLI, after a refused approval, re-appends its whole history
+/// before it states the list): nothing read inside such a stretch is a new turn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Restating {
+    /// Neither.
+    #[default]
+    No,
+    /// The lines after this one restate earlier messages.
+    Begins,
+    /// The restatement (if any) ends with this line.
+    Ends,
+}
+
+/// Whether a transcript's reading is inside a restatement, line after line: the one rule the
+/// engine and the audit both follow.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Restatement {
+    inside: bool,
+}
+
+impl Restatement {
+    /// Takes the next line's mark; true when that line restates an earlier message (it lies
+    /// after a [`Restating::Begins`] and before the next [`Restating::Ends`]).
+    pub fn restates(&mut self, mark: Restating) -> bool {
+        let inside = self.inside;
+        self.inside = match mark {
+            Restating::Begins => true,
+            Restating::Ends => false,
+            Restating::No => inside,
+        };
+        inside
+    }
+
+    /// True inside a restatement (after its first line, before its last).
+    pub fn is_open(&self) -> bool {
+        self.inside
+    }
 }
 
 /// Reads one whole transcript line in one pass (or, for an odd line, with [`read_apart`]).
@@ -47,6 +89,7 @@ pub fn read_whole_line(line: &[u8]) -> LineReading {
 pub fn read_apart(line: &[u8]) -> LineReading {
     let facts = step_line::read_line(line);
     LineReading {
+        restating: Restating::No,
         entry: entry::classify_mended(line),
         facts: if facts.is_empty() {
             LineFacts::default()
@@ -80,6 +123,7 @@ pub fn read_in_one_pass(line: &[u8]) -> Option<LineReading> {
         surrogates: 0,
     };
     Some(LineReading {
+        restating: Restating::No,
         entry: Ok((entry, mended)),
         facts,
         place,

@@ -10,6 +10,7 @@ pub mod codex;
 pub(crate) mod commands;
 pub mod entry;
 pub mod framing;
+pub mod gemini;
 pub mod line_read;
 mod line_shape;
 pub(crate) mod mend;

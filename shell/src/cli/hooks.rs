@@ -30,13 +30,15 @@ pub(crate) enum HooksAction {
 /// Which settings file, and which server the hooks post to.
 #[derive(clap::Args)]
 pub(crate) struct HooksTarget {
-    /// The agent CLI: `claude` (Claude Code), or `codex` (Codex CLI: its hooks file
+    /// The agent CLI: `claude` (Claude Code), `codex` (Codex CLI: its hooks file
     /// `$CODEX_HOME/hooks.json`, and the trust entries Codex runs hooks by in the
-    /// `config.toml` beside it).
-    #[arg(long, default_value = "claude", value_parser = ["claude", "codex"])]
+    /// `config.toml` beside it), or `gemini` (Gemini CLI: the `hooks` of its
+    /// `~/.gemini/settings.json`; it runs them only in folders the user trusts).
+    #[arg(long, default_value = "claude", value_parser = ["claude", "codex", "gemini"])]
     pub(crate) agent: String,
     /// The settings file (default: ~/.claude/settings.json; for Codex, the hooks file,
-    /// default $CODEX_HOME/hooks.json or ~/.codex/hooks.json).
+    /// default $CODEX_HOME/hooks.json or ~/.codex/hooks.json; for Gemini,
+    /// ~/.gemini/settings.json).
     #[arg(long)]
     pub(crate) settings: Option<PathBuf>,
     /// The server the hooks post to.
@@ -66,8 +68,11 @@ pub(crate) struct HooksTarget {
 /// The transport `target` asks for, and why: a Claude Code version found, or the flag.
 fn transport_of(t: &HooksTarget) -> (headspace::hooks::install::Transport, String) {
     use headspace::hooks::install::Transport;
-    if agent_of(t) == AgentKind::Codex {
-        return (Transport::Command, "Codex CLI runs command hooks".into());
+    if agent_of(t) != AgentKind::Claude {
+        return (
+            Transport::Command,
+            format!("{} runs command hooks", agent_of(t).title()),
+        );
     }
     match t.transport.as_str() {
         "http" => (Transport::Http, "--transport http".into()),
@@ -130,6 +135,9 @@ pub(crate) fn hooks(action: HooksAction) -> ExitCode {
         (None, AgentKind::Codex) => headspace::config::default_codex_dir()
             .map(|d| d.join("hooks.json"))
             .ok_or_else(|| "no home folder: give the hooks file with --settings".to_string()),
+        (None, AgentKind::Gemini) => headspace::config::default_gemini_dir()
+            .map(|d| d.join("settings.json"))
+            .ok_or_else(|| "no home folder: give the settings file with --settings".to_string()),
     };
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("headspace"));
     let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
@@ -177,7 +185,7 @@ pub(crate) fn hooks(action: HooksAction) -> ExitCode {
         HooksAction::Install { target } => url_of(target).and_then(|url| {
             let path = settings_of(target)?;
             let done = match url.agent {
-                AgentKind::Claude => hi::install(&path, &exe, &url),
+                AgentKind::Claude | AgentKind::Gemini => hi::install(&path, &exe, &url),
                 AgentKind::Codex => headspace::hooks::codex_trust::install(&path, &exe, &url),
             }
             .map_err(|e| e.to_string())?;
@@ -200,18 +208,27 @@ pub(crate) fn hooks(action: HooksAction) -> ExitCode {
                     path.with_file_name("config.toml").display()
                 );
             }
+            if url.agent == AgentKind::Gemini {
+                outln!(
+                    "Gemini CLI runs them only in folders you trust (its trust dialog, or {})",
+                    path.with_file_name("trustedFolders.json").display()
+                );
+            }
             outln!(
                 "{} events forwarded to {}, with the token in {}; `headspace hooks uninstall{}` removes them",
                 hi::events(url.agent).len(),
                 url.url,
                 url.token_file.as_deref().unwrap_or(std::path::Path::new("-")).display(),
-                if url.agent == AgentKind::Codex { " --agent codex" } else { "" },
+                match url.agent {
+                    AgentKind::Claude => String::new(),
+                    other => format!(" --agent {}", other.name()),
+                },
             );
             Ok(())
         }),
         HooksAction::Uninstall { target } => settings_of(target).and_then(|path| {
             let removed = match agent_of(target) {
-                AgentKind::Claude => hi::uninstall(&path),
+                AgentKind::Claude | AgentKind::Gemini => hi::uninstall(&path),
                 AgentKind::Codex => headspace::hooks::codex_trust::uninstall(&path),
             };
             removed

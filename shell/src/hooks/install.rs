@@ -35,11 +35,25 @@ pub const CODEX_EVENTS: &[&str] = &[
     "Interrupt",
 ];
 
+/// Every Gemini CLI event the server acts on: not `PreCompress`, `BeforeModel`,
+/// `AfterModel` or `BeforeToolSelection`, which come before every model call or with every
+/// streamed piece, and which Gemini waits on.
+pub const GEMINI_EVENTS: &[&str] = &[
+    "SessionStart",
+    "SessionEnd",
+    "BeforeAgent",
+    "AfterAgent",
+    "BeforeTool",
+    "AfterTool",
+    "Notification",
+];
+
 /// The events installed for an agent CLI.
 pub fn events(agent: AgentKind) -> &'static [&'static str] {
     match agent {
         AgentKind::Claude => EVENTS,
         AgentKind::Codex => CODEX_EVENTS,
+        AgentKind::Gemini => GEMINI_EVENTS,
     }
 }
 
@@ -287,6 +301,16 @@ fn hook_entry(exe: &Path, event: &str, to: &Forwarding) -> Value {
             "timeout": codex_timeout(event),
         });
     }
+    if to.agent == AgentKind::Gemini {
+        // Gemini's timeout is in milliseconds; the name is what its hook panel and its
+        // "Hook(s) [...] failed" line show.
+        return json!({
+            "type": "command",
+            "name": format!("headspace-{event}"),
+            "command": command(exe, event, to),
+            "timeout": GEMINI_TIMEOUT_MS,
+        });
+    }
     match (to.transport, &to.hook_key) {
         (Transport::Http, Some(key)) if event != "SessionStart" => json!({
             "type": "http",
@@ -301,6 +325,10 @@ fn hook_entry(exe: &Path, event: &str, to: &Forwarding) -> Value {
         _ => json!({"type": "command", "command": command(exe, event, to)}),
     }
 }
+
+/// How long Gemini CLI waits on Headspace's hooks, in milliseconds: the forwarder returns at
+/// once, and Gemini waits on every hook before it goes on.
+pub const GEMINI_TIMEOUT_MS: u64 = 5_000;
 
 /// The timeout Headspace's Codex hooks are installed with, in seconds: Codex clamps
 /// `SessionEnd` and `Interrupt` hooks to 1–3 s; the forwarder returns at once anyway. Part of
@@ -318,7 +346,9 @@ pub fn our_hooks(exe: &Path, url: &Forwarding) -> Value {
     let mut hooks = Map::new();
     for e in events(url.agent) {
         let group = match url.agent {
-            AgentKind::Claude => json!({"matcher": "", "hooks": [hook_entry(exe, e, url)]}),
+            AgentKind::Claude | AgentKind::Gemini => {
+                json!({"matcher": "", "hooks": [hook_entry(exe, e, url)]})
+            }
             AgentKind::Codex => json!({"hooks": [hook_entry(exe, e, url)]}),
         };
         hooks.insert(e.to_string(), json!([group]));

@@ -28,6 +28,8 @@ pub struct LaunchSettings {
     pub claude_command: String,
     /// The command that starts Codex CLI, split on spaces (`--codex-command`).
     pub codex_command: String,
+    /// The command that starts Gemini CLI, split on spaces (`--gemini-command`).
+    pub gemini_command: String,
     /// Where worktrees go: relative to the repository's main checkout, or absolute.
     pub worktrees_dir: PathBuf,
     /// The tmux server (`-L`), as the rest of the server uses it.
@@ -41,6 +43,7 @@ impl LaunchSettings {
             roots,
             claude_command,
             codex_command: "codex".into(),
+            gemini_command: "gemini".into(),
             worktrees_dir: PathBuf::from(WORKTREES_DIR),
             tmux_socket,
         }
@@ -177,6 +180,7 @@ pub async fn start(
     let (command, flag) = match kind {
         AgentKind::Claude => (&settings.claude_command, "--claude-command"),
         AgentKind::Codex => (&settings.codex_command, "--codex-command"),
+        AgentKind::Gemini => (&settings.gemini_command, "--gemini-command"),
     };
     let mut argv: Vec<&str> = command.split_whitespace().collect();
     if argv.is_empty() {

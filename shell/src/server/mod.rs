@@ -44,6 +44,7 @@ pub use crate::server::serve_args::ServeArgs;
 use crate::server::sse::Hub;
 use crate::server::world::{DiskFiles, SystemClock, TmuxPanes, World};
 use headspace_core::access::AccessPolicy;
+use headspace_core::kind::AgentKind;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -52,6 +53,16 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::{debug, info, warn};
+
+/// The agent CLIs' folders the server reads transcripts in.
+struct AgentDirs {
+    /// Claude Code's (`--claude-dir`).
+    claude: PathBuf,
+    /// Codex CLI's, when watched (`--codex-dir`).
+    codex: Option<PathBuf>,
+    /// Gemini CLI's, when watched (`--gemini-dir`).
+    gemini: Option<PathBuf>,
+}
 
 /// Runs the server until SIGINT or SIGTERM.
 pub async fn run(args: ServeArgs) -> Result<(), String> {
@@ -66,6 +77,17 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         (None, Some(_)) => None,
     }
     .map(|d| std::fs::canonicalize(&d).unwrap_or(d));
+    let gemini_dir = match (&args.gemini_dir, &args.claude_dir) {
+        (Some(d), _) => Some(d.clone()),
+        (None, None) => crate::config::default_gemini_dir(),
+        (None, Some(_)) => None,
+    }
+    .map(|d| std::fs::canonicalize(&d).unwrap_or(d));
+    let dirs = AgentDirs {
+        claude: claude_dir,
+        codex: codex_dir,
+        gemini: gemini_dir,
+    };
     let home = match args.home.clone() {
         Some(h) => h,
         None => default_home()?,
@@ -130,7 +152,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
             url
         }
     };
-    let result = serve(args, token, hook_key, home, claude_dir, codex_dir, url).await;
+    let result = serve(args, token, hook_key, home, dirs, url).await;
     if let Some(pg) = embedded {
         info!("stopping the embedded database");
         let _ = tokio::task::spawn_blocking(move || pg.stop()).await;
@@ -173,10 +195,14 @@ async fn serve(
     token: String,
     hook_key: String,
     home: PathBuf,
-    claude_dir: PathBuf,
-    codex_dir: Option<PathBuf>,
+    dirs: AgentDirs,
     url: String,
 ) -> Result<(), String> {
+    let AgentDirs {
+        claude: claude_dir,
+        codex: codex_dir,
+        gemini: gemini_dir,
+    } = dirs;
     // Before anything says it listens: a SIGTERM sent as soon as "listening" shows must find
     // its handler (a test once waited for ever on one that came in between).
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -242,9 +268,15 @@ async fn serve(
         clock: Arc::new(SystemClock),
         archive: Some(store.clone()),
         store,
-        files: Arc::new(match &codex_dir {
-            Some(d) => DiskFiles::new(claude_dir.clone()).with_codex(d.clone()),
-            None => DiskFiles::new(claude_dir.clone()),
+        files: Arc::new({
+            let mut files = DiskFiles::new(claude_dir.clone());
+            if let Some(d) = &codex_dir {
+                files = files.with_codex(d.clone());
+            }
+            if let Some(d) = &gemini_dir {
+                files = files.with_gemini(d.clone());
+            }
+            files
         }),
         panes: Arc::new(TmuxPanes {
             socket: args.tmux_socket.clone(),
@@ -264,8 +296,11 @@ async fn serve(
         Some(p) => Some(
             Recorder::open(
                 p,
-                &claude_dir.display().to_string(),
-                codex_dir.as_ref().map(|d| d.display().to_string()),
+                &crate::server::record::TraceDirs {
+                    claude: claude_dir.display().to_string(),
+                    codex: codex_dir.as_ref().map(|d| d.display().to_string()),
+                    gemini: gemini_dir.as_ref().map(|d| d.display().to_string()),
+                },
                 world.clock.now(),
             )
             .map_err(|e| format!("cannot record to {}: {e}", p.display()))?,
@@ -298,6 +333,7 @@ async fn serve(
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let mut core = headspace_core::Config::new(claude_dir.display().to_string());
     core.codex_dir = codex_dir.as_ref().map(|d| d.display().to_string());
+    core.gemini_dir = gemini_dir.as_ref().map(|d| d.display().to_string());
     core.id_base = headspace_core::engine::id_base_of(id);
     core.gap_threshold_ms = (args.gap_seconds * 1000.0) as i64;
     core.evict_after_ms = (args.evict_after_seconds * 1000.0) as i64;
@@ -366,8 +402,13 @@ async fn serve(
         // Commands other servers write for this machine's panes (docs/multi-machine.md).
         http::start_pane_executor(app.clone());
         crate::server::watcher::start_notify(claude_dir.clone(), app.core.clone());
-        if let Some(d) = &codex_dir {
-            crate::server::watcher::start_notify_codex(d.clone(), app.core.clone());
+        for (dir, kind) in [
+            (&codex_dir, AgentKind::Codex),
+            (&gemini_dir, AgentKind::Gemini),
+        ] {
+            if let Some(d) = dir {
+                crate::server::watcher::start_notify_kind(d.clone(), kind, app.core.clone());
+            }
         }
     }
     crate::server::notifier::start(
@@ -392,10 +433,10 @@ async fn serve(
             eprintln!(
                 "headspace: listening on http://{local}/ (claude dir {}{})",
                 claude_dir.display(),
-                codex_dir
-                    .as_ref()
-                    .map(|d| format!(", codex dir {}", d.display()))
-                    .unwrap_or_default()
+                [("codex", &codex_dir), ("gemini", &gemini_dir)]
+                    .iter()
+                    .filter_map(|(k, d)| d.as_ref().map(|d| format!(", {k} dir {}", d.display())))
+                    .collect::<String>()
             );
             eprintln!("headspace: dashboard at http://{local}/");
             eprintln!("headspace: {}", login_line(local, &app.token));
@@ -531,6 +572,7 @@ fn launcher(
     );
     settings.worktrees_dir = args.worktrees_dir.clone();
     settings.codex_command = args.codex_command.clone();
+    settings.gemini_command = args.gemini_command.clone();
     Ok(crate::launch::Launcher {
         settings: Arc::new(settings),
         book,

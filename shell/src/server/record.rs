@@ -13,12 +13,21 @@ pub struct Recorder {
     recorded: HashMap<String, u64>,
 }
 
+/// The agent CLIs' folders a trace's header names (its hooks' paths lie under them).
+pub struct TraceDirs {
+    /// Claude Code's (`"claude_dir"`).
+    pub claude: String,
+    /// Codex CLI's, when watched (`"codex_dir"`).
+    pub codex: Option<String>,
+    /// Gemini CLI's, when watched (`"gemini_dir"`).
+    pub gemini: Option<String>,
+}
+
 impl Recorder {
     /// Opens `path`: a new trace gets a header; an existing one gets a `restart` step.
     pub fn open(
         path: &std::path::Path,
-        claude_dir: &str,
-        codex_dir: Option<String>,
+        dirs: &TraceDirs,
         now: Timestamp,
     ) -> std::io::Result<Recorder> {
         // A trace copies what agents wrote: 0600, and never written through a planted link.
@@ -29,8 +38,7 @@ impl Recorder {
         Recorder::start(
             existing.as_deref(),
             Box::new(std::io::BufWriter::new(file)),
-            claude_dir,
-            codex_dir.as_deref(),
+            dirs,
             now,
         )
     }
@@ -40,8 +48,7 @@ impl Recorder {
     pub fn start(
         existing: Option<&str>,
         out: Box<dyn std::io::Write + Send>,
-        claude_dir: &str,
-        codex_dir: Option<&str>,
+        dirs: &TraceDirs,
         now: Timestamp,
     ) -> std::io::Result<Recorder> {
         let mut r = Recorder {
@@ -64,9 +71,12 @@ impl Recorder {
             }
             None => {
                 let mut header =
-                    json!({"trace": 1, "epoch": now.to_string(), "claude_dir": claude_dir});
-                if let Some(d) = codex_dir {
+                    json!({"trace": 1, "epoch": now.to_string(), "claude_dir": dirs.claude});
+                if let Some(d) = &dirs.codex {
                     header["codex_dir"] = json!(d);
+                }
+                if let Some(d) = &dirs.gemini {
+                    header["gemini_dir"] = json!(d);
                 }
                 writeln!(r.out, "{header}")?;
             }

@@ -22,6 +22,11 @@ pub struct ServeArgs {
     /// given either (a server pointed at other transcripts reads none of the user's own).
     #[arg(long, env = "HEADSPACE_CODEX_DIR")]
     pub codex_dir: Option<PathBuf>,
+    /// Gemini CLI's directory (`~/.gemini`; chat files under `tmp/<project>/chats/`). Without
+    /// it, Gemini sessions are watched in `~/.gemini` only when --claude-dir is not given
+    /// either.
+    #[arg(long, env = "HEADSPACE_GEMINI_DIR")]
+    pub gemini_dir: Option<PathBuf>,
     /// Headspace's own folder (embedded database, state).
     #[arg(long, env = "HEADSPACE_HOME")]
     pub home: Option<PathBuf>,
@@ -111,6 +116,10 @@ pub struct ServeArgs {
     /// split on spaces like --claude-command.
     #[arg(long, env = "HEADSPACE_CODEX_COMMAND", default_value = "codex")]
     pub codex_command: String,
+    /// The command that starts Gemini CLI in a new agent's tmux window (`--agent gemini`),
+    /// split on spaces.
+    #[arg(long, env = "HEADSPACE_GEMINI_COMMAND", default_value = "gemini")]
+    pub gemini_command: String,
     /// Where the worktrees of agents started with one go: relative to the repository's main
     /// checkout (and then ignored by git there), or absolute.
     #[arg(long, env = "HEADSPACE_WORKTREES_DIR", default_value = ".worktrees")]

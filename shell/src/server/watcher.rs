@@ -4,6 +4,7 @@
 
 use crate::server::driver::Msg;
 use crate::server::world::{FileStat, Files};
+use headspace_core::kind::AgentKind;
 use notify::{RecursiveMode, Watcher};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -35,23 +36,24 @@ pub fn start_notify(claude_dir: PathBuf, core: mpsc::UnboundedSender<Msg>) {
     watch(claude_dir, "projects", "", core);
 }
 
-/// Watches Codex CLI's `sessions/` under `codex_dir`, naming its files as the core does
-/// (`codex/…`). The folder is not created: Codex makes it on its first session; until then
-/// (a user without Codex has none) the sweep looks there.
-pub fn start_notify_codex(codex_dir: PathBuf, core: mpsc::UnboundedSender<Msg>) {
-    if !codex_dir.join("sessions").is_dir() {
+/// Watches another agent CLI's transcripts under its dir, naming its files as the core does
+/// (`codex/…` for Codex CLI's `sessions/`, `gemini/…` for Gemini CLI's `tmp/`). The folder
+/// is not created: the CLI makes it on its first session; until then (a user without that
+/// CLI has none) the sweep looks there.
+pub fn start_notify_kind(dir: PathBuf, kind: AgentKind, core: mpsc::UnboundedSender<Msg>) {
+    let (folder, prefix) = match kind {
+        AgentKind::Codex => ("sessions", headspace_core::kind::CODEX_PREFIX),
+        AgentKind::Gemini => ("tmp", headspace_core::kind::GEMINI_PREFIX),
+        AgentKind::Claude => return start_notify(dir, core),
+    };
+    if !dir.join(folder).is_dir() {
         debug!(
-            "[WATCHER] no {}/sessions yet; the sweep looks there",
-            codex_dir.display()
+            "[WATCHER] no {}/{folder} yet; the sweep looks there",
+            dir.display()
         );
         return;
     }
-    watch(
-        codex_dir,
-        "sessions",
-        headspace_core::kind::CODEX_PREFIX,
-        core,
-    );
+    watch(dir, folder, prefix, core);
 }
 
 /// Watches `dir/folder` recursively for as long as the process runs: each `.jsonl` that may

@@ -65,9 +65,9 @@ pub trait Files: Send + Sync {
 /// inside are followed.
 pub struct DiskFiles {
     guard: Arc<Guard>,
-    /// Codex CLI's transcripts, when they are watched: named `codex/…`
-    /// ([`headspace_core::kind::CODEX_PREFIX`]).
-    codex: Option<Arc<Guard>>,
+    /// The other kinds' transcripts that are watched (Codex CLI's, Gemini CLI's), each
+    /// named under its kind's prefix ([`headspace_core::kind::CODEX_PREFIX`], …).
+    others: Vec<Arc<Guard>>,
 }
 
 impl DiskFiles {
@@ -75,22 +75,38 @@ impl DiskFiles {
     pub fn new(claude_dir: impl Into<PathBuf>) -> DiskFiles {
         DiskFiles {
             guard: Arc::new(Guard::new(claude_dir.into(), Tree::ClaudeProjects)),
-            codex: None,
+            others: Vec::new(),
         }
     }
 
     /// These and Codex CLI's transcripts under `codex_dir` (`sessions/Y/M/D/rollout-*.jsonl`).
     pub fn with_codex(mut self, codex_dir: impl Into<PathBuf>) -> DiskFiles {
-        self.codex = Some(Arc::new(Guard::new(codex_dir.into(), Tree::CodexSessions)));
+        self.others
+            .push(Arc::new(Guard::new(codex_dir.into(), Tree::CodexSessions)));
         self
     }
 
-    /// The guard of the tree `rel` names, and `rel` within it.
+    /// These and Gemini CLI's chat files under `gemini_dir`
+    /// (`tmp/<project>/chats/session-*.jsonl`).
+    pub fn with_gemini(mut self, gemini_dir: impl Into<PathBuf>) -> DiskFiles {
+        self.others
+            .push(Arc::new(Guard::new(gemini_dir.into(), Tree::GeminiChats)));
+        self
+    }
+
+    /// The guard of the tree `rel` names, and `rel` within it (a kind's prefix names its
+    /// tree, or none when that kind is not watched).
     fn tree<'a>(&self, rel: &'a str) -> Option<(&Guard, &'a str)> {
-        match rel.strip_prefix(headspace_core::kind::CODEX_PREFIX) {
-            Some(inner) => Some((self.codex.as_deref()?, inner)),
-            None => Some((&self.guard, rel)),
+        for prefix in [
+            headspace_core::kind::CODEX_PREFIX,
+            headspace_core::kind::GEMINI_PREFIX,
+        ] {
+            if let Some(inner) = rel.strip_prefix(prefix) {
+                let guard = self.others.iter().find(|g| g.tree.prefix() == prefix)?;
+                return Some((guard, inner));
+            }
         }
+        Some((&self.guard, rel))
     }
 }
 
@@ -121,12 +137,14 @@ impl Files for DiskFiles {
 
     fn list(&self) -> BoxFuture<'_, Vec<(String, FileStat)>> {
         let guard = self.guard.clone();
-        let codex = self.codex.clone();
+        let others = self.others.clone();
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
                 let mut all = guard.scan();
-                if let Some(codex) = codex {
-                    all.extend(codex.scan());
+                if !others.is_empty() {
+                    for other in others {
+                        all.extend(other.scan());
+                    }
                     all.sort_by(|a, b| a.0.cmp(&b.0));
                 }
                 all
@@ -168,6 +186,8 @@ enum Tree {
     ClaudeProjects,
     /// Codex CLI's `sessions/Y/M/D/rollout-<time>-<session>.jsonl`.
     CodexSessions,
+    /// Gemini CLI's `tmp/<project>/chats/session-<time>-<session>.jsonl`.
+    GeminiChats,
 }
 
 impl Tree {
@@ -176,6 +196,7 @@ impl Tree {
         match self {
             Tree::ClaudeProjects => "projects",
             Tree::CodexSessions => "sessions",
+            Tree::GeminiChats => "tmp",
         }
     }
 
@@ -184,6 +205,7 @@ impl Tree {
         match self {
             Tree::ClaudeProjects => 1,
             Tree::CodexSessions => 3,
+            Tree::GeminiChats => 2,
         }
     }
 
@@ -192,6 +214,7 @@ impl Tree {
         match self {
             Tree::ClaudeProjects => true,
             Tree::CodexSessions => name.starts_with("rollout-"),
+            Tree::GeminiChats => name.starts_with("session-"),
         }
     }
 
@@ -200,6 +223,7 @@ impl Tree {
         match self {
             Tree::ClaudeProjects => "",
             Tree::CodexSessions => headspace_core::kind::CODEX_PREFIX,
+            Tree::GeminiChats => headspace_core::kind::GEMINI_PREFIX,
         }
     }
 }

@@ -1,5 +1,6 @@
-//! What the real-client tests share (`real_claude.rs`, `real_codex.rs`): the stand-in model
-//! APIs of `testkit/model-api`, and a proxy that loses hooks on their way to the server.
+//! What the real-client tests share (`real_claude.rs`, `real_codex.rs`, `real_gemini.rs`): the
+//! stand-in model APIs of `testkit/model-api`, and a proxy that loses hooks on their way to
+//! the server.
 
 use super::{headspace, wait_for, Server};
 use serde_json::Value;
@@ -29,6 +30,11 @@ pub fn model_api(dir: &Path, script: &Value) -> (Killed, String) {
 /// The stand-in OpenAI Responses API (for Codex CLI) playing `script`; its address.
 pub fn responses_api(dir: &Path, script: &Value) -> (Killed, String) {
     stand_in_api("standin_responses_api.py", dir, script)
+}
+
+/// The stand-in Gemini API (for Gemini CLI) playing `script`; its address.
+pub fn gemini_api(dir: &Path, script: &Value) -> (Killed, String) {
+    stand_in_api("standin_gemini_api.py", dir, script)
 }
 
 /// One of `testkit/model-api`'s stand-ins playing `script`; its address.
@@ -138,6 +144,16 @@ impl Drop for Proxy {
     }
 }
 
+/// One read, again after a caught signal (a socket with a read timeout is not restarted).
+fn read_some(conn: &mut TcpStream, chunk: &mut [u8]) -> Option<usize> {
+    loop {
+        match conn.read(chunk) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            read => return read.ok(),
+        }
+    }
+}
+
 /// One whole request (head and body), with `Connection: close` put in its head.
 fn read_request(conn: &mut TcpStream) -> Option<Vec<u8>> {
     let mut buf = Vec::new();
@@ -146,7 +162,7 @@ fn read_request(conn: &mut TcpStream) -> Option<Vec<u8>> {
         if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             break p + 4;
         }
-        let n = conn.read(&mut chunk).ok()?;
+        let n = read_some(conn, &mut chunk)?;
         if n == 0 {
             return None;
         }
@@ -163,7 +179,7 @@ fn read_request(conn: &mut TcpStream) -> Option<Vec<u8>> {
         })
         .unwrap_or(0);
     while buf.len() < head_end + len {
-        let n = conn.read(&mut chunk).ok()?;
+        let n = read_some(conn, &mut chunk)?;
         if n == 0 {
             return None;
         }
@@ -192,10 +208,26 @@ fn forward(server: &str, request: &[u8]) -> Option<Vec<u8>> {
 /// A real client installed by `make test` (`env` names it, else `default` under the
 /// repository), or `None` (skipped, with a note) when it does not run; on CI it must.
 pub fn installed(env: &str, default: &str, name: &str, make_target: &str) -> Option<PathBuf> {
+    installed_with_home(env, default, name, make_target, None)
+}
+
+/// [`installed`], asking `--version` with `HOME` at `home` when given: for a client that
+/// writes in its home even then (Gemini CLI leaves `~/.gemini/projects.json.*.tmp` files).
+pub fn installed_with_home(
+    env: &str,
+    default: &str,
+    name: &str,
+    make_target: &str,
+    home: Option<&Path>,
+) -> Option<PathBuf> {
     let bin = std::env::var_os(env)
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(format!("{}/../{default}", env!("CARGO_MANIFEST_DIR"))));
-    let works = Command::new(&bin)
+    let mut version = Command::new(&bin);
+    if let Some(home) = home {
+        version.env("HOME", home);
+    }
+    let works = version
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
