@@ -70,6 +70,34 @@ impl AgentKind {
             AgentKind::Codex => None,
         }
     }
+    /// Whether a prompt its transcript shows while the turn still seems to run may belong to
+    /// that turn (a bare "yes" then answers it): Claude Code takes text typed while it works
+    /// into the running turn, and Codex CLI's `task_complete` ends each turn in its rollout.
+    /// Gemini CLI queues what is typed while it works as the next turn, and its chat file
+    /// never says a turn ended (that comes from its hooks and its screen): a turn that seems
+    /// to run when its next prompt is written had ended (found by the simulation: with the
+    /// hooks lost, a second "yes" joined the turn before it).
+    pub fn prompt_may_join_running_turn(self) -> bool {
+        match self {
+            AgentKind::Claude | AgentKind::Codex => true,
+            AgentKind::Gemini => false,
+        }
+    }
+    /// How much earlier than its prompt hook's stamp a prompt's line may be dated, when the
+    /// CLI always writes the line after the hook: Gemini CLI runs `BeforeAgent`, waits for
+    /// it, then writes the prompt (300–400 ms after the hook's own time in the lab; the
+    /// forwarder's stamp is later than that time, never later than the line). A line dated
+    /// before a prompt hook's stamp (beyond this slack for clock granularity) is an earlier
+    /// prompt with the same text, never that hook's (found by the simulation: the late line
+    /// of an earlier "yes" took a later "yes"'s hook and its task, and the agent showed idle
+    /// while it worked). `None`: no such order is known (Claude Code, Codex CLI: their prompt
+    /// ids decide).
+    pub fn prompt_line_after_hook_ms(self) -> Option<i64> {
+        match self {
+            AgentKind::Gemini => Some(250),
+            AgentKind::Claude | AgentKind::Codex => None,
+        }
+    }
     /// The kind whose transcript a core transcript path names (see [`CODEX_PREFIX`]).
     pub fn of_transcript(rel: &str) -> AgentKind {
         if rel.starts_with(CODEX_PREFIX) {
@@ -123,9 +151,12 @@ impl AgentKind {
                     let stem = file.strip_prefix("session-")?.strip_suffix(".jsonl")?;
                     let id = stem.get(stem.len().checked_sub(GEMINI_SESSION_CHARS)?..)?;
                     let before = stem.len() - GEMINI_SESSION_CHARS;
+                    // A uuid's first characters, or those of an id given with `--session-id`.
                     let named = before > 0
                         && stem.as_bytes()[before - 1] == b'-'
-                        && id.bytes().all(|b| b.is_ascii_hexdigit());
+                        && id
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
                     named.then(|| id.to_ascii_lowercase())
                 }
                 _ => None,
@@ -211,7 +242,7 @@ mod tests {
         );
         for rel in [
             "gemini/tmp/proj/chats/3dd3ebf6-1111/0e5c2a8e-1111-4222-8333-944445555666.jsonl",
-            "gemini/tmp/proj/chats/session-2026-11-27T17-35-3dd3ebfz.jsonl",
+            "gemini/tmp/proj/chats/session-2026-11-27T17-35-3dd3eb.f.jsonl",
             "gemini/tmp/proj/chats/session-3dd3ebf6.jsonl",
             "gemini/tmp/proj/logs.json",
             "gemini/history/proj/chats/session-2026-11-27T17-35-3dd3ebf6.jsonl",

@@ -32,8 +32,10 @@ impl Chat {
             clock: now_ms(),
         }
     }
+    /// The next line's time: now, as Gemini dates a line when it writes it (after the
+    /// hooks it fired for it), and never before the line before.
     fn at(&mut self) -> String {
-        self.clock += 10;
+        self.clock = (self.clock + 1).max(now_ms());
         Timestamp(self.clock).to_string()
     }
     fn write(&self, lines: &[Value]) {

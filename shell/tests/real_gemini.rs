@@ -5,11 +5,13 @@
 //! a trusted folder: the project is trusted in `trustedFolders.json`). Every hook of the first
 //! exchange and then 40% of the hooks are refused on the way (a proxy in front of the server
 //! answers them 503), and the server is SIGKILLed mid-conversation. A scripted conversation
-//! with a shell tool call, two identical short prompts and a denied approval (which rewrites
+//! with a shell tool call, two identical short prompts, a denied approval (which rewrites
 //! the chat file with copies of every earlier message under new ids, and ends the turn
-//! without a hook): every prompt and reply is exactly one turn, in order, none doubled, the
-//! agent's kind is `gemini`, it ends idle, and `wait` never returns before the reply is
-//! written.
+//! without a hook) and a slow reply interrupted by Escape while it streams (Gemini writes no
+//! reply line for it, only `Request cancelled.`: its prompt is a turn, the reply none): every
+//! prompt and reply is exactly one turn, in order, none doubled, the agent's kind is
+//! `gemini`, it is idle after the interrupt and at the end, and `wait` never returns before
+//! the reply is written, nor, on a slow reply, before it is a turn.
 //!
 //! The agent exists from its process before any hook. The tool call runs `echo`, which
 //! Gemini runs without asking; the denied one (`touch`) asks. Gemini CLI 0.61 quirks the
@@ -232,6 +234,18 @@ impl Client {
             .collect()
     }
 
+    /// How many turns the chat file says were cancelled (`info "Request cancelled."`: an
+    /// Escape while busy, a denied approval).
+    fn cancellations(&self) -> usize {
+        self.chat()
+            .iter()
+            .filter(|l| {
+                l["type"] == "info"
+                    && l["content"].as_str().map(str::trim) == Some("Request cancelled.")
+            })
+            .count()
+    }
+
     /// Whether a `gemini` message of the chat file holds `text`.
     fn replied(&self, text: &str) -> bool {
         !self.reply_ids(text).is_empty()
@@ -255,6 +269,23 @@ fn wait_replied(server: &Server, client: &Client, reply: &str) {
     );
 }
 
+/// [`wait_replied`], and once `wait` returns the reply is already one of the agent's turns:
+/// it did not answer while the agent was still working (asked at once, not polled).
+fn wait_turned(server: &Server, client: &Client, reply: &str) {
+    wait_replied(server, client, reply);
+    let pane_ref = client.pane.replace('%', "%25");
+    let turns = server.json(&format!("/api/agents/{pane_ref}/turns?limit=200"));
+    let turned = turns.as_array().is_some_and(|list| {
+        list.iter()
+            .any(|t| t["actor"] == "agent" && t["text"].as_str() == Some(reply))
+    });
+    assert!(
+        turned,
+        "wait returned before the reply {reply:?} was a turn: {turns}\n{}",
+        server.log()
+    );
+}
+
 #[test]
 fn the_real_gemini_client_loses_and_doubles_nothing() {
     let root = temp_dir("real-gemini");
@@ -270,6 +301,7 @@ fn the_real_gemini_client_loses_and_doubles_nothing() {
         "yes",
         "are you there",
         "touch it",
+        "write slowly",
         "and now",
     ];
     let replies = [
@@ -280,8 +312,12 @@ fn the_real_gemini_client_loses_and_doubles_nothing() {
         "Yes, second.",
         "After the restart.",
         "I will touch a file.",
-        "Back after the denial.",
+        "Back after the interrupt.",
     ];
+    // The interrupted reply: 14 pieces of 6 characters, 0.4 s apart (5 s in all); Escape
+    // comes once its first 18 characters show. Never written, so never a turn.
+    let slow = "This reply streams slowly, a few letters at a time, until Escape cuts it short.";
+    let slow_shown = &slow[..18];
     let script = json!({
         "replies": [
             {"expect": "hello", "text": replies[0]},
@@ -293,7 +329,9 @@ fn the_real_gemini_client_loses_and_doubles_nothing() {
             {"expect": "are you there", "text": replies[5], "delay": 1},
             {"expect": "touch it", "text": replies[6],
              "shell": {"command": "touch denied-marker.txt", "description": "Create a marker file"}},
-            {"expect": "and now", "text": replies[7]},
+            {"expect": "write slowly", "text": slow, "chunk": 6, "delay_ms": 400},
+            // A slower reply (1 s, then 7 pieces 0.25 s apart) for `wait`.
+            {"expect": "and now", "text": replies[7], "delay": 1, "chunk": 4, "delay_ms": 250},
         ],
         "side_text": "Stand-in session",
         "fallback": {"text": "(script exhausted)"}
@@ -447,11 +485,67 @@ fn the_real_gemini_client_loses_and_doubles_nothing() {
         server.try_json(&format!("/api/agents/{pane_ref}")),
         server.log()
     );
-    send(&server, &client.pane, prompts[6]);
-    wait_replied(&server, &client, replies[7]);
+
+    // A slow reply interrupted (typed in the pane, then Escape while it streams): Gemini
+    // writes `info "Request cancelled."` and a `$set messages` without the prompt, and no
+    // reply line. The prompt was written at Enter: it is a turn; the reply is none.
+    let cancelled_before = client.cancellations();
+    client.type_prompt(prompts[6]);
+    let streaming = wait_for(Duration::from_secs(60), || {
+        let s = client.screen();
+        (s.contains(slow_shown) && s.contains("(esc to cancel")).then_some(())
+    });
+    assert!(
+        streaming.is_some(),
+        "the slow reply never streamed:\n{}",
+        client.screen()
+    );
+    let running = wait_for(Duration::from_secs(3), || {
+        let card = server.try_json(&format!("/api/agents/{pane_ref}"))?;
+        (card["activity"] == "running").then_some(())
+    });
+    assert!(
+        running.is_some(),
+        "not running while the reply streams: {:?}\n{}",
+        server.try_json(&format!("/api/agents/{pane_ref}")),
+        client.screen()
+    );
+    client
+        .tmux
+        .run(&["send-keys", "-t", &client.pane, "Escape"]);
+    let cancelled = wait_for(Duration::from_secs(30), || {
+        (client.cancellations() > cancelled_before).then_some(())
+    });
+    assert!(
+        cancelled.is_some(),
+        "Escape did not cancel the slow reply:\n{}",
+        client.screen()
+    );
+    client.until_idle("after the interrupt");
+    assert!(
+        !client.replied(slow_shown),
+        "the interrupted reply was written: {:?}",
+        client.chat()
+    );
+    let idle = wait_for(Duration::from_secs(30), || {
+        let card = server.try_json(&format!("/api/agents/{pane_ref}"))?;
+        (card["activity"] == "idle").then_some(())
+    });
+    assert!(
+        idle.is_some(),
+        "not idle after the interrupt: {:?}\n{}",
+        server.try_json(&format!("/api/agents/{pane_ref}")),
+        server.log()
+    );
+
+    // The next prompt works as before, on a slower reply: once `wait` returns, the reply is
+    // written and already a turn.
+    send(&server, &client.pane, prompts[7]);
+    wait_turned(&server, &client, replies[7]);
 
     // Every prompt and reply is one turn of this agent, in order, none doubled (the
-    // denial's copies are none), none left over.
+    // denial's copies are none), none left over; the interrupted prompt is one, its reply
+    // none.
     let card = server.json(&format!("/api/agents/{pane_ref}"));
     assert_eq!(card["kind"], "gemini", "{card}");
     let session = client

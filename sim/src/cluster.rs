@@ -82,6 +82,7 @@ async fn hub(
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", HUB_PORT)).await?;
     let mut core = headspace_core::Config::new(CLAUDE_DIR);
     core.codex_dir = Some(headspace_testkit::synth_codex::CODEX_DIR.to_string());
+    core.gemini_dir = Some(headspace_testkit::synth_gemini::GEMINI_DIR.to_string());
     core.planted = bug;
     let fed = loop {
         match fanout::preloaded_hub(&log, &core).await {

@@ -89,6 +89,7 @@ pub(crate) async fn server(world: SimWorld, bug: Option<Bug>, spec: ServerSpec) 
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", 5055)).await?;
     let mut core = headspace_core::Config::new(CLAUDE_DIR);
     core.codex_dir = Some(headspace_testkit::synth_codex::CODEX_DIR.to_string());
+    core.gemini_dir = Some(headspace_testkit::synth_gemini::GEMINI_DIR.to_string());
     core.planted = bug;
     core.id_base = headspace_core::engine::id_base_of(spec.id);
     // Agents leave memory after 20 silent seconds (30 minutes in production), so the
@@ -112,7 +113,7 @@ pub(crate) async fn server(world: SimWorld, bug: Option<Bug>, spec: ServerSpec) 
         &headspace::server::record::TraceDirs {
             claude: CLAUDE_DIR.to_string(),
             codex: Some(headspace_testkit::synth_codex::CODEX_DIR.to_string()),
-            gemini: None,
+            gemini: Some(headspace_testkit::synth_gemini::GEMINI_DIR.to_string()),
         },
         sim_now(),
     )?;

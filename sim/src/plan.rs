@@ -103,6 +103,25 @@ impl AgentPlan {
     }
 }
 
+impl AgentPlan {
+    /// This plan played by Gemini CLI: its hooks are command hooks; what it has no
+    /// equivalent of here is left out (`/clear` through the route, compaction as a new
+    /// session, AskUserQuestion); a permission is the user refusing the tool, which ends the
+    /// turn with no hook and makes Gemini write its earlier messages again (a restatement).
+    pub fn as_gemini(mut self) -> AgentPlan {
+        self.kind = AgentKind::Gemini;
+        self.http_hooks = false;
+        self.steps
+            .retain(|s| !matches!(s, Step::Clear { .. } | Step::Compact | Step::Serve));
+        for s in &mut self.steps {
+            if let Step::Prompt(x) = s {
+                x.questions.clear();
+            }
+        }
+        self
+    }
+}
+
 /// A whole run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plan {

@@ -306,14 +306,18 @@ pub const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "kinds",
-        about: "Claude Code and Codex CLI agents side by side under the random faults: Codex's rollout (context it injects each turn, aborted turns), its hooks without a pane (the pane comes from its process) and its screen; every invariant holds for both kinds",
+        about: "Claude Code, Codex CLI and Gemini CLI agents side by side under the random faults: Codex's rollout (context it injects each turn, aborted turns), its hooks without a pane (the pane comes from its process) and its screen; Gemini's chat file (a reply written again with its tool call, refused tools after which it writes its earlier messages again, Escape), its hooks under its own names (SessionEnd three times), its screen and its two node processes; every invariant holds for every kind",
         plan: |rng| {
             let mut p = Plan::random(rng, 4);
             p.agents = p
                 .agents
                 .into_iter()
                 .enumerate()
-                .map(|(i, a)| if i % 2 == 0 { a.as_codex() } else { a })
+                .map(|(i, a)| match i % 3 {
+                    0 => a.as_codex(),
+                    1 => a.as_gemini(),
+                    _ => a,
+                })
                 .collect();
             p
         },

@@ -16,6 +16,7 @@ use headspace_core::view::activity::Activity;
 use headspace_core::Timestamp;
 use headspace_testkit::synth::{Line, SessionWriter};
 use headspace_testkit::synth_codex::{CodexSessionWriter, CODEX_DIR};
+use headspace_testkit::synth_gemini::{GeminiChatWriter, GEMINI_DIR};
 use serde_json::{json, Value};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -72,6 +73,8 @@ struct Agent {
     w: SessionWriter,
     /// A Codex CLI agent's rollout writer (then `w` is unused): its lines, hooks and ids.
     codex: Option<CodexSessionWriter>,
+    /// A Gemini CLI agent's chat-file writer (then `w` is unused).
+    gemini: Option<GeminiChatWriter>,
     sessions: u64,
     new_shape: bool,
     /// Its hooks come over the HTTP transport ([`crate::plan::AgentPlan::http_hooks`]).
@@ -94,21 +97,28 @@ impl Agent {
                 c.clock = now;
             }
         }
+        if let Some(g) = &mut self.gemini {
+            if now > g.clock {
+                g.clock = now;
+            }
+        }
     }
 
     /// Its session's id.
     fn session_id(&self) -> String {
-        match &self.codex {
-            Some(c) => c.session_id.clone(),
-            None => self.w.session_id.clone(),
+        match (&self.codex, &self.gemini) {
+            (Some(c), _) => c.session_id.clone(),
+            (None, Some(g)) => g.key(),
+            (None, None) => self.w.session_id.clone(),
         }
     }
 
     /// Its transcript, as the server names it.
     fn path(&self) -> String {
-        match &self.codex {
-            Some(c) => format!("{}{}", headspace_core::kind::CODEX_PREFIX, c.path()),
-            None => self.w.path(),
+        match (&self.codex, &self.gemini) {
+            (Some(c), _) => format!("{}{}", headspace_core::kind::CODEX_PREFIX, c.path()),
+            (None, Some(g)) => format!("{}{}", headspace_core::kind::GEMINI_PREFIX, g.path()),
+            (None, None) => self.w.path(),
         }
     }
 
@@ -188,15 +198,26 @@ impl Agent {
         let stamp = sim_now();
         // Codex's hook names no pane (its daemon's would be wrong): `hook-forward --agent
         // codex` stamps it and posts it to Codex's route.
-        let (body, path, names_pane) = match &self.codex {
-            Some(c) => {
+        let (body, path, names_pane) = match (&self.codex, &self.gemini) {
+            (Some(c), _) => {
                 let mut v: Value =
                     serde_json::from_slice(&c.hook(CODEX_DIR, event, extra)).expect("json");
                 v["emitted_at"] = json!(stamp.to_string());
                 let body = serde_json::to_vec(&v).expect("json");
                 (body, format!("/hook/codex/{event}"), false)
             }
-            None => (
+            // Gemini's hooks run in its pane, under its own event names: `hook-forward
+            // --agent gemini` stamps the time and the pane.
+            (None, Some(g)) => {
+                let event = gemini_event(event);
+                let mut v: Value =
+                    serde_json::from_slice(&g.hook(GEMINI_DIR, event, extra)).expect("json");
+                v["emitted_at"] = json!(stamp.to_string());
+                v["tmux_pane"] = json!(self.pane);
+                let body = serde_json::to_vec(&v).expect("json");
+                (body, format!("/hook/gemini/{event}"), true)
+            }
+            (None, None) => (
                 self.w.hook(event, Some(&self.pane), Some(stamp), extra),
                 format!("/hook/{event}"),
                 true,
@@ -371,16 +392,21 @@ impl Agent {
         for l in &opening {
             self.write(l, None);
         }
-        let line = match &mut self.codex {
-            Some(c) => c.prompt(&x.prompt),
-            None => self.w.typed(&x.prompt, prompt_id.as_deref()),
+        let mut lines = match (&mut self.codex, &mut self.gemini) {
+            (Some(c), _) => vec![c.prompt(&x.prompt)],
+            (None, Some(g)) => g.prompt(&x.prompt),
+            (None, None) => vec![self.w.typed(&x.prompt, prompt_id.as_deref())],
         };
+        let line = lines.remove(0);
         let puuid = line.uuid.clone();
         self.phase(Activity::Running, Some(puuid.clone()), prompt_id.clone());
         self.write(
             &line,
             Some((Some(normalise_display(&x.prompt)), puuid.clone(), true)),
         );
+        for l in &lines {
+            self.write(l, None);
+        }
         let mut steps: Vec<u8> = x.progress.iter().map(|_| 0).collect();
         let mut questions = x.questions.iter();
         if !x.questions.is_empty() {
@@ -398,6 +424,66 @@ impl Agent {
             sleep_ms(x.step_ms).await;
             self.tick();
             match s {
+                0 if self.gemini.is_some() => {
+                    // Gemini: the reply is written once streamed, then again with its tool
+                    // call once the tool ran, with the tool's result.
+                    let text = progress.next().cloned().unwrap_or_default();
+                    let (lines, id) = self.gemini.as_mut().expect("gemini").reply(&text);
+                    self.write(
+                        &lines[0],
+                        Some((Some(normalise_display(&text)), puuid.clone(), false)),
+                    );
+                    for l in &lines[1..] {
+                        self.write(l, None);
+                    }
+                    let pre =
+                        json!({"tool_name": "run_shell_command", "tool_input": {"command": "ls"}});
+                    self.hook("PreToolUse", pre.clone(), Fate::Drawn).await;
+                    let ran = self
+                        .gemini
+                        .as_mut()
+                        .expect("gemini")
+                        .shell(&id, &text, "ls", "ok");
+                    for l in &ran {
+                        self.write(l, None);
+                    }
+                    self.hook("PostToolUse", pre, Fate::Drawn).await;
+                }
+                2 if self.gemini.is_some() => {
+                    // Gemini: the user refuses the tool. Its reply was written before the
+                    // dialog; the refusal ends the turn with no hook, and Gemini writes its
+                    // earlier messages again before the new list (none of them news).
+                    let text = "I need to run the tests.".to_string();
+                    let (lines, id) = self.gemini.as_mut().expect("gemini").reply(&text);
+                    self.write(
+                        &lines[0],
+                        Some((Some(normalise_display(&text)), puuid.clone(), false)),
+                    );
+                    for l in &lines[1..] {
+                        self.write(l, None);
+                    }
+                    self.hook(
+                        "PermissionRequest",
+                        json!({"notification_type": "ToolPermission", "message": "Tool Confirm Shell Command requires execution",
+                               "details": {"type": "exec", "command": "cargo test"}}),
+                        Fate::Drawn,
+                    )
+                    .await;
+                    self.world.show(&self.pane, Screen::Permission);
+                    sleep_ms(self.rng.range(500, 4_000)).await;
+                    self.tick();
+                    let copies =
+                        self.gemini
+                            .as_mut()
+                            .expect("gemini")
+                            .refused(&id, &text, "cargo test");
+                    for l in &copies {
+                        self.write(l, None);
+                    }
+                    self.world.show(&self.pane, Screen::Idle);
+                    self.phase(Activity::Idle, None, None);
+                    return;
+                }
                 0 => {
                     let text = progress.next().cloned().unwrap_or_default();
                     let l = match &mut self.codex {
@@ -486,8 +572,8 @@ impl Agent {
         self.tick();
         if x.interrupt {
             self.interrupt_through_a_hub().await;
-            match &mut self.codex {
-                Some(c) => {
+            match (&mut self.codex, &mut self.gemini) {
+                (Some(c), _) => {
                     // Escape: the aborted-turn notice and `turn_aborted`, then the
                     // Interrupt hook (Codex's Stop for an aborted turn).
                     for l in c.interrupted() {
@@ -495,11 +581,34 @@ impl Agent {
                     }
                     self.hook("Interrupt", json!({}), Fate::Drawn).await;
                 }
-                None => {
+                (None, Some(g)) => {
+                    // Escape: `Request cancelled.` and the list without the prompt, then
+                    // AfterAgent (Gemini's end of every turn).
+                    for l in g.interrupted() {
+                        self.write(&l, None);
+                    }
+                    self.hook("Stop", json!({}), Fate::Drawn).await;
+                }
+                (None, None) => {
                     let l = self.w.interrupt();
                     self.write(&l, None);
                 }
             }
+        } else if self.gemini.is_some() {
+            let (lines, _) = self.gemini.as_mut().expect("gemini").reply(&x.last);
+            self.write(
+                &lines[0],
+                Some((Some(normalise_display(&x.last)), puuid.clone(), false)),
+            );
+            for l in &lines[1..] {
+                self.write(l, None);
+            }
+            self.hook(
+                "Stop",
+                json!({"prompt": x.prompt, "prompt_response": format!("{} {}", x.last, x.last)}),
+                x.stop_hook,
+            )
+            .await;
         } else if self.codex.is_some() {
             let (l, usage, done) = {
                 let c = self.codex.as_mut().expect("codex");
@@ -567,11 +676,17 @@ impl Agent {
             0 => {
                 let reason = if self.codex.is_some() {
                     "other"
+                } else if self.gemini.is_some() {
+                    "exit"
                 } else {
                     "prompt_input_exit"
                 };
-                self.hook("SessionEnd", json!({ "reason": reason }), Fate::Drawn)
-                    .await;
+                // Gemini CLI sends its SessionEnd three times on exit.
+                let times = if self.gemini.is_some() { 3 } else { 1 };
+                for _ in 0..times {
+                    self.hook("SessionEnd", json!({ "reason": reason }), Fate::Drawn)
+                        .await;
+                }
                 None
             }
             1 => Some(PaneProgram::Shell),
@@ -654,6 +769,19 @@ pub async fn play_agents(agents: Vec<AgentPlan>, world: SimWorld, faults: Faults
     }
 }
 
+/// Gemini CLI's name for a hook event the agents fire by Claude Code's names (see
+/// `headspace_core::hook::gemini`).
+fn gemini_event(event: &str) -> &str {
+    match event {
+        "UserPromptSubmit" => "BeforeAgent",
+        "Stop" => "AfterAgent",
+        "PreToolUse" => "BeforeTool",
+        "PostToolUse" => "AfterTool",
+        "PermissionRequest" => "Notification",
+        other => other,
+    }
+}
+
 /// Runs one agent's plan in pane `%{index + 1}`.
 pub async fn run_agent(
     index: usize,
@@ -674,6 +802,7 @@ pub async fn run_agent(
         rng,
         w: SessionWriter::new(number, sim_now()),
         codex: (plan.kind == AgentKind::Codex).then(|| CodexSessionWriter::new(number, sim_now())),
+        gemini: (plan.kind == AgentKind::Gemini).then(|| GeminiChatWriter::new(number, sim_now())),
         sessions: 1,
         new_shape: plan.new_shape,
         turn_duration: plan.turn_duration,
@@ -687,10 +816,11 @@ pub async fn run_agent(
         Some(PaneProgram::Agent {
             kind: plan.kind,
             pid: 1_000 + index as u32,
-            cwd: agent
-                .codex
-                .as_ref()
-                .map_or_else(|| agent.w.cwd.clone(), |c| c.cwd.clone()),
+            cwd: match (&agent.codex, &agent.gemini) {
+                (Some(c), _) => c.cwd.clone(),
+                (None, Some(g)) => g.cwd.clone(),
+                (None, None) => agent.w.cwd.clone(),
+            },
             started_at: sim_now(),
         }),
     );
@@ -704,6 +834,13 @@ pub async fn run_agent(
     // Codex sends its SessionStart with the first prompt.
     if agent.codex.is_none() {
         agent.command_hook("SessionStart", json!({"source": "startup"}), start);
+    }
+    // Gemini writes its chat file when it starts: the metadata and the session context.
+    if let Some(g) = &mut agent.gemini {
+        let lines = g.start();
+        for l in &lines {
+            agent.write(l, None);
+        }
     }
     for (n, step) in plan.steps.iter().enumerate() {
         match step {

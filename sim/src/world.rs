@@ -512,7 +512,35 @@ fn listing(pane: &str, program: &PaneProgram) -> PaneListing {
         cwd: None,
         started_at: Timestamp(0),
     };
+    let agent = match program {
+        // Gemini CLI as it runs: node on its script, which starts itself again as a child
+        // with node flags and waits on it (only the first is the agent).
+        PaneProgram::Agent {
+            kind: AgentKind::Gemini,
+            pid,
+            cwd,
+            started_at,
+        } => {
+            let script = "/usr/lib/node_modules/@google/gemini-cli/bundle/gemini.js";
+            let node = |pid: u32, args: Vec<&str>| PaneProcess {
+                pid,
+                command: "node".into(),
+                args: args.into_iter().map(str::to_string).collect(),
+                cwd: Some(cwd.clone()),
+                started_at: *started_at,
+            };
+            vec![
+                node(*pid, vec!["node", script]),
+                node(
+                    pid + 50_000,
+                    vec!["/usr/bin/node", "--max-old-space-size=4096", script],
+                ),
+            ]
+        }
+        _ => Vec::new(),
+    };
     let child = match program {
+        PaneProgram::Agent { .. } if !agent.is_empty() => None,
         PaneProgram::Agent {
             kind,
             pid,
@@ -537,7 +565,7 @@ fn listing(pane: &str, program: &PaneProgram) -> PaneListing {
     PaneListing {
         pane: pane.to_string(),
         current_path: None,
-        processes: std::iter::once(shell).chain(child).collect(),
+        processes: std::iter::once(shell).chain(child).chain(agent).collect(),
     }
 }
 

@@ -198,16 +198,18 @@ fn claude_and_codex_agents_side_by_side_hold_every_invariant() {
     }
 }
 
-/// `headspace replay` of a run with Codex agents (their hooks recorded with `"agent":
-/// "codex"`, the codex dir in the header) makes the turns the server made: the same
-/// transcript lines, each one turn.
+/// `headspace replay` of a run with Codex and Gemini agents (their hooks recorded with
+/// `"agent": "codex"` or `"gemini"`, their dirs in the header) makes the turns the server
+/// made: the same transcript lines, each one turn.
 #[test]
-fn a_trace_with_codex_agents_replays_to_the_same_turns() {
+fn a_trace_with_codex_and_gemini_agents_replays_to_the_same_turns() {
     let plan = (find("kinds").unwrap().plan)(&mut Rng::new(7));
     let o = run(&plan, 7, None);
     assert!(o.passed(), "{:#?}", o.violations);
     let trace = String::from_utf8(o.trace.clone()).unwrap();
     assert!(trace.contains("\"agent\":\"codex\"") && trace.contains("\"codex_dir\""));
+    assert!(trace.contains("\"agent\":\"gemini\"") && trace.contains("\"gemini_dir\""));
+    assert!(trace.contains("\"path\":\"gemini/tmp/"), "no Gemini chat file recorded");
     let replayed: serde_json::Value =
         serde_json::from_str(&headspace_core::harness::replay::replay_trace(&trace).unwrap())
             .unwrap();
@@ -295,6 +297,18 @@ fn the_seeds_that_once_failed_pass() {
         assert!(
             o.violations.is_empty(),
             "seed {seed}: {:#?}\nreproduce: headspace-sim run random --seed {seed}",
+            o.violations
+        );
+    }
+    // kinds 418, 853, 871: a Gemini CLI agent with its hooks lost or late: the late line of
+    // an earlier "yes" took a later "yes"'s prompt hook (and its task), or a second "yes"
+    // joined the turn before it, and the agent showed idle while it worked.
+    for seed in [418, 853, 871] {
+        let plan = (find("kinds").unwrap().plan)(&mut Rng::new(seed));
+        let o = run(&plan, seed, None);
+        assert!(
+            o.violations.is_empty(),
+            "seed {seed}: {:#?}\nreproduce: headspace-sim run kinds --seed {seed}",
             o.violations
         );
     }

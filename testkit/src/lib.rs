@@ -18,4 +18,5 @@ pub mod procstat;
 pub mod stand_in;
 pub mod synth;
 pub mod synth_codex;
+pub mod synth_gemini;
 pub mod wizard;

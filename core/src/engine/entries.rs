@@ -3,8 +3,9 @@
 
 use super::hooks::key_label;
 use super::{uuid_key, Core};
-use crate::hook::matching::{hash128, Key, Kind, Slot};
+use crate::hook::matching::{hash128, Bounds, Key, Kind, Slot};
 use crate::io::{Command, Write};
+use crate::kind::AgentKind;
 use crate::model::{AgentId, TaskId, TimestampSource, TurnId, TurnRow, TurnSource};
 use crate::task::intent;
 use crate::task::intent::{Actor, Intent};
@@ -31,7 +32,15 @@ impl Core {
                 }
                 self.prompt_seen(agent_id, timestamp, text);
                 let key = self.key(Kind::Prompt, text, prompt_id.as_deref());
-                if let Some(slot) = self.claim_slot(agent_id, &key) {
+                // A line written before its hook fired is no later hook's prompt.
+                let bounds = Bounds {
+                    not_before: None,
+                    not_after: AgentKind::of_transcript(path)
+                        .prompt_line_after_hook_ms()
+                        .zip(timestamp)
+                        .map(|(ms, at)| at.add_millis(ms)),
+                };
+                if let Some(slot) = self.claim_slot_within(agent_id, &key, bounds) {
                     let task = self.prompt_task_in_order(path, agent_id, &slot, text, timestamp);
                     self.set_file_task(path, task);
                     self.overtake_hook_turn_end(agent_id, task, timestamp);
@@ -39,7 +48,12 @@ impl Core {
                     return;
                 }
                 let file_task = self.files[path].task;
-                let tx = file_task.map(|t| self.agents[&agent_id].tasks[&t].transcript_state);
+                let tx = file_task
+                    .map(|t| self.agents[&agent_id].tasks[&t].transcript_state)
+                    .filter(|s| {
+                        *s != TaskState::Processing
+                            || AgentKind::of_transcript(path).prompt_may_join_running_turn()
+                    });
                 let intent = state::detect_user(text, tx);
                 let task = match (intent, file_task) {
                     (Intent::Answer, Some(t)) => t,
@@ -225,7 +239,12 @@ impl Core {
     /// The provisional turn an entry with `key` claims, if any. (The planted 30-second match
     /// window drops a slot whose hook came more than 30 s before the entry is read.)
     fn claim_slot(&mut self, agent_id: AgentId, key: &Key) -> Option<Slot> {
-        let slot = self.agent_mut(agent_id).index.claim(key)?;
+        self.claim_slot_within(agent_id, key, Bounds::default())
+    }
+
+    /// [`Core::claim_slot`] of a hook-made turn whose time is within `bounds`.
+    fn claim_slot_within(&mut self, agent_id: AgentId, key: &Key, bounds: Bounds) -> Option<Slot> {
+        let slot = self.agent_mut(agent_id).index.claim_within(key, bounds)?;
         let window_shut = self.planted(crate::harness::planted::Bug::MatchWindow30s)
             && self.now.millis() - slot.stamp.millis() > 30_000;
         (!window_shut).then_some(slot)

@@ -1,7 +1,7 @@
 //! Hooks: which agent and task a hook belongs to, and the turns it announces.
 
 use super::{relative_transcript_path, session_of_path, Core};
-use crate::hook::matching::{hash128, Key, Kind, Slot};
+use crate::hook::matching::{hash128, Bounds, Key, Kind, Slot};
 use crate::hook::{Hook, HookEvent};
 use crate::io::{Command, Write};
 use crate::kind::AgentKind;
@@ -284,7 +284,17 @@ impl Core {
             return;
         }
         let key = self.key(Kind::Prompt, &text, hook.prompt_id.as_deref());
-        if self.match_hook_to_entry(agent_id, &key, &hook_key) {
+        // A line written well before this hook fired is an earlier prompt's, for a kind that
+        // writes its prompt after its hook.
+        let bounds = Bounds {
+            not_before: self.agents[&agent_id]
+                .row
+                .kind
+                .prompt_line_after_hook_ms()
+                .map(|ms| stamp.add_millis(-ms)),
+            not_after: None,
+        };
+        if self.match_hook_to_entry_within(agent_id, &key, &hook_key, bounds) {
             return;
         }
         let session = hook
@@ -403,11 +413,26 @@ impl Core {
         key: &Key,
         hook_key: &str,
     ) -> bool {
+        self.match_hook_to_entry_within(agent_id, key, hook_key, Bounds::default())
+    }
+
+    /// [`Core::match_hook_to_entry`] of an entry-made turn whose time is within `bounds`.
+    pub(super) fn match_hook_to_entry_within(
+        &mut self,
+        agent_id: AgentId,
+        key: &Key,
+        hook_key: &str,
+        bounds: Bounds,
+    ) -> bool {
         debug!(
             "[HOOK_RECEIVER] agent {agent_id}: matching hook key {} against the transcript entries already read",
             key_label(key)
         );
-        let Some(slot) = self.agent_mut(agent_id).index.match_hook(key) else {
+        let Some(slot) = self
+            .agent_mut(agent_id)
+            .index
+            .match_hook_within(key, bounds)
+        else {
             debug!(
                 "[HOOK_RECEIVER] agent {agent_id}: no entry read yet for key {}",
                 key_label(key)

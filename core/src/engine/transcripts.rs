@@ -218,10 +218,11 @@ impl Core {
         restating: Restating,
         entry: Result<(Entry, Mended), LineError>,
     ) -> Result<(Entry, Mended), LineError> {
+        let news = self.planted(crate::harness::planted::Bug::GeminiRestatedAsNews);
         let Some(file) = self.files.get_mut(path) else {
             return entry;
         };
-        let inside = file.restating.restates(restating);
+        let inside = file.restating.restates(restating) && !news;
         match entry {
             Ok((e, _)) if inside && e.uuid().is_some() => {
                 debug!(
@@ -249,6 +250,13 @@ impl Core {
             // Nothing was dropped between head and tail: the line is whole after all.
             debug!("[TRANSCRIPT] {path}: a line of {len} bytes, just over max_line_bytes ({limit}), read whole");
             return self.process_whole_line(path, agent_id, &[head, tail].concat());
+        }
+        if AgentKind::of_transcript(path) == AgentKind::Gemini {
+            // Gemini's over-long line is its message list, which ends a restatement.
+            let mark = crate::transcript::gemini::restating_of_head(head);
+            if let Some(file) = self.files.get_mut(path) {
+                file.restating.restates(mark);
+            }
         }
         let r = crate::transcript::truncated::recover(head, tail, len);
         let uuid = r.uuid.as_deref().unwrap_or("(uuid not found)");

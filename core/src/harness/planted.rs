@@ -36,13 +36,17 @@ pub enum Bug {
     /// Codex CLI's reader takes every user message of its rollout for a typed prompt: the
     /// context Codex injects each turn (`<environment_context>…`) becomes a turn.
     CodexContextAsPrompt,
+    /// The copies of earlier messages Gemini CLI writes after a refused tool are read as
+    /// news: every earlier turn shows twice.
+    GeminiRestatedAsNews,
 }
 
 impl Bug {
     /// Every bug, in name order.
-    pub const ALL: [Bug; 10] = [
+    pub const ALL: [Bug; 11] = [
         Bug::CodexContextAsPrompt,
         Bug::EventsReadById,
+        Bug::GeminiRestatedAsNews,
         Bug::MatchWindow30s,
         Bug::PaneAgentNotJoined,
         Bug::PrefixHash200,
@@ -66,6 +70,7 @@ impl Bug {
             Bug::RunningAsNotTaken => "running-as-not-taken",
             Bug::PaneAgentNotJoined => "pane-agent-not-joined",
             Bug::CodexContextAsPrompt => "codex-context-as-prompt",
+            Bug::GeminiRestatedAsNews => "gemini-restated-as-news",
         }
     }
 

@@ -143,15 +143,21 @@ impl Side {
     /// The oldest slot with the same structural id; else the oldest with the same text whose
     /// ids do not contradict (when both carry one, the ids decide).
     fn take(&mut self, key: &Key) -> Option<Slot> {
+        self.take_within(key, Bounds::default())
+    }
+
+    /// [`Side::take`] among the slots whose time is within `bounds`.
+    fn take_within(&mut self, key: &Key, bounds: Bounds) -> Option<Slot> {
         let by_id = key
             .id
             .and_then(|id| self.by_id.get(&(key.kind, id))?.front().copied());
         let turn = by_id.or_else(|| {
             let queue = self.by_text.get(&(key.kind, key.text))?;
-            queue
-                .iter()
-                .copied()
-                .find(|t| self.slots.get(t).is_some_and(|s| s.key.same_text(key)))
+            queue.iter().copied().find(|t| {
+                self.slots
+                    .get(t)
+                    .is_some_and(|s| s.key.same_text(key) && bounds.hold(s.stamp))
+            })
         })?;
         let slot = self.slots.remove(&turn)?;
         remove_from(&mut self.by_text, (slot.key.kind, slot.key.text), turn);
@@ -177,6 +183,22 @@ fn remove_from(map: &mut HashMap<(Kind, u128), VecDeque<TurnId>>, key: (Kind, u1
         if q.is_empty() {
             map.remove(&key);
         }
+    }
+}
+
+/// The times a slot matched by text alone may have (a kind whose prompt line always follows
+/// its hook within moments: a line cannot be the prompt of a hook fired well after it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Bounds {
+    /// No slot from before this.
+    pub not_before: Option<Timestamp>,
+    /// No slot from after this.
+    pub not_after: Option<Timestamp>,
+}
+
+impl Bounds {
+    fn hold(self, t: Timestamp) -> bool {
+        self.not_before.is_none_or(|b| t >= b) && self.not_after.is_none_or(|a| t <= a)
     }
 }
 
@@ -206,9 +228,20 @@ impl MatchIndex {
         self.provisional.take(key)
     }
 
+    /// [`MatchIndex::claim`] of a provisional turn whose time is within `bounds` (matched by
+    /// text; a structural id decides alone).
+    pub fn claim_within(&mut self, key: &Key, bounds: Bounds) -> Option<Slot> {
+        self.provisional.take_within(key, bounds)
+    }
+
     /// A hook arrived: takes the unhooked entry-made turn it announces, if any.
     pub fn match_hook(&mut self, key: &Key) -> Option<Slot> {
         self.unhooked.take(key)
+    }
+
+    /// [`MatchIndex::match_hook`] of an entry-made turn whose time is within `bounds`.
+    pub fn match_hook_within(&mut self, key: &Key, bounds: Bounds) -> Option<Slot> {
+        self.unhooked.take_within(key, bounds)
     }
 
     /// Both agents' slots in one index, each side in turn-id order (the order "first" means).
@@ -431,5 +464,26 @@ mod tests {
                 id: Some(abc)
             }
         );
+    }
+
+    #[test]
+    fn a_bound_skips_slots_outside_it_and_keeps_them_for_later() {
+        let key = Key::new(Kind::Prompt, "yes", None);
+        let mut index = MatchIndex::default();
+        let mut late = slot(7, key);
+        late.stamp = Timestamp(14_797);
+        index.add_provisional(late);
+        // An earlier "yes" written at 13 931: the hook stamped at 14 797 is not its own.
+        let bounds = Bounds {
+            not_before: None,
+            not_after: Some(Timestamp(13_931 + 250)),
+        };
+        assert_eq!(index.claim_within(&key, bounds), None);
+        // The later "yes", written after its hook, takes it.
+        let bounds = Bounds {
+            not_before: None,
+            not_after: Some(Timestamp(14_800 + 250)),
+        };
+        assert_eq!(index.claim_within(&key, bounds).map(|s| s.turn_id), Some(7));
     }
 }

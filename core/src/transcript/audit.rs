@@ -69,22 +69,33 @@ fn conversational(
     restatement: &mut Restatement,
     line: Line<'_>,
 ) -> Option<Entry> {
-    let e = match line {
-        Line::Whole(bytes) if kind != AgentKind::Claude => {
+    // A line just over the limit whose head and tail are all of it is read whole, as the
+    // engine reads it.
+    let joined;
+    let whole = match line {
+        Line::Whole(bytes) => Some(bytes),
+        Line::Truncated { head, tail, len } if (head.len() + tail.len()) as u64 == len => {
+            joined = [head, tail].concat();
+            Some(joined.as_slice())
+        }
+        Line::Truncated { .. } => None,
+    };
+    let e = match (whole, line) {
+        (Some(bytes), _) if kind != AgentKind::Claude => {
             let reading = kind.read_line(bytes);
             if restatement.restates(reading.restating) {
                 return None;
             }
             reading.entry.ok()?.0
         }
-        Line::Whole(bytes) => entry::classify_mended(bytes).ok()?.0,
-        Line::Truncated { head, tail, len } => {
-            if (head.len() + tail.len()) as u64 == len {
-                entry::classify_mended(&[head, tail].concat()).ok()?.0
-            } else {
-                crate::transcript::truncated::recover(head, tail, len).entry
+        (Some(bytes), _) => entry::classify_mended(bytes).ok()?.0,
+        (None, Line::Truncated { head, tail, len }) => {
+            if kind == AgentKind::Gemini {
+                restatement.restates(crate::transcript::gemini::restating_of_head(head));
             }
+            crate::transcript::truncated::recover(head, tail, len).entry
         }
+        (None, Line::Whole(_)) => return None,
     };
     match &e {
         Entry::UserPrompt { .. } | Entry::AgentText { .. } | Entry::Notice { .. } => Some(e),

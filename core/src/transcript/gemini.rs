@@ -122,6 +122,21 @@ pub fn read_line(line: &[u8]) -> LineReading {
     }
 }
 
+/// What a line too long to read whole says of restatements, from its first bytes: the
+/// `$set` of the whole message list (which holds the whole history, so it is the line that
+/// grows past any limit) ends one; nothing else that long does.
+pub fn restating_of_head(head: &[u8]) -> Restating {
+    let start: String = String::from_utf8_lossy(&head[..head.len().min(64)])
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    if start.starts_with("{\"$set\":{\"messages\"") {
+        Restating::Ends
+    } else {
+        Restating::No
+    }
+}
+
 /// A line that is not a JSON object: no entry, nothing else.
 fn unread(e: LineError) -> LineReading {
     LineReading {
@@ -314,6 +329,17 @@ mod tests {
         ));
         let list = read(json!({"$set": {"messages": []}}));
         assert_eq!(list.restating, Restating::Ends);
+        assert_eq!(
+            restating_of_head(
+                br#"{"$set": {"messages": [{"id": "c1", "type": "user", "content": [{"text": "ve"#
+            ),
+            Restating::Ends,
+            "a list too long to read whole still ends the restatement"
+        );
+        assert_eq!(
+            restating_of_head(br#"{"id":"g1","type":"gemini","content":"a"#),
+            Restating::No
+        );
         // A restated first prompt carries the session context: only the prompt is text.
         assert!(matches!(
             entry(json!({"id": "c1", "type": "user", "content": [
