@@ -102,6 +102,11 @@ function connect() {
     es.addEventListener(name, (ev) => applyOnce(ev, (d) => refreshAgent(d.agent_id)));
   }
   es.addEventListener('session_created', (ev) => applyOnce(ev, () => loadAgents()));
+  // The agent CLI took its conversation back (Gemini's /rewind): its turns from there are
+  // marked, so the open conversation is read again.
+  es.addEventListener('turns_rewound', (ev) => applyOnce(ev, (d) => {
+    if (hs.open === d.agent_id) refetchOpen().catch(() => {});
+  }));
   // News of the moment, with no id: told as it comes, never replayed.
   es.addEventListener('notice', (ev) => handleNotice(JSON.parse(ev.data)));
   // A name given on any device: news of the moment too (no id).

@@ -28,7 +28,7 @@ const END_REASON = {
 };
 
 // The agent CLIs other than Claude Code, as their cards name them.
-const KIND_LABEL = { codex: 'Codex' };
+const KIND_LABEL = { codex: 'Codex', gemini: 'Gemini' };
 
 function card(a) {
   const c = el('article', 'card');

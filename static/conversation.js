@@ -37,8 +37,9 @@ function bubble(t) {
   const b = el('div', `bubble ${t.actor} ${t.intent}`);
   b.dataset.id = t.id;
   const meta = el('div', 'meta');
-  meta.append(el('span', null, t.actor === 'user' ? 'You' : 'Claude'), el('span', 'time', clock(t.timestamp)));
+  meta.append(el('span', null, t.actor === 'user' ? 'You' : speaker(t.agent_id)), el('span', 'time', clock(t.timestamp)));
   if (t.intent === 'question') meta.appendChild(el('span', 'tag', 'asks you'));
+  markRewound(b, t);
   b.appendChild(meta);
   const text = el('div', 'text');
   text.appendChild(renderMarkdown(t.text));
@@ -49,6 +50,24 @@ function bubble(t) {
   }
   if (t.steps) setSteps(b, t.steps);
   return b;
+}
+
+// The agent's name in its bubbles: the CLI it runs.
+const SPEAKER = { codex: 'Codex', gemini: 'Gemini' };
+function speaker(agentId) {
+  return SPEAKER[hs.agents.get(agentId)?.kind] || 'Claude';
+}
+
+// A turn the agent CLI took back (Gemini's /rewind) stays, dimmed and tagged.
+function markRewound(b, t) {
+  const rewound = Boolean(t.rewound_at);
+  b.classList.toggle('rewound', rewound);
+  const tag = b.querySelector('.tag.rewound-tag');
+  if (rewound && !tag) {
+    const label = el('span', 'tag rewound-tag', 'rewound');
+    label.title = `taken back with /rewind at ${clock(t.rewound_at)}`;
+    b.querySelector('.meta').appendChild(label);
+  } else if (!rewound && tag) tag.remove();
 }
 
 function key(t) {
@@ -140,6 +159,7 @@ export function upsertTurn(t, bulk) {
     existing.turn = Object.assign({}, existing.turn, t);
     const newKey = key(existing.turn);
     existing.el.querySelector('.time').textContent = clock(existing.turn.timestamp);
+    markRewound(existing.el, existing.turn);
     if (t.steps) setSteps(existing.el, t.steps);
     if (oldKey[0] !== newKey[0]) {
       const from = position(oldKey);

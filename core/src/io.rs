@@ -103,6 +103,17 @@ pub enum Write {
         /// The task the entry belongs to in transcript order.
         task_id: TaskId,
     },
+    /// The agent CLI took its conversation back to the message `entry_uuid` (Gemini CLI's
+    /// `/rewind`): that message's turn and every later turn of its session (in conversation
+    /// order) are marked rewound at `at`, if not already; none is removed.
+    Rewound {
+        /// The agent.
+        agent_id: AgentId,
+        /// The message the conversation went back to.
+        entry_uuid: String,
+        /// When.
+        at: Timestamp,
+    },
     /// A hook arrived after its entry had made the turn: remember the hook's fingerprint.
     HookMatched {
         /// The turn.

@@ -26,6 +26,7 @@
 //! | `Store(Write::Agent / Task / Turn)` | upsert the row (idempotent by id; one turn per entry uuid) | — |
 //! | `Store(Write::Claim)` | an entry claimed a hook turn: set its uuid, transcript timestamp, task | — |
 //! | `Store(Write::HookMatched)` | a late hook matched an entry's turn: remember its fingerprint | — |
+//! | `Store(Write::Rewound)` | the CLI took its conversation back: mark those turns rewound | — |
 //! | `Store(Write::MergeAgent { from, into })` | a transcript-made agent turned out to be a hook-made one: move its tasks and turns, remove it | — |
 //! | `Store(Write::Offset)` | save how far a file is read (emitted after the writes of its lines) | — |
 //! | `Store(Write::Step / StepsInterrupted / Usage)` | fold a tool call into its step, end pending steps at an interrupt, fold a message's usage ([`usage::step`], [`usage::sum`]) | — |

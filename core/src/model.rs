@@ -168,6 +168,8 @@ pub struct TurnRow {
     pub question: Option<serde_json::Value>,
     /// The Claude session it was said in.
     pub session_id: Option<String>,
+    /// When the agent CLI took it back (Gemini CLI's `/rewind`): it stays, marked.
+    pub rewound_at: Option<Timestamp>,
 }
 
 impl TurnRow {
@@ -197,6 +199,7 @@ impl TurnRow {
             tool_use_id: None,
             question: None,
             session_id: None,
+            rewound_at: None,
         }
     }
 }

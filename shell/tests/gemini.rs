@@ -224,6 +224,86 @@ fn a_gemini_session_is_one_agent_and_its_restated_history_is_no_new_turn() {
         turns.to_string().contains("\"outcome\":\"denied\""),
         "the refused tool is a step: {turns}"
     );
+
+    // `/rewind` to the second prompt: it and every later turn are marked, none removed.
+    chat.write(&[
+        json!({"$rewindTo": "u2"}),
+        json!({"$set": {"messages": [{"id": "u1"}, {"id": "g1"}]}}),
+    ]);
+    let marked = wait_for(Duration::from_secs(20), || {
+        let t = server.try_json("/api/agents/3dd3ebf6/turns?limit=200")?;
+        let t = t.as_array()?.clone();
+        (t.iter().filter(|x| x["rewound_at"].is_string()).count() == 4).then_some(t)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "not marked: {}\n{}",
+            server.json("/api/agents/3dd3ebf6/turns?limit=200"),
+            server.log()
+        )
+    });
+    assert_eq!(marked.len(), 6, "nothing removed: {marked:?}");
+    for t in &marked {
+        let early = ["hello gemini", "Hello! I am here."].contains(&t["text"].as_str().unwrap());
+        assert_eq!(t["rewound_at"].is_null(), early, "{t}");
+    }
+    assert_eq!(
+        server.json(&format!("/api/agents/{id}/audit"))["clean"],
+        true
+    );
+}
+
+/// The page shows a Gemini agent's bubbles as Gemini's, and the turns a `/rewind` took back
+/// dimmed with a "rewound" tag, without a reload, the earlier ones as they were.
+#[test]
+fn a_rewound_gemini_conversation_shows_its_turns_marked_in_a_real_browser() {
+    let Some(db) = fresh_db("gemini_rewind_page") else {
+        return;
+    };
+    let Some(browser) = common::browser::Browser::start() else {
+        return;
+    };
+    let root = temp_dir("gemini-rewind-page");
+    let (claude, gemini) = (root.join("claude"), root.join("gemini"));
+    std::fs::create_dir_all(&claude).unwrap();
+    std::fs::create_dir_all(gemini.join("tmp")).unwrap();
+    let gemini_arg = gemini.display().to_string();
+    let server = Server::start(&db, &claude, &["--gemini-dir", gemini_arg.as_str()]);
+    let mut chat = Chat::new(&gemini);
+    let mut lines = chat.start();
+    lines.extend(chat.prompt("u1", "first question"));
+    lines.extend(chat.reply("g1", "First answer."));
+    lines.extend(chat.prompt("u2", "second question"));
+    lines.extend(chat.reply("g2", "Second answer."));
+    chat.write(&lines);
+    browser.goto(&format!("http://{}/", server.addr));
+    browser.until("the card", "return !!document.querySelector('.card')");
+    browser.js("document.querySelector('.card').click(); return true");
+    browser.until(
+        "four bubbles",
+        "return document.querySelectorAll('.bubble').length === 4",
+    );
+    assert_eq!(
+        browser.js("return document.querySelector('.bubble.agent .meta span').textContent"),
+        json!("Gemini")
+    );
+    chat.write(&[
+        json!({"$rewindTo": "u2"}),
+        json!({"$set": {"messages": [{"id": "u1"}, {"id": "g1"}]}}),
+    ]);
+    let marked = browser.until(
+        "the rewound bubbles",
+        "const b = [...document.querySelectorAll('.bubble')]; return b.filter(x => x.classList.contains('rewound')).length === 2 && b.map(x => [x.querySelector('.text').textContent, x.classList.contains('rewound'), !!x.querySelector('.rewound-tag')])",
+    );
+    assert_eq!(
+        marked,
+        json!([
+            ["first question", false, false],
+            ["First answer.", false, false],
+            ["second question", true, true],
+            ["Second answer.", true, true]
+        ])
+    );
 }
 
 #[test]

@@ -177,6 +177,18 @@ fn writes() -> Vec<Write> {
     );
     assert!(mem.violations().is_empty());
     assert_eq!(mem.agents().count(), 1, "merged");
+    // The CLI took its conversation back to the second prompt (Gemini's /rewind): that
+    // turn and the later ones of its session are marked, the earlier ones not.
+    let agent_id = mem.agents().next().unwrap().id;
+    let w = Write::Rewound {
+        agent_id,
+        entry_uuid: p2.uuid.clone(),
+        at: t,
+    };
+    mem.apply(&w);
+    out.push(w);
+    assert!(mem.turns().any(|x| x.rewound_at.is_some()));
+    assert!(mem.turns().any(|x| x.rewound_at.is_none()));
     out
 }
 

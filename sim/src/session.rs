@@ -609,6 +609,13 @@ impl Agent {
                 x.stop_hook,
             )
             .await;
+            // Now and then the user takes the exchange back with /rewind: its turns stay.
+            if self.rng.chance(0.15) {
+                let lines = self.gemini.as_mut().expect("gemini").rewind(&puuid);
+                for l in &lines {
+                    self.write(l, None);
+                }
+            }
         } else if self.codex.is_some() {
             let (l, usage, done) = {
                 let c = self.codex.as_mut().expect("codex");

@@ -209,7 +209,10 @@ fn a_trace_with_codex_and_gemini_agents_replays_to_the_same_turns() {
     let trace = String::from_utf8(o.trace.clone()).unwrap();
     assert!(trace.contains("\"agent\":\"codex\"") && trace.contains("\"codex_dir\""));
     assert!(trace.contains("\"agent\":\"gemini\"") && trace.contains("\"gemini_dir\""));
-    assert!(trace.contains("\"path\":\"gemini/tmp/"), "no Gemini chat file recorded");
+    assert!(
+        trace.contains("\"path\":\"gemini/tmp/"),
+        "no Gemini chat file recorded"
+    );
     let replayed: serde_json::Value =
         serde_json::from_str(&headspace_core::harness::replay::replay_trace(&trace).unwrap())
             .unwrap();

@@ -212,6 +212,16 @@ impl GeminiChatWriter {
         lines
     }
 
+    /// The user ran `/rewind` back to the last prompt (`id`): the `$rewindTo` and the list
+    /// without it and what followed it (no turn: the turns stay, marked rewound).
+    pub fn rewind(&mut self, id: &str) -> Vec<Line> {
+        if let Some(at) = self.history.iter().rposition(|(t, _)| *t == "user") {
+            self.history.truncate(at);
+        }
+        let to = self.line(json!({ "$rewindTo": id }), String::new(), false);
+        vec![to, self.list(Vec::new())]
+    }
+
     /// The `$set` of the whole message list (ids only: the reader needs no more).
     fn list(&mut self, ids: Vec<String>) -> Line {
         let messages: Vec<Value> = ids.into_iter().map(|id| json!({ "id": id })).collect();

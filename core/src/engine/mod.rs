@@ -477,6 +477,9 @@ pub struct TurnView<'a> {
     timestamp_source: TimestampSource,
     entry_uuid: Option<&'a str>,
     question: Option<&'a serde_json::Value>,
+    /// When the agent CLI took it back (Gemini's `/rewind`); absent while it stands.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rewound_at: Option<Timestamp>,
 }
 
 impl<'a> TurnView<'a> {
@@ -494,6 +497,7 @@ impl<'a> TurnView<'a> {
             timestamp_source: t.timestamp_source,
             entry_uuid: t.entry_uuid.as_deref(),
             question: t.question.as_ref(),
+            rewound_at: t.rewound_at,
         }
     }
 }

@@ -5,6 +5,7 @@ use super::{project_of_dir, session_of_path, Core, SESSION_ACTIVITY_EVERY_MS};
 use crate::io::{Command, ReadId, Write};
 use crate::kind::AgentKind;
 use crate::model::{AgentId, OffsetRow};
+use crate::time::Timestamp;
 use crate::transcript::entry;
 use crate::transcript::entry::{Entry, LineError};
 use crate::transcript::framing::{Line, Push};
@@ -169,6 +170,10 @@ impl Core {
         };
         #[cfg(not(feature = "planted-bugs"))]
         let reading = kind.read_line(line);
+        if let Some(to) = reading.rewinds_to.clone() {
+            // The line carries no time of its own: it is news now.
+            self.rewound(path, agent_id, to, self.now);
+        }
         let classified = self.unless_restated(path, reading.restating, reading.entry);
         let at = classified.as_ref().ok().and_then(|(e, _)| e.timestamp());
         let prompt = matches!(classified, Ok((Entry::UserPrompt { .. }, _)));
@@ -207,6 +212,22 @@ impl Core {
             }
         }
         self.steps_of_line(path, agent_id, facts, interrupt);
+    }
+
+    /// The CLI took its conversation back to message `to`: its turn and every later one of
+    /// the session are marked rewound (kept, never removed), and the page is told.
+    fn rewound(&mut self, path: &str, agent_id: AgentId, to: String, at: Timestamp) {
+        info!("[TRANSCRIPT] {path}: the conversation was taken back to message {to}; its turns from there are marked rewound");
+        self.out.push_back(Command::Store(Write::Rewound {
+            agent_id,
+            entry_uuid: to.clone(),
+            at,
+        }));
+        self.publish(
+            agent_id,
+            "turns_rewound",
+            json!({"agent_id": agent_id, "entry_uuid": to, "at": at}),
+        );
     }
 
     /// The line's entry, or nothing when the line is inside a restatement (the CLI writing

@@ -85,6 +85,30 @@ impl MemStore {
                     t.hook_key.get_or_insert_with(|| hook_key.clone());
                 }
             }
+            Write::Rewound {
+                agent_id,
+                entry_uuid,
+                at,
+            } => {
+                let Some(from) = self
+                    .turns
+                    .values()
+                    .find(|t| {
+                        t.agent_id == *agent_id && t.entry_uuid.as_deref() == Some(entry_uuid)
+                    })
+                    .map(|t| (t.session_id.clone(), (t.timestamp, t.id)))
+                else {
+                    return;
+                };
+                for t in self.turns.values_mut() {
+                    if t.agent_id == *agent_id
+                        && t.session_id == from.0
+                        && (t.timestamp, t.id) >= from.1
+                    {
+                        t.rewound_at.get_or_insert(*at);
+                    }
+                }
+            }
             Write::Offset(o) => {
                 self.offsets.insert(o.path.clone(), o.clone());
             }

@@ -117,6 +117,7 @@ fn read_line_taking(line: &[u8], typed: fn(&Value, &str) -> bool) -> LineReading
     let nuls = entry.replace_nul();
     LineReading {
         restating: Restating::No,
+        rewinds_to: None,
         entry: Ok((entry, Mended { nuls, surrogates })),
         facts,
         place,
@@ -127,6 +128,7 @@ fn read_line_taking(line: &[u8], typed: fn(&Value, &str) -> bool) -> LineReading
 fn unread(e: LineError) -> LineReading {
     LineReading {
         restating: Restating::No,
+        rewinds_to: None,
         entry: Err(e),
         facts: LineFacts::default(),
         place: LinePlace::default(),

@@ -18,6 +18,7 @@
 //! | `info` `Request cancelled.` | the turn was interrupted, and a restatement may follow |
 //! | `error` (an API error the CLI does not retry) | the turn ended |
 //! | `$set` with `messages` | a restatement (if one was open) ends |
+//! | `$rewindTo` (`/rewind`) | that message's turn and every later one are marked rewound, never removed |
 //!
 //! **Restatements.** After a refused approval Gemini CLI writes `Request cancelled.`, then
 //! appends every earlier message again under new ids, then the `$set` of the new list
@@ -57,6 +58,9 @@ pub fn read_line(line: &[u8]) -> LineReading {
         ..LineFacts::default()
     };
     let mut restating = Restating::No;
+    let rewinds_to = str_of(&value, "$rewindTo")
+        .filter(|id| !id.is_empty())
+        .map(str::to_string);
     let id = str_of(&value, "id").filter(|id| !id.is_empty());
     let mut entry = match (str_of(&value, "type"), id) {
         (Some("user"), Some(id)) if id != SESSION_CONTEXT_ID => {
@@ -119,6 +123,7 @@ pub fn read_line(line: &[u8]) -> LineReading {
         facts,
         place: LinePlace::default(),
         restating,
+        rewinds_to,
     }
 }
 
@@ -144,6 +149,7 @@ fn unread(e: LineError) -> LineReading {
         facts: LineFacts::default(),
         place: LinePlace::default(),
         restating: Restating::No,
+        rewinds_to: None,
     }
 }
 
@@ -275,7 +281,6 @@ mod tests {
             json!({"id": "u2", "type": "user", "content": [{"functionResponse": {"id": "x", "name": "run_shell_command", "response": {}}}]}),
             json!({"sessionId": "3dd3ebf6-0000", "projectHash": "ab", "startTime": at, "kind": "main"}),
             json!({"$set": {"lastUpdated": at}}),
-            json!({"$rewindTo": "u1"}),
             json!({"id": "i1", "type": "info", "content": ""}),
         ] {
             assert_eq!(entry(v.clone()), Entry::Ignored, "{v}");
@@ -296,6 +301,14 @@ mod tests {
             ),
             (60, 10, 40)
         );
+    }
+
+    #[test]
+    fn a_rewind_names_the_message_it_goes_back_to_and_is_no_turn() {
+        let r = read(json!({"$rewindTo": "u2"}));
+        assert_eq!(r.rewinds_to.as_deref(), Some("u2"));
+        assert_eq!(r.entry.unwrap().0, Entry::Ignored);
+        assert_eq!(read(json!({"$set": {"lastUpdated": "x"}})).rewinds_to, None);
     }
 
     #[test]

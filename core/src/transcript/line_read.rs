@@ -37,6 +37,10 @@ pub struct LineReading {
     pub place: LinePlace,
     /// Whether it opens or closes a restatement (always [`Restating::No`] for Claude Code).
     pub restating: Restating,
+    /// The id of the message from which the CLI took its conversation back (Gemini CLI's
+    /// `$rewindTo` after `/rewind`): that message's turn and every later one of the session
+    /// are marked rewound, never removed.
+    pub rewinds_to: Option<String>,
 }
 
 /// A line that opens or closes a stretch of lines in which the CLI writes earlier messages
@@ -90,6 +94,7 @@ pub fn read_apart(line: &[u8]) -> LineReading {
     let facts = step_line::read_line(line);
     LineReading {
         restating: Restating::No,
+        rewinds_to: None,
         entry: entry::classify_mended(line),
         facts: if facts.is_empty() {
             LineFacts::default()
@@ -124,6 +129,7 @@ pub fn read_in_one_pass(line: &[u8]) -> Option<LineReading> {
     };
     Some(LineReading {
         restating: Restating::No,
+        rewinds_to: None,
         entry: Ok((entry, mended)),
         facts,
         place,

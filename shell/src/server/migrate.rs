@@ -82,6 +82,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0020_agent_kind.sql",
         include_str!("../../../migrations/0020_agent_kind.sql"),
     ),
+    (
+        "0021_turn_rewound.sql",
+        include_str!("../../../migrations/0021_turn_rewound.sql"),
+    ),
 ];
 
 /// Why migrating failed.

@@ -215,6 +215,7 @@ impl PgStore {
         let mut claimed = std::collections::BTreeSet::new();
         let mut matched: BTreeMap<i64, &str> = BTreeMap::new();
         let mut merges: Vec<(i64, i64)> = Vec::new();
+        let mut rewinds: Vec<(i64, &str, i64)> = Vec::new();
         let mut step_ops = steps::StepOps::default();
         for w in writes {
             match w {
@@ -243,6 +244,11 @@ impl PgStore {
                 Write::HookMatched { turn_id, hook_key } => {
                     matched.entry(id(*turn_id)).or_insert(hook_key);
                 }
+                Write::Rewound {
+                    agent_id,
+                    entry_uuid,
+                    at,
+                } => rewinds.push((id(*agent_id), entry_uuid, at.millis())),
                 Write::Offset(o) => {
                     offsets.insert(&o.path, o);
                 }
@@ -394,6 +400,21 @@ impl PgStore {
                 &tx,
                 "UPDATE turns t SET hook_key = COALESCE(t.hook_key, m.key) FROM UNNEST($1::bigint[], $2::text[]) AS m(id, key) WHERE t.id = m.id",
                 &[&ids, &keys],
+            )
+            .await?;
+        }
+        // After the turns and claims: the message gone back to may be in this batch.
+        for (agent, entry_uuid, ms) in rewinds {
+            run(
+                &tx,
+                &format!(
+                    "UPDATE turns t SET rewound_at = {}
+                     FROM (SELECT session_id, \"timestamp\", id FROM turns WHERE agent_id = $1 AND entry_uuid = $2 LIMIT 1) r
+                     WHERE t.agent_id = $1 AND t.rewound_at IS NULL AND t.session_id IS NOT DISTINCT FROM r.session_id
+                       AND (t.\"timestamp\", t.id) >= (r.\"timestamp\", r.id)",
+                    at("$3::bigint")
+                ),
+                &[&agent, &entry_uuid, &ms],
             )
             .await?;
         }

@@ -322,7 +322,8 @@ impl PgStore {
 }
 
 const TURN_SELECT: &str = "SELECT id, agent_id, task_id, actor, intent, text, (extract(epoch from \"timestamp\") * 1000)::bigint, timestamp_source,
-    entry_uuid, source, hook_key, prompt_id, tool_use_id, question, session_id FROM turns";
+    entry_uuid, source, hook_key, prompt_id, tool_use_id, question, session_id,
+    (extract(epoch from rewound_at) * 1000)::bigint FROM turns";
 
 /// An agent row from columns 0..=11, and its end reason, Claude pid, git branch and kind at
 /// `extra` to `extra + 3` (the joined card query has them last).
@@ -385,6 +386,7 @@ fn turn_row(r: &Row) -> Result<TurnRow, StoreError> {
         tool_use_id: r.get(12),
         question: r.get(13),
         session_id: r.get(14),
+        rewound_at: r.get::<_, Option<i64>>(15).map(headspace_core::Timestamp),
     })
 }
 
