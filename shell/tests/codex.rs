@@ -35,33 +35,6 @@ fn post(server: &Server, codex: &Path, w: &CodexSessionWriter, event: &str, extr
     assert_eq!(status, 200, "{event}: {answer}");
 }
 
-/// The agent's turns as (actor, text), oldest first, once there are `n`.
-fn turns(server: &Server, session: &str, n: usize) -> Vec<(String, String)> {
-    let got = wait_for(Duration::from_secs(20), || {
-        let t = server.try_json(&format!("/api/agents/{session}/turns?limit=200"))?;
-        let t = t.as_array()?.clone();
-        (t.len() >= n).then_some(t)
-    });
-    let Some(mut t) = got else {
-        let now = server.try_json(&format!("/api/agents/{session}/turns?limit=200"));
-        panic!("fewer than {n} turns: {now:?}\n{}", server.log());
-    };
-    t.sort_by_key(|x| {
-        (
-            x["timestamp"].as_str().unwrap_or("").to_string(),
-            x["id"].as_u64(),
-        )
-    });
-    t.iter()
-        .map(|x| {
-            (
-                x["actor"].as_str().unwrap_or("").to_string(),
-                x["text"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn a_codex_session_is_one_agent_with_each_turn_once_whatever_its_hooks_do() {
     let Some(db) = fresh_db("codex_turns") else {
@@ -128,7 +101,7 @@ fn a_codex_session_is_one_agent_with_each_turn_once_whatever_its_hooks_do() {
         Value::Null,
         "a Codex hook's pane is the daemon's: {card}"
     );
-    assert_eq!(turns(&server, &sid, 2).len(), 2);
+    assert_eq!(turns_in_order(&server, &sid, 2).len(), 2);
     // Its usage, priced as the model its turn named (gpt-5-codex: as gpt-5): 200 new input
     // tokens, 1000 read from the cache, 40 out.
     let usage = wait_for(Duration::from_secs(20), || {
@@ -158,7 +131,7 @@ fn a_codex_session_is_one_agent_with_each_turn_once_whatever_its_hooks_do() {
     lines.push(w.agent_text("Yes."));
     lines.push(w.complete("Yes."));
     write(&codex, &w, &lines);
-    assert_eq!(turns(&server, &sid, 6).len(), 6);
+    assert_eq!(turns_in_order(&server, &sid, 6).len(), 6);
 
     // The server is killed; turn 4 is interrupted while it is down, its hooks lost.
     server.kill();
@@ -198,9 +171,9 @@ fn a_codex_session_is_one_agent_with_each_turn_once_whatever_its_hooks_do() {
     .iter()
     .map(|(a, t)| (a.to_string(), t.to_string()))
     .collect();
-    let got = turns(&server, &sid, want.len());
+    let got = turns_in_order(&server, &sid, want.len());
     std::thread::sleep(Duration::from_millis(500));
-    let again = turns(&server, &sid, want.len());
+    let again = turns_in_order(&server, &sid, want.len());
     assert_eq!(got, want, "{}", server.log());
     assert_eq!(again, want, "no turn came twice late");
     let agents = server.json("/api/agents");

@@ -87,33 +87,6 @@ fn post(server: &Server, gemini: &Path, event: &str, extra: Value) {
     assert_eq!(status, 200, "{event}: {answer}");
 }
 
-/// The agent's turns as (actor, text), oldest first, once there are at least `n`.
-fn turns(server: &Server, n: usize) -> Vec<(String, String)> {
-    let got = wait_for(Duration::from_secs(20), || {
-        let t = server.try_json("/api/agents/3dd3ebf6/turns?limit=200")?;
-        let t = t.as_array()?.clone();
-        (t.len() >= n).then_some(t)
-    });
-    let Some(mut t) = got else {
-        let now = server.try_json("/api/agents/3dd3ebf6/turns?limit=200");
-        panic!("fewer than {n} turns: {now:?}\n{}", server.log());
-    };
-    t.sort_by_key(|x| {
-        (
-            x["timestamp"].as_str().unwrap_or("").to_string(),
-            x["id"].as_u64(),
-        )
-    });
-    t.iter()
-        .map(|x| {
-            (
-                x["actor"].as_str().unwrap_or("").to_string(),
-                x["text"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn a_gemini_session_is_one_agent_and_its_restated_history_is_no_new_turn() {
     let Some(db) = fresh_db("gemini_turns") else {
@@ -159,7 +132,7 @@ fn a_gemini_session_is_one_agent_and_its_restated_history_is_no_new_turn() {
     })
     .unwrap_or_else(|| panic!("no gemini agent\n{}", server.log()));
     assert_eq!(card["session_id"], "3dd3ebf6", "{card}");
-    turns(&server, 2);
+    turns_in_order(&server, "3dd3ebf6", 2);
 
     // Turn 2, hooks lost: a tool the user refuses. Gemini writes the reply, then again with
     // its tool call cancelled, `Request cancelled.`, then every earlier message again under
@@ -180,7 +153,7 @@ fn a_gemini_session_is_one_agent_and_its_restated_history_is_no_new_turn() {
         json!({"$set": {"lastUpdated": at}}),
     ]);
     // The server reads those, and dies inside the restatement.
-    turns(&server, 4);
+    turns_in_order(&server, "3dd3ebf6", 4);
     std::thread::sleep(Duration::from_millis(500));
     server.kill();
     chat.write(&[
@@ -202,7 +175,7 @@ fn a_gemini_session_is_one_agent_and_its_restated_history_is_no_new_turn() {
     chat.write(&lines);
     post(&server, &gemini, "AfterAgent", json!({}));
 
-    let got = turns(&server, 6);
+    let got = turns_in_order(&server, "3dd3ebf6", 6);
     let want: Vec<(String, String)> = [
         ("user", "hello gemini"),
         ("agent", "Hello! I am here."),
@@ -215,7 +188,12 @@ fn a_gemini_session_is_one_agent_and_its_restated_history_is_no_new_turn() {
     .map(|(a, t)| (a.to_string(), t.to_string()))
     .collect();
     std::thread::sleep(Duration::from_secs(1));
-    assert_eq!(turns(&server, 6), want, "{got:?}\n{}", server.log());
+    assert_eq!(
+        turns_in_order(&server, "3dd3ebf6", 6),
+        want,
+        "{got:?}\n{}",
+        server.log()
+    );
     let id = server.json("/api/agents/3dd3ebf6")["id"].as_u64().unwrap();
     let audit = server.json(&format!("/api/agents/{id}/audit"));
     assert_eq!(audit["clean"], true, "{audit}");

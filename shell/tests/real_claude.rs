@@ -318,21 +318,7 @@ fn conversation(transport: &str) {
     let id = server.json(&format!("/api/agents/{pane_ref}"))["id"]
         .as_u64()
         .unwrap();
-    let settled = wait_for(Duration::from_secs(30), || {
-        let audit = server.try_json(&format!("/api/agents/{id}/audit"))?;
-        (audit["missing"].as_array()?.is_empty()
-            && audit["doubled"].as_array()?.is_empty()
-            && audit["misassigned"].as_array()?.is_empty())
-        .then_some(audit)
-    });
-    assert!(
-        settled.is_some(),
-        "audit: {}\n{log_before}\n{}",
-        server
-            .try_json(&format!("/api/agents/{id}/audit"))
-            .unwrap_or_default(),
-        server.log()
-    );
+    audit_settles(&server, id, &log_before);
     let turns = server.json(&format!("/api/agents/{id}/turns"));
     let turns = turns.as_array().unwrap();
     let unclaimed: Vec<&Value> = turns.iter().filter(|t| t["entry_uuid"].is_null()).collect();

@@ -86,28 +86,7 @@ impl Client {
 
     /// Starts Codex in a new tmux server named `tmux`, configured by [`Client::configure`].
     fn launch(bin: &Path, root: &Path, tmux: &str, home: &Path) -> Client {
-        let project = std::fs::canonicalize(root.join("project")).unwrap();
-        let tmux = Tmux(tmux.to_string());
-        let pane = tmux.run(&[
-            "-f",
-            "/dev/null",
-            "new-session",
-            "-d",
-            "-P",
-            "-F",
-            "#{pane_id}",
-            "-x",
-            "160",
-            "-y",
-            "50",
-            "-c",
-            project.to_str().unwrap(),
-            &format!(
-                "bash -c '. {}; exec {}'",
-                root.join("env.sh").display(),
-                bin.display()
-            ),
-        ]);
+        let (tmux, pane) = start_in_tmux(bin, root, tmux);
         Client {
             tmux,
             pane,
@@ -346,35 +325,10 @@ fn the_real_codex_client_loses_and_doubles_nothing() {
     let card = server.json(&format!("/api/agents/{pane_ref}"));
     assert_eq!(card["kind"], "codex", "{card}");
     let id = card["id"].as_u64().unwrap();
-    let settled = wait_for(Duration::from_secs(30), || {
-        let audit = server.try_json(&format!("/api/agents/{id}/audit"))?;
-        (audit["missing"].as_array()?.is_empty()
-            && audit["doubled"].as_array()?.is_empty()
-            && audit["misassigned"].as_array()?.is_empty())
-        .then_some(audit)
-    });
-    assert!(
-        settled.is_some(),
-        "audit: {}\n{log_before}\n{}",
-        server
-            .try_json(&format!("/api/agents/{id}/audit"))
-            .unwrap_or_default(),
-        server.log()
-    );
+    audit_settles(&server, id, &log_before);
     let turns = server.json(&format!("/api/agents/{id}/turns?limit=200"));
     let turns = turns.as_array().unwrap();
-    let texts = |actor: &str| -> Vec<String> {
-        let mut t: Vec<&Value> = turns.iter().filter(|t| t["actor"] == actor).collect();
-        t.sort_by_key(|t| {
-            (
-                t["timestamp"].as_str().unwrap_or("").to_string(),
-                t["id"].as_u64(),
-            )
-        });
-        t.iter()
-            .filter_map(|t| t["text"].as_str().map(str::to_string))
-            .collect()
-    };
+    let texts = |actor: &str| texts_of(turns, actor);
     assert_eq!(
         texts("user"),
         client.messages("user"),

@@ -86,36 +86,30 @@ pub struct AgentPlan {
 
 impl AgentPlan {
     /// This plan played by Codex CLI: what Codex has no equivalent of is left out (`/clear`
-    /// through the route, compaction as a new session, AskUserQuestion), and its hooks are
-    /// command hooks.
-    pub fn as_codex(mut self) -> AgentPlan {
-        self.kind = AgentKind::Codex;
-        self.http_hooks = false;
-        self.steps
-            .retain(|s| !matches!(s, Step::Clear { .. } | Step::Compact | Step::Serve));
-        for s in &mut self.steps {
-            if let Step::Prompt(x) = s {
-                x.questions.clear();
-                x.permission = false;
-            }
-        }
-        self
+    /// through the route, compaction as a new session, AskUserQuestion, permissions), and its
+    /// hooks are command hooks.
+    pub fn as_codex(self) -> AgentPlan {
+        self.as_kind(AgentKind::Codex)
     }
-}
 
-impl AgentPlan {
-    /// This plan played by Gemini CLI: its hooks are command hooks; what it has no
-    /// equivalent of here is left out (`/clear` through the route, compaction as a new
-    /// session, AskUserQuestion); a permission is the user refusing the tool, which ends the
-    /// turn with no hook and makes Gemini write its earlier messages again (a restatement).
-    pub fn as_gemini(mut self) -> AgentPlan {
-        self.kind = AgentKind::Gemini;
+    /// This plan played by Gemini CLI: as for Codex, but a permission stays: the user
+    /// refuses the tool, which ends the turn with no hook and makes Gemini write its earlier
+    /// messages again (a restatement).
+    pub fn as_gemini(self) -> AgentPlan {
+        self.as_kind(AgentKind::Gemini)
+    }
+
+    /// This plan played by another CLI than Claude Code (see [`AgentPlan::as_codex`],
+    /// [`AgentPlan::as_gemini`]).
+    fn as_kind(mut self, kind: AgentKind) -> AgentPlan {
+        self.kind = kind;
         self.http_hooks = false;
         self.steps
             .retain(|s| !matches!(s, Step::Clear { .. } | Step::Compact | Step::Serve));
         for s in &mut self.steps {
             if let Step::Prompt(x) = s {
                 x.questions.clear();
+                x.permission &= kind == AgentKind::Gemini;
             }
         }
         self

@@ -124,6 +124,26 @@ impl GeminiChatWriter {
     /// A shell command on reply `reply` (`text`) that ran: the reply again with its tool call,
     /// and the tool's result as Gemini records it (no turn).
     pub fn shell(&mut self, reply: &str, text: &str, command: &str, output: &str) -> Vec<Line> {
+        let response = json!({"output": format!("Output: {output}")});
+        let (again, call, at) = self.with_call(reply, text, command, "success", response);
+        let result_id = self.next_id();
+        let result = json!({"id": result_id, "timestamp": at, "type": "user",
+            "content": [{"functionResponse": {"id": call, "name": "run_shell_command",
+                "response": {"output": format!("Output: {output}")}}}]});
+        let b = self.line(result, String::new(), false);
+        vec![again, b, self.touched()]
+    }
+
+    /// Reply `reply` (`text`) written again with its shell call (`command`) ended with
+    /// `status` and `response`; the call's id and the time.
+    fn with_call(
+        &mut self,
+        reply: &str,
+        text: &str,
+        command: &str,
+        status: &str,
+        response: Value,
+    ) -> (Line, String, String) {
         let call = format!(
             "run_shell_command__run_shell_command_{}_{}",
             self.salt, self.seq
@@ -133,16 +153,9 @@ impl GeminiChatWriter {
             "tokens": {"input": 1200, "output": 40, "cached": 1000, "thoughts": 8, "tool": 0, "total": 1248},
             "model": "gemini-2.5-pro",
             "toolCalls": [{"id": call, "name": "run_shell_command", "args": {"command": command},
-                "status": "success", "timestamp": at,
-                "result": [{"functionResponse": {"id": call, "name": "run_shell_command",
-                    "response": {"output": format!("Output: {output}")}}}]}]});
-        let result_id = self.next_id();
-        let result = json!({"id": result_id, "timestamp": at, "type": "user",
-            "content": [{"functionResponse": {"id": call, "name": "run_shell_command",
-                "response": {"output": format!("Output: {output}")}}}]});
-        let a = self.line(again, String::new(), false);
-        let b = self.line(result, String::new(), false);
-        vec![a, b, self.touched()]
+                "status": status, "timestamp": at,
+                "result": [{"functionResponse": {"id": call, "name": "run_shell_command", "response": response}}]}]});
+        (self.line(again, String::new(), false), call, at)
     }
 
     /// The user pressed Escape: `Request cancelled.` and the list without the prompt (the
@@ -167,19 +180,9 @@ impl GeminiChatWriter {
     /// new ids (the first prompt with the session context), then the new list: the refused
     /// prompt and its reply are not in it. None of these lines is a turn.
     pub fn refused(&mut self, reply: &str, text: &str, command: &str) -> Vec<Line> {
-        let call = format!(
-            "run_shell_command__run_shell_command_{}_{}",
-            self.salt, self.seq
-        );
-        let at = self.at();
-        let again = json!({"id": reply, "timestamp": at, "type": "gemini", "content": text, "thoughts": [],
-            "tokens": {"input": 1200, "output": 40, "cached": 1000, "thoughts": 8, "tool": 0, "total": 1248},
-            "model": "gemini-2.5-pro",
-            "toolCalls": [{"id": call, "name": "run_shell_command", "args": {"command": command},
-                "status": "cancelled", "timestamp": at,
-                "result": [{"functionResponse": {"id": call, "name": "run_shell_command",
-                    "response": {"error": "[Operation Cancelled] Reason: User denied execution."}}}]}]});
-        let mut lines = vec![self.line(again, String::new(), false)];
+        let refusal = json!({"error": "[Operation Cancelled] Reason: User denied execution."});
+        let (again, _, at) = self.with_call(reply, text, command, "cancelled", refusal);
+        let mut lines = vec![again];
         let id = self.next_id();
         lines.push(self.line(
             json!({"id": id, "timestamp": at, "type": "info", "content": "Request cancelled."}),

@@ -549,6 +549,35 @@ pub fn sse(addr: &str, last_event_id: Option<u64>) -> Arc<Mutex<String>> {
     out
 }
 
+/// An agent's turns (by any reference the API takes) as (actor, text), in conversation
+/// order, once there are at least `n` (waits up to 20 s; fails with the server's log).
+pub fn turns_in_order(server: &Server, agent: &str, n: usize) -> Vec<(String, String)> {
+    let path = format!("/api/agents/{agent}/turns?limit=200");
+    let got = wait_for(Duration::from_secs(20), || {
+        let t = server.try_json(&path)?;
+        let t = t.as_array()?.clone();
+        (t.len() >= n).then_some(t)
+    });
+    let Some(mut t) = got else {
+        let now = server.try_json(&path);
+        panic!("fewer than {n} turns: {now:?}\n{}", server.log());
+    };
+    t.sort_by_key(|x| {
+        (
+            x["timestamp"].as_str().unwrap_or("").to_string(),
+            x["id"].as_u64(),
+        )
+    });
+    t.iter()
+        .map(|x| {
+            (
+                x["actor"].as_str().unwrap_or("").to_string(),
+                x["text"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
 /// A private tmux server (`tmux -L NAME`), killed when dropped.
 pub struct Tmux(pub String);
 

@@ -2,7 +2,7 @@
 //! stand-in model APIs of `testkit/model-api`, and a proxy that loses hooks on their way to
 //! the server.
 
-use super::{headspace, wait_for, Server};
+use super::{headspace, wait_for, Server, Tmux};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -203,6 +203,68 @@ fn forward(server: &str, request: &[u8]) -> Option<Vec<u8>> {
     let mut answer = Vec::new();
     s.read_to_end(&mut answer).ok()?;
     (!answer.is_empty()).then_some(answer)
+}
+
+/// Waits up to 30 s for the audit of agent `id` to be clean (every line one turn of it);
+/// fails with the audit, `log_before` (the log of a server that was killed) and the log.
+pub fn audit_settles(server: &Server, id: u64, log_before: &str) {
+    let settled = wait_for(Duration::from_secs(30), || {
+        let audit = server.try_json(&format!("/api/agents/{id}/audit"))?;
+        (audit["missing"].as_array()?.is_empty()
+            && audit["doubled"].as_array()?.is_empty()
+            && audit["misassigned"].as_array()?.is_empty())
+        .then_some(audit)
+    });
+    assert!(
+        settled.is_some(),
+        "audit: {}\n{log_before}\n{}",
+        server
+            .try_json(&format!("/api/agents/{id}/audit"))
+            .unwrap_or_default(),
+        server.log()
+    );
+}
+
+/// The texts of `actor`'s turns (`user`, `agent`) among `turns`, in conversation order.
+pub fn texts_of(turns: &[Value], actor: &str) -> Vec<String> {
+    let mut t: Vec<&Value> = turns.iter().filter(|t| t["actor"] == actor).collect();
+    t.sort_by_key(|t| {
+        (
+            t["timestamp"].as_str().unwrap_or("").to_string(),
+            t["id"].as_u64(),
+        )
+    });
+    t.iter()
+        .filter_map(|t| t["text"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Starts a real client `bin` in a new 160×50 pane of the private tmux server `tmux`, in
+/// `root/project`, with the environment `root/env.sh` sets: the server and the pane's id.
+pub fn start_in_tmux(bin: &Path, root: &Path, tmux: &str) -> (Tmux, String) {
+    let project = std::fs::canonicalize(root.join("project")).unwrap();
+    let tmux = Tmux(tmux.to_string());
+    let pane = tmux.run(&[
+        "-f",
+        "/dev/null",
+        "new-session",
+        "-d",
+        "-P",
+        "-F",
+        "#{pane_id}",
+        "-x",
+        "160",
+        "-y",
+        "50",
+        "-c",
+        project.to_str().unwrap(),
+        &format!(
+            "bash -c '. {}; exec {}'",
+            root.join("env.sh").display(),
+            bin.display()
+        ),
+    ]);
+    (tmux, pane)
 }
 
 /// A real client installed by `make test` (`env` names it, else `default` under the
