@@ -89,19 +89,19 @@ impl AgentPlan {
     /// through the route, compaction as a new session, AskUserQuestion, permissions), and its
     /// hooks are command hooks.
     pub fn as_codex(self) -> AgentPlan {
-        self.as_kind(AgentKind::Codex)
+        self.played_by(AgentKind::Codex)
     }
 
     /// This plan played by Gemini CLI: as for Codex, but a permission stays: the user
     /// refuses the tool, which ends the turn with no hook and makes Gemini write its earlier
     /// messages again (a restatement).
     pub fn as_gemini(self) -> AgentPlan {
-        self.as_kind(AgentKind::Gemini)
+        self.played_by(AgentKind::Gemini)
     }
 
     /// This plan played by another CLI than Claude Code (see [`AgentPlan::as_codex`],
     /// [`AgentPlan::as_gemini`]).
-    fn as_kind(mut self, kind: AgentKind) -> AgentPlan {
+    fn played_by(mut self, kind: AgentKind) -> AgentPlan {
         self.kind = kind;
         self.http_hooks = false;
         self.steps
