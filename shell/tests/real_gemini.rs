@@ -295,7 +295,11 @@ fn the_real_gemini_client_loses_and_doubles_nothing() {
     ];
     // The interrupted reply: 14 pieces of 6 characters, 0.4 s apart (5 s in all); Escape
     // comes once its first 18 characters show. Never written, so never a turn.
-    let slow = "This reply streams slowly, a few letters at a time, until Escape cuts it short.";
+    // About 20 s of streaming if nothing cut it: room for a loaded machine to see it run
+    // before Escape; Escape ends it, so the test does not wait for it.
+    let slow = "This reply streams slowly, a few letters at a time, until Escape cuts it short; \
+                it goes on for long enough that a busy machine still sees it streaming, and it \
+                is never meant to reach its end, which nobody should ever read in a transcript.";
     let slow_shown = &slow[..18];
     let script = json!({
         "replies": [
@@ -479,7 +483,7 @@ fn the_real_gemini_client_loses_and_doubles_nothing() {
         "the slow reply never streamed:\n{}",
         client.screen()
     );
-    let running = wait_for(Duration::from_secs(3), || {
+    let running = wait_for(Duration::from_secs(10), || {
         let card = server.try_json(&format!("/api/agents/{pane_ref}"))?;
         (card["activity"] == "running").then_some(())
     });

@@ -13,6 +13,10 @@
 //! | `SessionStart`, `SessionEnd` | themselves | (`SessionEnd` comes three times per exit) |
 //! | anything else (`PreCompress` before every model call, `BeforeModel`, …) | not acted on | |
 //!
+//! A hook without the forwarder's `emitted_at` takes Gemini's own `timestamp` (when it
+//! fired): Gemini writes a prompt's line only after its hook ran, and matching relies on that
+//! order (`AgentKind::prompt_line_after_hook_ms`), which an arrival time would not keep.
+//!
 //! The session id is cut to its key ([`AgentKind::session_key`]): Gemini's chat files carry
 //! only its first characters. `run_shell_command` is named `Bash`, as the transcript reader
 //! names it, so a hook's step and its line are one step. `AfterAgent`'s `prompt_response`
@@ -26,6 +30,14 @@ use crate::transcript::mend::Mended;
 /// Parses a Gemini CLI hook body (the route's event name wins over the body's).
 pub fn parse(route_event: Option<&str>, body: &[u8]) -> Result<(Hook, Mended), HookError> {
     let (mut hook, mended) = Hook::parse_mended(route_event, body)?;
+    if hook.emitted_at.is_none() {
+        let v: serde_json::Value =
+            serde_json::from_slice(&crate::transcript::mend::repair_lone_surrogates(body).0)
+                .map_err(|e| HookError::NotJson(e.to_string()))?;
+        hook.emitted_at = v
+            .get("timestamp")
+            .and_then(crate::time::Timestamp::from_json);
+    }
     hook.event = match &hook.event {
         HookEvent::Other(name) => match name.to_ascii_lowercase().as_str() {
             "beforeagent" => HookEvent::UserPromptSubmit,
@@ -92,5 +104,25 @@ mod tests {
         assert_eq!(h.notification_type.as_deref(), Some("permission_prompt"));
         let (h, _) = parse(Some("PreCompress"), br#"{"session_id":"s"}"#).unwrap();
         assert_eq!(h.event, HookEvent::Other("PreCompress".into()));
+        // Without the forwarder's stamp, Gemini's own time of firing.
+        let (h, _) = parse(
+            Some("BeforeAgent"),
+            br#"{"session_id":"s","prompt":"p","timestamp":"2026-11-27T17:35:55.902Z"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            h.emitted_at,
+            crate::time::Timestamp::parse_rfc3339("2026-11-27T17:35:55.902Z")
+        );
+        let (h, _) = parse(
+            Some("BeforeAgent"),
+            br#"{"session_id":"s","timestamp":"2026-11-27T17:35:55.902Z","emitted_at":"2026-11-27T17:35:56.089Z"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            h.emitted_at,
+            crate::time::Timestamp::parse_rfc3339("2026-11-27T17:35:56.089Z"),
+            "the forwarder's stamp first"
+        );
     }
 }
