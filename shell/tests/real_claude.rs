@@ -106,40 +106,22 @@ impl Client {
         cpu: Option<&Path>,
     ) -> Client {
         let config = root.join("cfg");
-        let project = std::fs::canonicalize(root.join("project")).unwrap();
-        let env = root.join("env.sh");
         let session = format!(
             "5e550000-{:04x}-4000-8000-{:012x}",
             std::process::id() % 0xffff,
             if transport == "http" { 2 } else { 1 }
         );
-        let tmux = Tmux(tmux.to_string());
-        let pane = tmux.run(&[
-            "-f",
-            "/dev/null",
-            "new-session",
-            "-d",
-            "-P",
-            "-F",
-            "#{pane_id}",
-            "-x",
-            "160",
-            "-y",
-            "50",
-            "-c",
-            project.to_str().unwrap(),
-            &format!(
-                "bash -c '. {}; exec {}{} --session-id {session} --model stand-in-model'",
-                env.display(),
-                cpu.map(|out| format!(
-                    "python3 {}/../testkit/model-api/reaper.py {} ",
-                    env!("CARGO_MANIFEST_DIR"),
-                    out.display()
-                ))
-                .unwrap_or_default(),
-                bin.display()
-            ),
-        ]);
+        let command = format!(
+            "{}{} --session-id {session} --model stand-in-model",
+            cpu.map(|out| format!(
+                "python3 {}/../testkit/model-api/reaper.py {} ",
+                env!("CARGO_MANIFEST_DIR"),
+                out.display()
+            ))
+            .unwrap_or_default(),
+            bin.display()
+        );
+        let (tmux, pane) = start_in_tmux(&command, root, tmux);
         let _ = tmux.run(&["set", "-g", "focus-events", "on"]);
         Client {
             tmux,

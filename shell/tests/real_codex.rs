@@ -86,7 +86,7 @@ impl Client {
 
     /// Starts Codex in a new tmux server named `tmux`, configured by [`Client::configure`].
     fn launch(bin: &Path, root: &Path, tmux: &str, home: &Path) -> Client {
-        let (tmux, pane) = start_in_tmux(bin, root, tmux);
+        let (tmux, pane) = start_in_tmux(&bin.display().to_string(), root, tmux);
         Client {
             tmux,
             pane,

@@ -105,7 +105,7 @@ impl Client {
     /// Starts Gemini CLI in a new tmux server named `tmux`, configured by
     /// [`Client::configure`].
     fn launch(bin: &Path, root: &Path, tmux: &str, home: &Path) -> Client {
-        let (tmux, pane) = start_in_tmux(bin, root, tmux);
+        let (tmux, pane) = start_in_tmux(&bin.display().to_string(), root, tmux);
         Client {
             tmux,
             pane,
@@ -458,16 +458,7 @@ fn the_real_gemini_client_loses_and_doubles_nothing() {
         "the denial wrote no copies of the earlier messages: {:?}",
         client.chat()
     );
-    let idle = wait_for(Duration::from_secs(30), || {
-        let card = server.try_json(&format!("/api/agents/{pane_ref}"))?;
-        (card["activity"] == "idle").then_some(())
-    });
-    assert!(
-        idle.is_some(),
-        "not idle after the denial: {:?}\n{}",
-        server.try_json(&format!("/api/agents/{pane_ref}")),
-        server.log()
-    );
+    until_activity(&server, &pane_ref, "idle", 30, &server.log()); // after the denial
 
     // A slow reply interrupted (typed in the pane, then Escape while it streams): Gemini
     // writes `info "Request cancelled."` and a `$set messages` without the prompt, and no
@@ -483,16 +474,7 @@ fn the_real_gemini_client_loses_and_doubles_nothing() {
         "the slow reply never streamed:\n{}",
         client.screen()
     );
-    let running = wait_for(Duration::from_secs(10), || {
-        let card = server.try_json(&format!("/api/agents/{pane_ref}"))?;
-        (card["activity"] == "running").then_some(())
-    });
-    assert!(
-        running.is_some(),
-        "not running while the reply streams: {:?}\n{}",
-        server.try_json(&format!("/api/agents/{pane_ref}")),
-        client.screen()
-    );
+    until_activity(&server, &pane_ref, "running", 10, &client.screen()); // while it streams
     client
         .tmux
         .run(&["send-keys", "-t", &client.pane, "Escape"]);
@@ -510,16 +492,7 @@ fn the_real_gemini_client_loses_and_doubles_nothing() {
         "the interrupted reply was written: {:?}",
         client.chat()
     );
-    let idle = wait_for(Duration::from_secs(30), || {
-        let card = server.try_json(&format!("/api/agents/{pane_ref}"))?;
-        (card["activity"] == "idle").then_some(())
-    });
-    assert!(
-        idle.is_some(),
-        "not idle after the interrupt: {:?}\n{}",
-        server.try_json(&format!("/api/agents/{pane_ref}")),
-        server.log()
-    );
+    until_activity(&server, &pane_ref, "idle", 30, &server.log()); // after the interrupt
 
     // The next prompt works as before, on a slower reply: once `wait` returns, the reply is
     // written and already a turn.
@@ -548,15 +521,7 @@ fn the_real_gemini_client_loses_and_doubles_nothing() {
     assert_eq!(texts("agent"), replies, "replies, one turn each");
     let unclaimed: Vec<&Value> = turns.iter().filter(|t| t["entry_uuid"].is_null()).collect();
     assert!(unclaimed.is_empty(), "turns no line claimed: {unclaimed:?}");
-    let ended_idle = wait_for(Duration::from_secs(30), || {
-        let card = server.try_json(&format!("/api/agents/{pane_ref}"))?;
-        (card["activity"] == "idle").then_some(())
-    });
-    assert!(
-        ended_idle.is_some(),
-        "not idle at the end: {:?}",
-        server.try_json(&format!("/api/agents/{pane_ref}"))
-    );
+    until_activity(&server, &pane_ref, "idle", 30, "at the end");
     assert!(
         proxy.refused.load(Relaxed) > 0 && proxy.forwarded.load(Relaxed) > 0,
         "the proxy refused {} and forwarded {} hooks",

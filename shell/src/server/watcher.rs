@@ -41,11 +41,10 @@ pub fn start_notify(claude_dir: PathBuf, core: mpsc::UnboundedSender<Msg>) {
 /// is not created: the CLI makes it on its first session; until then (a user without that
 /// CLI has none) the sweep looks there.
 pub fn start_notify_kind(dir: PathBuf, kind: AgentKind, core: mpsc::UnboundedSender<Msg>) {
-    let (folder, prefix) = match kind {
-        AgentKind::Codex => ("sessions", headspace_core::kind::CODEX_PREFIX),
-        AgentKind::Gemini => ("tmp", headspace_core::kind::GEMINI_PREFIX),
-        AgentKind::Claude => return start_notify(dir, core),
-    };
+    if kind == AgentKind::Claude {
+        return start_notify(dir, core);
+    }
+    let (folder, prefix) = crate::server::world::transcripts_of(kind);
     if !dir.join(folder).is_dir() {
         debug!(
             "[WATCHER] no {}/{folder} yet; the sweep looks there",

@@ -5,6 +5,7 @@
 //! [`TmuxPanes`].
 
 use crate::server::store::{BoxFuture, Store};
+use headspace_core::kind::AgentKind;
 use headspace_core::pane::dialog::Key;
 use headspace_core::pane::discovery::PaneListing;
 use headspace_core::pane::send_check::Sent;
@@ -97,16 +98,12 @@ impl DiskFiles {
     /// The guard of the tree `rel` names, and `rel` within it (a kind's prefix names its
     /// tree, or none when that kind is not watched).
     fn tree<'a>(&self, rel: &'a str) -> Option<(&Guard, &'a str)> {
-        for prefix in [
-            headspace_core::kind::CODEX_PREFIX,
-            headspace_core::kind::GEMINI_PREFIX,
-        ] {
-            if let Some(inner) = rel.strip_prefix(prefix) {
-                let guard = self.others.iter().find(|g| g.tree.prefix() == prefix)?;
-                return Some((guard, inner));
-            }
+        let tree = Tree::of(AgentKind::of_transcript(rel));
+        if tree == Tree::ClaudeProjects {
+            return Some((&self.guard, rel));
         }
-        Some((&self.guard, rel))
+        let guard = self.others.iter().find(|g| g.tree == tree)?;
+        Some((guard, rel.strip_prefix(tree.prefix())?))
     }
 }
 
@@ -190,7 +187,23 @@ enum Tree {
     GeminiChats,
 }
 
+/// Where a kind's transcripts lie under its dir: the folder to watch, and the prefix of the
+/// core's names for them (`sessions`, `codex/` for Codex CLI).
+pub fn transcripts_of(kind: AgentKind) -> (&'static str, &'static str) {
+    let tree = Tree::of(kind);
+    (tree.folder(), tree.prefix())
+}
+
 impl Tree {
+    /// The tree of a kind's transcripts.
+    fn of(kind: AgentKind) -> Tree {
+        match kind {
+            AgentKind::Claude => Tree::ClaudeProjects,
+            AgentKind::Codex => Tree::CodexSessions,
+            AgentKind::Gemini => Tree::GeminiChats,
+        }
+    }
+
     /// The folder under the agent's dir that holds its transcripts.
     fn folder(self) -> &'static str {
         match self {

@@ -239,9 +239,10 @@ pub fn texts_of(turns: &[Value], actor: &str) -> Vec<String> {
         .collect()
 }
 
-/// Starts a real client `bin` in a new 160×50 pane of the private tmux server `tmux`, in
-/// `root/project`, with the environment `root/env.sh` sets: the server and the pane's id.
-pub fn start_in_tmux(bin: &Path, root: &Path, tmux: &str) -> (Tmux, String) {
+/// Starts a real client (`command`: its program and arguments, for `exec`) in a new 160×50
+/// pane of the private tmux server `tmux`, in `root/project`, with the environment
+/// `root/env.sh` sets: the server and the pane's id.
+pub fn start_in_tmux(command: &str, root: &Path, tmux: &str) -> (Tmux, String) {
     let project = std::fs::canonicalize(root.join("project")).unwrap();
     let tmux = Tmux(tmux.to_string());
     let pane = tmux.run(&[
@@ -259,12 +260,25 @@ pub fn start_in_tmux(bin: &Path, root: &Path, tmux: &str) -> (Tmux, String) {
         "-c",
         project.to_str().unwrap(),
         &format!(
-            "bash -c '. {}; exec {}'",
+            "bash -c '. {}; exec {command}'",
             root.join("env.sh").display(),
-            bin.display()
         ),
     ]);
     (tmux, pane)
+}
+
+/// Waits up to `secs` for agent `agent`'s card to show `activity`; fails with the card and
+/// `detail` (the server's log, the client's screen) when it does not.
+pub fn until_activity(server: &Server, agent: &str, activity: &str, secs: u64, detail: &str) {
+    let path = format!("/api/agents/{agent}");
+    let shown = wait_for(Duration::from_secs(secs), || {
+        (server.try_json(&path)?["activity"] == activity).then_some(())
+    });
+    assert!(
+        shown.is_some(),
+        "not {activity}: {:?}\n{detail}",
+        server.try_json(&path)
+    );
 }
 
 /// A real client installed by `make test` (`env` names it, else `default` under the
