@@ -264,11 +264,17 @@ impl SessionWriter {
         if let Some(t) = emitted_at {
             v["emitted_at"] = json!(t.to_string());
         }
-        if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
-            for (k, val) in e {
-                o.insert(k.clone(), val.clone());
-            }
-        }
-        serde_json::to_vec(&v).expect("json")
+        hook_body(v, extra)
     }
+}
+
+/// A hook's body: its fields, with `extra`'s added over them (every kind's writer sends its
+/// hooks this way).
+pub fn hook_body(mut body: Value, extra: Value) -> Vec<u8> {
+    if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            b.insert(k.clone(), v.clone());
+        }
+    }
+    serde_json::to_vec(&body).expect("json")
 }

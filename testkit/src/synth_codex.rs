@@ -224,12 +224,7 @@ impl CodexSessionWriter {
         if !self.turn_id.is_empty() && !matches!(event, "SessionStart" | "SessionEnd") {
             body["turn_id"] = json!(self.turn_id);
         }
-        if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
-            for (k, v) in e {
-                b.insert(k.clone(), v.clone());
-            }
-        }
-        serde_json::to_vec(&body).expect("json")
+        crate::synth::hook_body(body, extra)
     }
 }
 

@@ -238,19 +238,14 @@ impl GeminiChatWriter {
     /// A hook body as Gemini sends it for `event` (the chat file under `gemini_dir`), with
     /// `extra` fields; the pane is added by `hook-forward`, as for Claude Code.
     pub fn hook(&self, gemini_dir: &str, event: &str, extra: Value) -> Vec<u8> {
-        let mut body = json!({
+        let body = json!({
             "session_id": self.session_id,
             "transcript_path": format!("{}/{}", gemini_dir.trim_end_matches('/'), self.path()),
             "cwd": self.cwd,
             "hook_event_name": event,
             "timestamp": self.clock.to_string(),
         });
-        if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
-            for (k, v) in e {
-                b.insert(k.clone(), v.clone());
-            }
-        }
-        serde_json::to_vec(&body).expect("json")
+        crate::synth::hook_body(body, extra)
     }
 }
 
