@@ -64,16 +64,36 @@ enum Failure {
 
 impl Failure {
     fn of(e: tokio_postgres::Error) -> Failure {
-        // Classes 22 (data exception) and 23 (integrity constraint) are about the rows.
-        let data = e
-            .code()
-            .is_some_and(|c| c.code().starts_with("22") || c.code().starts_with("23"));
-        if data {
+        if is_about_the_rows(&e) {
             Failure::Data(e.into())
         } else {
             Failure::Connection(e.into())
         }
     }
+}
+
+/// True when `e` says the statement or its values cannot be taken, so the same write would
+/// fail again on any connection: retried "until the database is back" it would hold every
+/// later write for ever. The database's classes 22 (data exception), 23 (integrity
+/// constraint) and 54 (program limit, such as an index row too large) are about the rows;
+/// so are the driver's own refusals before anything is sent (a parameter it cannot encode,
+/// a count of parameters or columns that does not match), which carry no SQLSTATE. Anything
+/// else (the connection, the server's resources, a lock, a shutdown) may pass.
+fn is_about_the_rows(e: &tokio_postgres::Error) -> bool {
+    if let Some(code) = e.code() {
+        let code = code.code();
+        return ["22", "23", "54"].iter().any(|class| code.starts_with(class));
+    }
+    // tokio_postgres names its error kinds only in their text.
+    let text = e.to_string();
+    [
+        "error serializing parameter",
+        "expected ",
+        "invalid column",
+        "query returned an unexpected number",
+    ]
+    .iter()
+    .any(|kind| text.starts_with(kind))
 }
 
 fn ms(col: &str) -> String {
@@ -481,4 +501,54 @@ async fn run(
 ) -> Result<u64, Failure> {
     let statement = tx.prepare_cached(sql).await.map_err(Failure::of)?;
     tx.execute(&statement, params).await.map_err(Failure::of)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_about_the_rows;
+
+    /// Real errors from a real PostgreSQL (`DATABASE_URL`, set by `make test`), sorted into
+    /// "about the rows" (split the batch, drop the write) and "about the connection" (retry).
+    #[tokio::test]
+    async fn a_write_the_driver_cannot_encode_is_about_the_rows_not_the_connection() {
+        let Ok(url) = std::env::var("DATABASE_URL") else {
+            assert!(std::env::var_os("CI").is_none(), "DATABASE_URL must be set on CI");
+            eprintln!("skipped: no DATABASE_URL");
+            return;
+        };
+        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        let connection = tokio::spawn(connection);
+
+        // A parameter of the wrong type is refused by the driver before anything is sent:
+        // no SQLSTATE, and it would fail the same way on every retry.
+        let unencodable = client
+            .execute("SELECT $1::bigint", &[&1i32])
+            .await
+            .unwrap_err();
+        assert!(unencodable.code().is_none(), "{unencodable}");
+        assert!(is_about_the_rows(&unencodable), "{unencodable}");
+        let miscounted = client.execute("SELECT $1::bigint", &[]).await.unwrap_err();
+        assert!(is_about_the_rows(&miscounted), "{miscounted}");
+        // A value the database refuses (22021: a NUL in text) and a broken constraint (23).
+        let refused = client
+            .execute("SELECT $1::text", &[&"a\0b"])
+            .await
+            .unwrap_err();
+        assert!(is_about_the_rows(&refused), "{refused}");
+        let broken = client
+            .batch_execute("CREATE TEMP TABLE t (x int PRIMARY KEY); INSERT INTO t VALUES (1), (1)")
+            .await
+            .unwrap_err();
+        assert!(is_about_the_rows(&broken), "{broken}");
+
+        // The connection ended under the statement: retry.
+        let _ = client
+            .batch_execute("SELECT pg_terminate_backend(pg_backend_pid())")
+            .await;
+        let gone = client.execute("SELECT 1", &[]).await.unwrap_err();
+        assert!(!is_about_the_rows(&gone), "{gone}");
+        let _ = connection.await;
+    }
 }
