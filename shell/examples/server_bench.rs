@@ -3,6 +3,10 @@
 //!
 //! - hook received → turn committed → SSE event delivered, p50/p99 at 100 and 1,000 hooks/s;
 //! - the highest sustained hook rate;
+//!
+//! both in two shapes, side by side: a connection per hook (the command forwarder's) and
+//! Claude Code's HTTP hooks (a kept-alive connection per session, one request at a time, the
+//! pane as a header, no emission stamp);
 //! - transcript line appended (no hook) → SSE `turn_created`, p50/p99;
 //! - a 100 MB transcript appended at once → all its turns committed and published;
 //! - the server's insert rate next to a plain batched INSERT of the same rows;
@@ -18,6 +22,8 @@ use bench_support::server::Server;
 use bench_support::sse::{latencies, percentile, Seen};
 use bench_support::{baseline, sse, table, transcript};
 
+use headspace::client::KeptAlive;
+use headspace::hooks::install::PANE_HEADER;
 use headspace_core::Timestamp;
 use headspace_testkit::synth::SessionWriter;
 use serde_json::json;
@@ -64,10 +70,12 @@ fn post(addr: &str, path: &str, body: &[u8]) -> bool {
     .unwrap_or(false)
 }
 
-fn hook_body(s: &SessionWriter, claude: &Path, prompt: &str) -> Vec<u8> {
+/// A prompt hook of `s`, as the command forwarder posts it (`pane` in the body) or, with
+/// `pane` `None`, as Claude Code's HTTP transport does (the pane comes as a header).
+fn hook_body(s: &SessionWriter, claude: &Path, prompt: &str, pane: Option<&str>) -> Vec<u8> {
     let mut v: serde_json::Value = serde_json::from_slice(&s.hook(
         "UserPromptSubmit",
-        Some("%1"),
+        pane,
         None,
         json!({"prompt": prompt}),
     ))
@@ -128,7 +136,7 @@ fn hooks_at_rate(
         }
         let text = format!("{tag} hook {n}");
         let s = &sessions[n as usize % sessions.len()];
-        tx.send((text.clone(), hook_body(s, claude, &text)))
+        tx.send((text.clone(), hook_body(s, claude, &text, Some("%1"))))
             .unwrap();
     }
     drop(tx);
@@ -136,6 +144,132 @@ fn hooks_at_rate(
         w.join().unwrap();
     }
     Arc::try_unwrap(sent).unwrap().into_inner().unwrap()
+}
+
+/// The pane of session `i` in the HTTP shape, sent as the header Claude Code fills from
+/// `$TMUX_PANE`.
+fn pane_of(i: usize) -> String {
+    format!("%{}", i + 1)
+}
+
+/// As [`hooks_at_rate`], in the shape of Claude Code's HTTP hooks: each session posts over
+/// its own kept-alive connection, one request at a time and in order, with its pane as a
+/// header and no emission stamp in the body.
+fn kept_alive_hooks_at_rate(
+    addr: &str,
+    claude: &Path,
+    sessions: &[SessionWriter],
+    tag: &str,
+    rate: u64,
+    secs: u64,
+) -> HashMap<String, Instant> {
+    let sent: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let (queues, workers): (Vec<_>, Vec<_>) = (0..sessions.len())
+        .map(|i| {
+            let (tx, rx) = mpsc::channel::<(String, Vec<u8>)>();
+            let (sent, addr) = (sent.clone(), addr.to_string());
+            let worker = std::thread::spawn(move || {
+                let mut conn = KeptAlive::new(
+                    &addr,
+                    Some(bench_support::server::TOKEN),
+                    Duration::from_secs(10),
+                );
+                let pane = pane_of(i);
+                for (text, body) in rx {
+                    sent.lock().unwrap().insert(text, Instant::now());
+                    let _ = conn.post("/hook/UserPromptSubmit", &[(PANE_HEADER, &pane)], &body);
+                }
+            });
+            (tx, worker)
+        })
+        .unzip();
+    let start = Instant::now();
+    for n in 0..rate * secs {
+        let due = start + Duration::from_secs_f64(n as f64 / rate as f64);
+        if let Some(d) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(d);
+        }
+        let text = format!("{tag} hook {n}");
+        let i = n as usize % sessions.len();
+        queues[i]
+            .send((text.clone(), hook_body(&sessions[i], claude, &text, None)))
+            .unwrap();
+    }
+    drop(queues);
+    for w in workers {
+        w.join().unwrap();
+    }
+    Arc::try_unwrap(sent).unwrap().into_inner().unwrap()
+}
+
+/// The name of a shape in the printed figures.
+fn shape(http: bool) -> &'static str {
+    if http {
+        "HTTP hooks"
+    } else {
+        "command hooks"
+    }
+}
+
+/// As fast as 8 senders can post for 5 s: hooks committed per second, their latencies and
+/// how many never showed. In the HTTP shape each sender keeps one connection and owns its
+/// sessions (every 8th), so each session's hooks go one at a time.
+fn highest_sustained(
+    addr: &str,
+    claude: &Path,
+    sessions: &[SessionWriter],
+    seen: &Seen,
+    http: bool,
+) -> (f64, Vec<f64>, usize) {
+    let sent = Arc::new(Mutex::new(HashMap::new()));
+    let start = Instant::now();
+    let workers: Vec<_> = (0..8)
+        .map(|w| {
+            let (sent, addr, claude, sessions) = (
+                sent.clone(),
+                addr.to_string(),
+                claude.to_path_buf(),
+                sessions.to_vec(),
+            );
+            std::thread::spawn(move || {
+                let mut conn = KeptAlive::new(
+                    &addr,
+                    Some(bench_support::server::TOKEN),
+                    Duration::from_secs(10),
+                );
+                let mine: Vec<usize> = (w..sessions.len()).step_by(8).collect();
+                let mut n = 0;
+                while start.elapsed() < Duration::from_secs(5) {
+                    let text = format!("max{} w{w} n{n}", if http { "h" } else { "c" });
+                    if http {
+                        let i = mine[n % mine.len()];
+                        let body = hook_body(&sessions[i], &claude, &text, None);
+                        sent.lock().unwrap().insert(text, Instant::now());
+                        let pane = pane_of(i);
+                        let _ = conn.post("/hook/UserPromptSubmit", &[(PANE_HEADER, &pane)], &body);
+                    } else {
+                        let i = (w * 7 + n) % sessions.len();
+                        let body = hook_body(&sessions[i], &claude, &text, Some("%1"));
+                        sent.lock().unwrap().insert(text, Instant::now());
+                        post(&addr, "/hook/UserPromptSubmit", &body);
+                    }
+                    n += 1;
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let sent = Arc::try_unwrap(sent).unwrap().into_inner().unwrap();
+    let (l, missing) = latencies(&sent, seen, Duration::from_secs(60));
+    let last = sent
+        .keys()
+        .filter_map(|k| seen.lock().unwrap().get(k).copied())
+        .max()
+        .unwrap_or(start);
+    let rate = l.len() as f64 / last.duration_since(start).as_secs_f64();
+    (rate, l, missing)
 }
 
 fn main() {
@@ -174,66 +308,53 @@ fn main() {
         "{:<44} {:>9} {:>9} {:>9} {:>8}",
         "", "p50 ms", "p99 ms", "max ms", "missing"
     );
-    let mut p99_at_1000 = f64::NAN;
+    // Each rate in both shapes, one after the other: a connection per hook (the command
+    // forwarder) and Claude Code's HTTP hooks (kept-alive, in order per session).
+    let (mut p99_at_1000, mut p99_at_1000_http) = (f64::NAN, f64::NAN);
     for rate in [100u64, 1000] {
-        let sent = hooks_at_rate(&addr, &claude, &sessions, &format!("r{rate}"), rate, 5);
-        let (l, missing) = latencies(&sent, &seen, Duration::from_secs(30));
-        if rate == 1000 {
-            p99_at_1000 = if missing == 0 {
+        for http in [false, true] {
+            drained(&addr);
+            let tag = format!("r{rate}{}", if http { "h" } else { "c" });
+            let sent = if http {
+                kept_alive_hooks_at_rate(&addr, &claude, &sessions, &tag, rate, 5)
+            } else {
+                hooks_at_rate(&addr, &claude, &sessions, &tag, rate, 5)
+            };
+            let (l, missing) = latencies(&sent, &seen, Duration::from_secs(30));
+            let p99 = if missing == 0 {
                 percentile(&l, 0.99)
             } else {
                 f64::INFINITY
             };
+            if rate == 1000 {
+                *(if http { &mut p99_at_1000_http } else { &mut p99_at_1000 }) = p99;
+            }
+            println!(
+                "{:<44} {:>9.2} {:>9.2} {:>9.2} {:>8}",
+                format!("hook → turn → SSE at {rate} hooks/s, {}", shape(http)),
+                percentile(&l, 0.5),
+                percentile(&l, 0.99),
+                percentile(&l, 1.0),
+                missing
+            );
         }
+    }
+
+    let mut sustained = [0.0f64; 2];
+    for http in [false, true] {
+        drained(&addr);
+        let (rate, l, missing) = highest_sustained(&addr, &claude, &sessions, &seen, http);
+        sustained[http as usize] = rate;
         println!(
             "{:<44} {:>9.2} {:>9.2} {:>9.2} {:>8}",
-            format!("hook → turn → SSE at {rate} hooks/s (5 s)"),
+            format!("highest sustained, {}: {rate:.0} hooks/s", shape(http)),
             percentile(&l, 0.5),
             percentile(&l, 0.99),
             percentile(&l, 1.0),
             missing
         );
     }
-
-    // Highest sustained rate: as fast as 8 workers can send for 5 s.
-    let sent = Arc::new(Mutex::new(HashMap::new()));
-    let start = Instant::now();
-    let workers: Vec<_> = (0..8)
-        .map(|w| {
-            let (sent, addr, claude, sessions) =
-                (sent.clone(), addr.clone(), claude.clone(), sessions.clone());
-            std::thread::spawn(move || {
-                let mut n = 0;
-                while start.elapsed() < Duration::from_secs(5) {
-                    let text = format!("max w{w} n{n}");
-                    let body = hook_body(&sessions[(w * 7 + n) % sessions.len()], &claude, &text);
-                    sent.lock().unwrap().insert(text, Instant::now());
-                    post(&addr, "/hook/UserPromptSubmit", &body);
-                    n += 1;
-                }
-            })
-        })
-        .collect();
-    for w in workers {
-        w.join().unwrap();
-    }
-    let sent = Arc::try_unwrap(sent).unwrap().into_inner().unwrap();
-    let (l, missing) = latencies(&sent, &seen, Duration::from_secs(60));
-    let last = sent
-        .keys()
-        .filter_map(|k| seen.lock().unwrap().get(k).copied())
-        .max()
-        .unwrap_or(start);
-    let rate = l.len() as f64 / last.duration_since(start).as_secs_f64();
-    let sustained = rate;
-    println!(
-        "{:<44} {:>9.2} {:>9.2} {:>9.2} {:>8}",
-        format!("highest sustained: {rate:.0} hooks/s committed"),
-        percentile(&l, 0.5),
-        percentile(&l, 0.99),
-        percentile(&l, 1.0),
-        missing
-    );
+    let [sustained, sustained_http] = sustained;
 
     drained(&addr);
     // Transcript appends with no hook, 50 lines/s for 5 s.
@@ -329,23 +450,31 @@ fn main() {
         "{:<44} {:>12.0}",
         "headspace: highest sustained hooks/s", sustained
     );
+    println!(
+        "{:<44} {:>12.0}",
+        "headspace: highest sustained, HTTP hooks", sustained_http
+    );
 
-    table::row(
-        "hook → turn committed → SSE, p99 at 1,000 hooks/s",
-        &format!("{p99_at_1000:.2} ms"),
-        "≤ 5 ms",
-        Some(p99_at_1000 <= 5.0),
-    );
-    let ratio = sustained / rates.batched;
-    table::row(
-        "sustained hooks/s committed",
-        &format!(
-            "{sustained:.0}/s = {ratio:.2}× batched INSERT ({:.0} rows/s; 1-row commits {:.0}/s)",
-            rates.batched, rates.single
-        ),
-        "≥ 0.5× 100-row batched INSERT",
-        Some(ratio >= 0.5),
-    );
+    for (p99, how) in [(p99_at_1000, ""), (p99_at_1000_http, ", HTTP hooks")] {
+        table::row(
+            &format!("hook → turn committed → SSE, p99 at 1,000 hooks/s{how}"),
+            &format!("{p99:.2} ms"),
+            "≤ 5 ms",
+            Some(p99 <= 5.0),
+        );
+    }
+    for (rate, how) in [(sustained, ""), (sustained_http, ", HTTP hooks")] {
+        let ratio = rate / rates.batched;
+        table::row(
+            &format!("sustained hooks/s committed{how}"),
+            &format!(
+                "{rate:.0}/s = {ratio:.2}× batched INSERT ({:.0} rows/s; 1-row commits {:.0}/s)",
+                rates.batched, rates.single
+            ),
+            "≥ 0.5× 100-row batched INSERT",
+            Some(ratio >= 0.5),
+        );
+    }
     table::row(
         &format!("{mb:.0} MB transcript appended → all turns committed and published"),
         &format!("{secs:.2} s ({created} turns)"),

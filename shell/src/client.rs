@@ -13,28 +13,130 @@ pub fn request(
     token: Option<&str>,
     timeout: Duration,
 ) -> Result<(u16, String), String> {
-    let hostport = base.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = connect(base, timeout)?;
+    let head = request_head(base, method, path, body, token, &[], false);
+    exchange(&mut s, base, method, path, &head, body)
+}
+
+/// One HTTP/1.1 connection kept open for request after request, sent one at a time: the
+/// shape in which Claude Code posts its HTTP hooks (and the benches measure it). A
+/// connection the server closed while idle is opened again for the next request.
+pub struct KeptAlive {
+    base: String,
+    token: Option<String>,
+    timeout: Duration,
+    stream: Option<TcpStream>,
+}
+
+impl KeptAlive {
+    /// A connection to `base`, opened at the first request.
+    pub fn new(base: &str, token: Option<&str>, timeout: Duration) -> KeptAlive {
+        KeptAlive {
+            base: base.to_string(),
+            token: token.map(str::to_string),
+            timeout,
+            stream: None,
+        }
+    }
+
+    /// POSTs `body` to `path` with `headers` besides the usual ones; returns the status and
+    /// body. A request the server never read (its kept connection had closed) is sent once
+    /// more on a new connection.
+    pub fn post(
+        &mut self,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Result<(u16, String), String> {
+        let head = request_head(
+            &self.base,
+            "POST",
+            path,
+            body,
+            self.token.as_deref(),
+            headers,
+            true,
+        );
+        for fresh in [false, true] {
+            let reused = !fresh && self.stream.is_some();
+            if fresh || self.stream.is_none() {
+                self.stream = Some(connect(&self.base, self.timeout)?);
+            }
+            let s = self.stream.as_mut().expect("connected above");
+            match exchange(s, &self.base, "POST", path, &head, body) {
+                Ok(answer) => return Ok(answer),
+                // Only a reused connection can have been closed by the server while idle.
+                Err(_) if reused => self.stream = None,
+                Err(e) => {
+                    self.stream = None;
+                    return Err(e);
+                }
+            }
+        }
+        Err(format!("the server at {} closed every connection", self.base))
+    }
+}
+
+fn connect(base: &str, timeout: Duration) -> Result<TcpStream, String> {
+    let hostport = host_port(base);
     let addr = hostport
         .to_socket_addrs()
         .map_err(|e| format!("bad server address {base}: {e}"))?
         .next()
         .ok_or_else(|| format!("bad server address {base}"))?;
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).map_err(|e| {
+    let s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).map_err(|e| {
         format!("cannot reach the headspace server at {base}: {e} (is `headspace serve` running?)")
     })?;
     s.set_read_timeout(Some(timeout))
         .map_err(|e| e.to_string())?;
+    let _ = s.set_nodelay(true);
+    Ok(s)
+}
+
+fn host_port(base: &str) -> &str {
+    base.trim_start_matches("http://").trim_end_matches('/')
+}
+
+fn request_head(
+    base: &str,
+    method: &str,
+    path: &str,
+    body: &[u8],
+    token: Option<&str>,
+    headers: &[(&str, &str)],
+    keep_alive: bool,
+) -> String {
     let auth = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {hostport}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+    let extra: String = headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
+    let connection = if keep_alive { "keep-alive" } else { "close" };
+    format!(
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\n{auth}{extra}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: {connection}\r\n\r\n",
+        host_port(base),
         body.len()
-    );
-    s.write_all(head.as_bytes())
-        .and_then(|_| s.write_all(body))
-        .map_err(|e| e.to_string())?;
-    let text = read_response(&mut s).map_err(|e| format!("no answer from {base}: {e}"))?;
+    )
+}
+
+/// Sends one request on `s` and reads its answer.
+fn exchange(
+    s: &mut TcpStream,
+    base: &str,
+    method: &str,
+    path: &str,
+    head: &str,
+    body: &[u8],
+) -> Result<(u16, String), String> {
+    // One write: a body sent apart from its head waits, on a kept connection, for the
+    // server's delayed acknowledgement of the head (Nagle's algorithm), 40 ms a request.
+    let mut request = Vec::with_capacity(head.len() + body.len());
+    request.extend_from_slice(head.as_bytes());
+    request.extend_from_slice(body);
+    s.write_all(&request).map_err(|e| e.to_string())?;
+    let text = read_response(s).map_err(|e| format!("no answer from {base}: {e}"))?;
     if text.is_empty() {
         return Err(format!(
             "the server at {base} closed the connection without answering {method} {path}"
@@ -132,6 +234,56 @@ pub fn encode_segment(s: &str) -> String {
 mod tests {
     use super::*;
     use std::net::TcpListener;
+
+    /// Requests go one after another on one kept connection; once the server closes it
+    /// while idle, the next request opens a new one and is answered, not lost.
+    #[test]
+    fn a_kept_connection_carries_request_after_request_and_comes_back_when_closed() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let server = std::thread::spawn(move || {
+            let mut requests_per_connection = Vec::new();
+            for keep in [2, 1] {
+                let (mut conn, _) = listener.accept().unwrap();
+                let mut served = 0;
+                let mut buf = Vec::new();
+                while served < keep {
+                    let mut chunk = [0u8; 1024];
+                    let n = conn.read(&mut chunk).unwrap();
+                    assert!(n > 0, "the client closed a kept connection");
+                    buf.extend_from_slice(&chunk[..n]);
+                    // Each request here is a head and a two-byte body.
+                    while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        if buf.len() < end + 6 {
+                            break;
+                        }
+                        let head = String::from_utf8_lossy(&buf[..end]).to_string();
+                        assert!(head.contains("Connection: keep-alive"), "{head}");
+                        assert!(head.contains("X-Pane: %3"), "{head}");
+                        buf.drain(..end + 6);
+                        served += 1;
+                        let answer = format!("n{served}");
+                        conn.write_all(
+                            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{answer}", answer.len())
+                                .as_bytes(),
+                        )
+                        .unwrap();
+                    }
+                }
+                requests_per_connection.push(served);
+                // Dropping `conn` closes it while the client holds it idle.
+            }
+            requests_per_connection
+        });
+        let mut kept = KeptAlive::new(&addr, None, Duration::from_secs(5));
+        let mut answers = Vec::new();
+        for _ in 0..3 {
+            answers.push(kept.post("/hook/Stop", &[("X-Pane", "%3")], b"{}").unwrap().1);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(answers, ["n1", "n2", "n1"]);
+        assert_eq!(server.join().unwrap(), [2, 1]);
+    }
 
     extern "C" fn ignore(_: libc::c_int) {}
 

@@ -9,6 +9,8 @@ mod common;
 
 use common::browser::Browser;
 use common::{cpu_ticks, fresh_db, hook, proc_kb, psql, table_row, temp_dir, wait_for};
+use headspace::client::KeptAlive;
+use headspace::hooks::install::PANE_HEADER;
 use headspace_core::Timestamp;
 use headspace_testkit::synth::SessionWriter;
 use serde_json::{json, Value};
@@ -143,35 +145,45 @@ fn turn_count(db: &str) -> i64 {
 }
 
 /// One agent's turn: the prompt hook, the transcript's prompt and answer, the Stop hook.
-/// Returns when the prompt hook was sent.
-fn one_turn(addr: &str, claude: &Path, s: &mut SessionWriter, pane: &str, text: &str) -> Instant {
-    let t0 = Instant::now();
-    common::request(
-        addr,
-        "POST",
-        "/hook/UserPromptSubmit",
-        &hook(s, claude, pane, "UserPromptSubmit", json!({"prompt": text})),
-    );
+/// Returns when the prompt hook was sent. With `kept`, the hooks go as Claude Code's HTTP
+/// transport sends them: over the agent's kept-alive connection, the pane as a header, no
+/// emission stamp; without, as the command forwarder does (a connection per hook).
+fn one_turn(
+    addr: &str,
+    claude: &Path,
+    s: &mut SessionWriter,
+    pane: &str,
+    text: &str,
+    mut kept: Option<&mut KeptAlive>,
+) -> Instant {
     let answer = format!("Answer to {text}: done, the tests pass.");
+    let mut post = |s: &SessionWriter, event: &str, extra: Value| {
+        let path = format!("/hook/{event}");
+        match kept.as_deref_mut() {
+            None => {
+                common::request(addr, "POST", &path, &hook(s, claude, pane, event, extra));
+            }
+            Some(conn) => {
+                let mut v: Value =
+                    serde_json::from_slice(&s.hook(event, None, None, extra)).unwrap();
+                v["transcript_path"] = json!(claude.join(s.path()).display().to_string());
+                let body = serde_json::to_vec(&v).unwrap();
+                let _ = conn.post(&path, &[(PANE_HEADER, pane)], &body);
+            }
+        }
+    };
+    let t0 = Instant::now();
+    post(s, "UserPromptSubmit", json!({"prompt": text}));
     let lines = [s.prompt(text, None), s.agent_text(&answer)];
     append_lines(claude, s, &lines);
-    common::request(
-        addr,
-        "POST",
-        "/hook/Stop",
-        &hook(
-            s,
-            claude,
-            pane,
-            "Stop",
-            json!({"last_assistant_message": answer}),
-        ),
-    );
+    post(s, "Stop", json!({"last_assistant_message": answer}));
     t0
 }
 
 /// 1,000 agents, each a turn every 10 s (spread over the 10 s), and each 10 s a burst of 100
-/// agents at the same instant: the server's RSS, hook → SSE p99 and CPU per turn.
+/// agents at the same instant: the server's RSS, hook → SSE p99 and CPU per turn; first with
+/// the command forwarder's connection per hook, then, on the same server and agents, with
+/// Claude Code's HTTP hooks (a kept-alive connection per agent).
 #[test]
 #[ignore = "a benchmark: make bench runs it"]
 fn a_thousand_agents_through_the_real_server() {
@@ -185,14 +197,17 @@ fn a_thousand_agents_through_the_real_server() {
     let pid = server.child.id();
     let seen = stream(&server.addr);
     let t0 = now();
-    let agents: Arc<Vec<Mutex<SessionWriter>>> = Arc::new(
+    let agents: Arc<Vec<Mutex<(SessionWriter, KeptAlive)>>> = Arc::new(
         (0..AGENTS as u64)
-            .map(|n| Mutex::new(SessionWriter::new(20_000 + n, t0)))
+            .map(|n| {
+                let kept = KeptAlive::new(&server.addr, Some(common::TEST_TOKEN), Duration::from_secs(30));
+                Mutex::new((SessionWriter::new(20_000 + n, t0), kept))
+            })
             .collect(),
     );
     // Jobs (agent, text) handed to 16 senders at their due time.
     let sent: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
-    let run = |jobs: Vec<(Duration, usize, String)>| {
+    let run = |jobs: Vec<(Duration, usize, String)>, http: bool| {
         let (tx, rx) = mpsc::channel::<(usize, String)>();
         let rx = Arc::new(Mutex::new(rx));
         let senders: Vec<_> = (0..16)
@@ -202,8 +217,10 @@ fn a_thousand_agents_through_the_real_server() {
                 std::thread::spawn(move || loop {
                     let job = rx.lock().unwrap().recv();
                     let Ok((n, text)) = job else { break };
-                    let mut s = agents[n].lock().unwrap();
-                    let at = one_turn(&addr, &claude, &mut s, &format!("%{}", n + 1), &text);
+                    let mut agent = agents[n].lock().unwrap();
+                    let (s, kept) = &mut *agent;
+                    let pane = format!("%{}", n + 1);
+                    let at = one_turn(&addr, &claude, s, &pane, &text, http.then_some(kept));
                     sent.lock().unwrap().insert(text, at);
                 })
             })
@@ -221,15 +238,18 @@ fn a_thousand_agents_through_the_real_server() {
         }
     };
     // Every agent's first turn, spread over 10 s, before measuring.
-    run((0..AGENTS)
-        .map(|n| {
-            (
-                Duration::from_millis(n as u64 * 10),
-                n,
-                format!("agent {n} warm-up"),
-            )
-        })
-        .collect());
+    run(
+        (0..AGENTS)
+            .map(|n| {
+                (
+                    Duration::from_millis(n as u64 * 10),
+                    n,
+                    format!("agent {n} warm-up"),
+                )
+            })
+            .collect(),
+        false,
+    );
     let warm: Vec<String> = (0..AGENTS).map(|n| format!("agent {n} warm-up")).collect();
     wait_for(Duration::from_secs(60), || {
         let got = seen.lock().unwrap();
@@ -238,86 +258,84 @@ fn a_thousand_agents_through_the_real_server() {
     .expect("every agent's first turn published");
     sent.lock().unwrap().clear();
 
-    let (cpu0, turns0) = (cpu_ticks(pid), turn_count(&db));
-    let begin = Instant::now();
-    let mut jobs = Vec::new();
-    for round in 0..ROUNDS {
-        for n in 0..AGENTS {
-            let due = Duration::from_millis(round * 10_000 + n as u64 * 10);
-            jobs.push((due, n, format!("agent {n} round {round}")));
+    for http in [false, true] {
+        let how = if http { "HTTP hooks" } else { "command hooks" };
+        let (cpu0, turns0) = (cpu_ticks(pid), turn_count(&db));
+        let begin = Instant::now();
+        let mut jobs = Vec::new();
+        for round in 0..ROUNDS {
+            for n in 0..AGENTS {
+                let due = Duration::from_millis(round * 10_000 + n as u64 * 10);
+                jobs.push((due, n, format!("agent {n} round {round} {how}")));
+            }
+            for n in 0..AGENTS / 10 {
+                let due = Duration::from_millis(round * 10_000 + 5_000);
+                let n = n * 10 + 5;
+                jobs.push((due, n, format!("agent {n} burst {round} {how}")));
+            }
         }
-        for n in 0..AGENTS / 10 {
-            let due = Duration::from_millis(round * 10_000 + 5_000);
-            jobs.push((
-                due,
-                n * 10 + 5,
-                format!("agent {} burst {round}", n * 10 + 5),
-            ));
+        jobs.sort_by_key(|j| j.0);
+        run(jobs, http);
+        let sent = std::mem::take(&mut *sent.lock().unwrap());
+        wait_for(Duration::from_secs(60), || {
+            let got = seen.lock().unwrap();
+            sent.keys().all(|t| got.contains_key(t)).then_some(())
+        });
+        let wall = begin.elapsed().as_secs_f64();
+        let (cpu1, turns1) = (cpu_ticks(pid), turn_count(&db));
+        let latency = |keep: &dyn Fn(&str) -> bool| {
+            let mut l: Vec<f64> = sent
+                .iter()
+                .filter(|(t, _)| keep(t))
+                .filter_map(|(t, at)| got_at(&seen, t).map(|s| s.duration_since(*at).as_secs_f64() * 1e3))
+                .collect();
+            l.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            l
+        };
+        let lat = latency(&|_| true);
+        let steady = latency(&|t| !t.contains("burst"));
+        let missing = sent.len() - lat.len();
+        let rss = proc_kb(pid, "VmRSS") as f64 / 1024.0;
+        let peak = proc_kb(pid, "VmHWM") as f64 / 1024.0;
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        let cpu = (cpu1 - cpu0) as f64 / hz;
+        let turns = (turns1 - turns0).max(1);
+        let p99 = percentile(&lat, 0.99);
+        println!(
+            "1,000 agents, {how}: {} turns sent in {wall:.1} s ({} bursts of 100), {turns} turns stored; hook → SSE p50 {:.2} ms, p99 {p99:.2} ms (without the bursts' turns {:.2} ms), max {:.2} ms, {missing} missing; RSS {rss:.0} MB (peak {peak:.0} MB); CPU {cpu:.2} s = {:.0} µs per turn",
+            sent.len(),
+            ROUNDS,
+            percentile(&lat, 0.5),
+            percentile(&steady, 0.99),
+            percentile(&lat, 1.0),
+            cpu * 1e6 / turns as f64
+        );
+        let suffix = if http { ", HTTP hooks" } else { "" };
+        if !http {
+            table_row(
+                "1,000 live agents: server RSS",
+                &format!("{rss:.0} MB (peak {peak:.0} MB)"),
+                "≤ 200 MB",
+                Some(peak <= 200.0),
+            );
         }
+        table_row(
+            &format!("1,000 live agents: hook → SSE p99{suffix}"),
+            &format!(
+                "{p99:.2} ms ({:.2} ms without the bursts; {missing} missing)",
+                percentile(&steady, 0.99)
+            ),
+            "≤ 10 ms",
+            Some(p99 <= 10.0 && missing == 0),
+        );
+        table_row(
+            &format!("1,000 live agents: server CPU per turn{suffix}"),
+            &format!("{:.0} µs", cpu * 1e6 / turns as f64),
+            "—",
+            None,
+        );
     }
-    jobs.sort_by_key(|j| j.0);
-    run(jobs);
-    let sent = std::mem::take(&mut *sent.lock().unwrap());
-    wait_for(Duration::from_secs(60), || {
-        let got = seen.lock().unwrap();
-        sent.keys().all(|t| got.contains_key(t)).then_some(())
-    });
-    let wall = begin.elapsed().as_secs_f64();
-    let (cpu1, turns1) = (cpu_ticks(pid), turn_count(&db));
-    let got = seen.lock().unwrap();
-    let mut lat: Vec<f64> = sent
-        .iter()
-        .filter_map(|(t, at)| {
-            got.get(t)
-                .map(|s| s.duration_since(*at).as_secs_f64() * 1e3)
-        })
-        .collect();
-    drop(got);
-    lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let missing = sent.len() - lat.len();
-    let mut steady: Vec<f64> = sent
-        .iter()
-        .filter(|(t, _)| !t.contains("burst"))
-        .filter_map(|(t, at)| got_at(&seen, t).map(|s| s.duration_since(*at).as_secs_f64() * 1e3))
-        .collect();
-    steady.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let rss = proc_kb(pid, "VmRSS") as f64 / 1024.0;
-    let peak = proc_kb(pid, "VmHWM") as f64 / 1024.0;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    let cpu = (cpu1 - cpu0) as f64 / hz;
-    let turns = (turns1 - turns0).max(1);
-    let p99 = percentile(&lat, 0.99);
-    println!(
-        "1,000 agents: {} turns sent in {wall:.1} s ({} bursts of 100), {turns} turns stored; hook → SSE p50 {:.2} ms, p99 {p99:.2} ms (without the bursts' turns {:.2} ms), max {:.2} ms, {missing} missing; RSS {rss:.0} MB (peak {peak:.0} MB); CPU {cpu:.2} s = {:.0} µs per turn",
-        sent.len(),
-        ROUNDS,
-        percentile(&lat, 0.5),
-        percentile(&steady, 0.99),
-        percentile(&lat, 1.0),
-        cpu * 1e6 / turns as f64
-    );
-    table_row(
-        "1,000 live agents: server RSS",
-        &format!("{rss:.0} MB (peak {peak:.0} MB)"),
-        "≤ 200 MB",
-        Some(peak <= 200.0),
-    );
-    table_row(
-        "1,000 live agents: hook → SSE p99",
-        &format!(
-            "{p99:.2} ms ({:.2} ms without the bursts; {missing} missing)",
-            percentile(&steady, 0.99)
-        ),
-        "≤ 10 ms",
-        Some(p99 <= 10.0 && missing == 0),
-    );
-    table_row(
-        "1,000 live agents: server CPU per turn",
-        &format!("{:.0} µs", cpu * 1e6 / turns as f64),
-        "—",
-        None,
-    );
     server.stop();
 }
 
@@ -367,6 +385,7 @@ fn catch_up_after_downtime() {
             s,
             &format!("%{}", n + 1),
             &format!("catch-up agent {n} first"),
+            None,
         );
     }
     wait_for(Duration::from_secs(30), || {
