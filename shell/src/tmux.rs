@@ -246,7 +246,7 @@ pub async fn open_window(
     tokio::time::sleep(Duration::from_millis(300)).await;
     if !pane_exists(socket, &pane).await {
         return Err(format!(
-            "{} exited at once in {cwd}: check --claude-command",
+            "{} exited at once in {cwd}",
             argv.first().unwrap_or(&"the command")
         ));
     }

@@ -128,6 +128,23 @@ fn agents_start_in_worktrees_merge_conflict_stop_and_discard() {
     assert!(!repo.join(".worktrees").exists(), "nothing was made");
     assert!(!root.join("pwned").exists() && !repo.join("pwned").exists());
 
+    // A start that fails once its worktree is made (the agent's command exits at once)
+    // answers 502, says which option gave the command, and leaves no worktree or branch
+    // behind: the name is free for the next try.
+    let (status, answer) = post(
+        &server,
+        "/api/agents",
+        json!({"project": project, "worktree": "stillborn", "agent": "gemini"}),
+    );
+    assert_eq!(status, 502, "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("--gemini-command"),
+        "{answer}"
+    );
+    assert!(!repo.join(".worktrees/stillborn").exists(), "{answer}");
+    assert_eq!(git(&repo, &["branch", "--list", "headspace/stillborn"]).trim(), "");
+    assert!(!git(&repo, &["worktree", "list"]).contains("stillborn"));
+
     // Agent A, in its own worktree, writes its prompt into hello.txt.
     let (status, a) = post(
         &server,

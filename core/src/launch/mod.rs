@@ -135,9 +135,64 @@ pub fn exit_text(kind: crate::kind::AgentKind) -> &'static str {
     }
 }
 
+/// Where and when Headspace started an agent, and whether it already knows which agent that
+/// was: what [`started_agent`] weighs.
+#[derive(Clone, Copy, Debug)]
+pub struct LaunchPlace<'a> {
+    /// The pane its window opened with.
+    pub pane: &'a str,
+    /// The folder the agent was started in (the worktree, or the project).
+    pub cwd: &'a str,
+    /// When it was started.
+    pub at: crate::Timestamp,
+    /// Whether an agent is linked to it already.
+    pub linked: bool,
+}
+
+/// Whether `agent` is the one a launch at `place` started, when its first hook came too late
+/// for the launch to learn its id: an unlinked launch, the agent in the same pane and the
+/// same folder, and seen since the launch (a pane id is reused only once its pane closed,
+/// and a worktree's folder is the launch's own). Ended or not: a stopped agent is the one
+/// whose work is merged or discarded.
+pub fn started_agent(place: &LaunchPlace<'_>, agent: &crate::model::AgentRow) -> bool {
+    !place.linked
+        && agent.tmux_pane.as_deref() == Some(place.pane)
+        && agent.cwd.as_deref().map(|c| c.trim_end_matches('/'))
+            == Some(place.cwd.trim_end_matches('/'))
+        && agent.last_seen_at >= place.at
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_late_agent_is_its_launch_s_only_in_its_pane_and_folder_and_after_it() {
+        let at = crate::Timestamp(1_000_000);
+        let place = LaunchPlace {
+            pane: "%4",
+            cwd: "/r/shop/.worktrees/a",
+            at,
+            linked: false,
+        };
+        let mut agent = crate::model::AgentRow::new(7, crate::Timestamp(1_030_000));
+        agent.tmux_pane = Some("%4".into());
+        agent.cwd = Some("/r/shop/.worktrees/a/".into());
+        assert!(started_agent(&place, &agent));
+        agent.ended = true;
+        assert!(started_agent(&place, &agent), "a stopped agent is still its launch's");
+        let linked = LaunchPlace { linked: true, ..place };
+        assert!(!started_agent(&linked, &agent), "a launch links one agent");
+        let other_pane = LaunchPlace { pane: "%5", ..place };
+        assert!(!started_agent(&other_pane, &agent));
+        let other_folder = LaunchPlace { cwd: "/r/shop", ..place };
+        assert!(!started_agent(&other_folder, &agent));
+        agent.last_seen_at = crate::Timestamp(999_000);
+        assert!(!started_agent(&place, &agent), "an agent last seen before the launch ran there before it");
+        agent.last_seen_at = at;
+        agent.cwd = None;
+        assert!(!started_agent(&place, &agent), "an agent of no known folder");
+    }
     use std::path::PathBuf;
 
     #[test]

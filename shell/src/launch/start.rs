@@ -199,24 +199,20 @@ pub async fn start(
     if let Some(name) = &req.worktree {
         make_worktree(settings, book, &project, name, req, &mut launch).await?;
     }
-    let window = match &launch.branch {
-        Some(b) => b.strip_prefix(BRANCH_PREFIX).unwrap_or(b).to_string(),
-        None => project
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "agent".into()),
-    };
-    let pane = crate::tmux::open_window(
-        settings.tmux_socket.as_deref(),
-        SESSION,
-        &window,
-        Path::new(&launch.cwd),
-        &argv,
-    )
-    .await
-    .map_err(LaunchError::Failed)?;
-    launch.tmux_pane = pane.clone();
-    launch.id = book.add(&launch).await?;
+    if let Err(e) = open_and_book(settings, book, &project, &argv, flag, &mut launch).await {
+        // An agent that never ran leaves nothing behind: the worktree and branch made for it
+        // go again (a name the user chose stays free for the next try).
+        if launch.created_branch {
+            if let Err(undo) = super::review::discard(&launch, false).await {
+                tracing::warn!(
+                    "[LAUNCH] a failed start left {} behind: {undo:?}",
+                    launch.cwd
+                );
+            }
+        }
+        return Err(e);
+    }
+    let pane = launch.tmux_pane.clone();
     let agent_id = first_hook(store, &pane).await;
     if let Some(id) = agent_id {
         book.link(launch.id, id).await?;
@@ -236,6 +232,41 @@ pub async fn start(
         agent_id,
         attach: settings.attach_command(),
     })
+}
+
+/// Opens the agent's window (named after its branch, or its folder) running `argv` in its
+/// folder (a failure names `flag`, the option that gave the command), and records the
+/// launch; a launch the book cannot take closes its window again.
+async fn open_and_book(
+    settings: &LaunchSettings,
+    book: &dyn LaunchBook,
+    project: &Path,
+    argv: &[&str],
+    flag: &str,
+    launch: &mut Launch,
+) -> Result<(), LaunchError> {
+    let window = match &launch.branch {
+        Some(b) => b.strip_prefix(BRANCH_PREFIX).unwrap_or(b).to_string(),
+        None => project
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "agent".into()),
+    };
+    let socket = settings.tmux_socket.as_deref();
+    let pane = crate::tmux::open_window(socket, SESSION, &window, Path::new(&launch.cwd), argv)
+        .await
+        .map_err(|e| LaunchError::Failed(format!("{e}: check {flag}")))?;
+    launch.tmux_pane = pane.clone();
+    match book.add(launch).await {
+        Ok(id) => {
+            launch.id = id;
+            Ok(())
+        }
+        Err(e) => {
+            let _ = crate::tmux::kill_pane(socket, &pane).await;
+            Err(e.into())
+        }
+    }
 }
 
 /// Makes the worktree and branch `name` asks for (a suggested name for `""`), from the base

@@ -85,6 +85,10 @@ impl Launching {
                 &root.display().to_string(),
                 "--claude-command",
                 &command,
+                // An agent command that exits at once: a start that fails after its
+                // worktree was made.
+                "--gemini-command",
+                "false",
             ],
         );
         install_hooks(&server, &claude.join("settings.json"));
