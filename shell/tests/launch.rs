@@ -74,6 +74,7 @@ fn agents_start_in_worktrees_merge_conflict_stop_and_discard() {
         repo,
         tmux,
         agent,
+        db,
         script,
     }) = Launching::start("launch", plant)
     else {
@@ -183,6 +184,19 @@ fn agents_start_in_worktrees_merge_conflict_stop_and_discard() {
         .as_str()
         .unwrap()
         .contains("+hello from a"));
+
+    // An agent whose first hook came after its start had answered (more than 20 s): its
+    // launch knows no agent. Asked about it, the server finds the launch by its pane and
+    // folder and links it, so its diff is still its branch's against its base.
+    psql(&db, &format!("UPDATE launches SET agent_id = NULL WHERE agent_id = {a_id}"));
+    let late = server.json(&format!("/api/agents/{a_id}/diff"));
+    assert_eq!(late["branch"], "headspace/feature-a", "{late}");
+    assert_eq!(late["base"], "main", "{late}");
+    assert_eq!(
+        psql(&db, &format!("SELECT count(*) FROM launches WHERE agent_id = {a_id}")),
+        "1",
+        "linked again"
+    );
 
     // Agent B edits the same file its own way; its worktree name is picked from its prompt.
     let (status, b) = post(

@@ -57,6 +57,35 @@ pub struct Launcher {
     pub book: std::sync::Arc<dyn LaunchBook>,
 }
 
+/// The launch of `agent`, if Headspace started it: the one linked to it, or else the unlinked
+/// launch into its pane whose agent it is by [`headspace_core::launch::started_agent`] (its
+/// first hook came after the start had answered), linked now.
+pub async fn launch_of(
+    book: &dyn LaunchBook,
+    agent: &headspace_core::model::AgentRow,
+) -> Result<Option<Launch>, StoreError> {
+    if let Some(l) = book.of_agent(agent.id).await? {
+        return Ok(Some(l));
+    }
+    let Some(pane) = agent.tmux_pane.as_deref() else {
+        return Ok(None);
+    };
+    for mut l in book.unlinked_in(pane).await? {
+        let place = headspace_core::launch::LaunchPlace {
+            pane: &l.tmux_pane,
+            cwd: &l.cwd,
+            at: l.started_at,
+            linked: l.agent_id.is_some(),
+        };
+        if headspace_core::launch::started_agent(&place, agent) {
+            book.link(l.id, agent.id).await?;
+            l.agent_id = Some(agent.id);
+            return Ok(Some(l));
+        }
+    }
+    Ok(None)
+}
+
 /// Where the agents Headspace started are kept (PostgreSQL's `launches` table).
 pub trait LaunchBook: Send + Sync {
     /// Records a new launch (its `id` is ignored); returns its id.
@@ -65,6 +94,10 @@ pub trait LaunchBook: Send + Sync {
     fn link(&self, launch: u64, agent_id: u64) -> BoxFuture<'_, Result<(), StoreError>>;
     /// The launch of an agent, if Headspace started it.
     fn of_agent(&self, agent_id: u64) -> BoxFuture<'_, Result<Option<Launch>, StoreError>>;
+    /// The launches into `pane` that know no agent yet (newest first): their first hook came
+    /// after the start had answered.
+    fn unlinked_in<'a>(&'a self, pane: &'a str)
+        -> BoxFuture<'a, Result<Vec<Launch>, StoreError>>;
     /// Every launch that made a worktree, for the names taken (newest first).
     fn worktrees(&self) -> BoxFuture<'_, Result<Vec<Launch>, StoreError>>;
     /// Marks a launch stopped at `at`.

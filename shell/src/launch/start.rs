@@ -213,7 +213,7 @@ pub async fn start(
         return Err(e);
     }
     let pane = launch.tmux_pane.clone();
-    let agent_id = first_hook(store, &pane).await;
+    let agent_id = first_hook(store, &launch).await;
     if let Some(id) = agent_id {
         book.link(launch.id, id).await?;
         launch.agent_id = Some(id);
@@ -384,15 +384,22 @@ fn ignore_worktrees(exclude: &Path, dir: &Path) -> Result<(), LaunchError> {
         .map_err(|e| LaunchError::Failed(format!("cannot write {}: {e}", exclude.display())))
 }
 
-/// The live agent in `pane`, once its first hook has made it (or `None` after
-/// [`FIRST_HOOK_WAIT`]).
-async fn first_hook(store: &dyn Store, pane: &str) -> Option<u64> {
+/// The live agent `launch` started, once its first hook has made it (or `None` after
+/// [`FIRST_HOOK_WAIT`]): in its pane and folder, seen since it started
+/// ([`headspace_core::launch::started_agent`], the rule a late agent is linked by too).
+async fn first_hook(store: &dyn Store, launch: &Launch) -> Option<u64> {
+    let place = headspace_core::launch::LaunchPlace {
+        pane: &launch.tmux_pane,
+        cwd: &launch.cwd,
+        at: launch.started_at,
+        linked: false,
+    };
     let start = crate::clock::instant();
     while crate::clock::since(start) < FIRST_HOOK_WAIT {
-        if let Ok(named) = store.named(pane).await {
+        if let Ok(named) = store.named(&launch.tmux_pane).await {
             if let Some((a, _)) = named
                 .iter()
-                .filter(|(a, _)| !a.ended && a.tmux_pane.as_deref() == Some(pane))
+                .filter(|(a, _)| !a.ended && headspace_core::launch::started_agent(&place, a))
                 .max_by_key(|(a, _)| a.id)
             {
                 return Some(a.id);

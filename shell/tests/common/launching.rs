@@ -41,6 +41,8 @@ pub struct Launching {
     pub tmux: Tmux,
     /// The stand-in agent's binary.
     pub agent: String,
+    /// The server's database.
+    pub db: String,
     /// Its script: one turn that writes the prompt into `hello.txt`.
     pub script: PathBuf,
 }
@@ -99,6 +101,7 @@ impl Launching {
             repo,
             tmux,
             agent,
+            db,
             script,
         })
     }

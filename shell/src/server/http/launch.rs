@@ -174,7 +174,7 @@ async fn agent_and_launch(
         ));
     }
     let launch = match &app.launcher {
-        Some(l) => match l.book.of_agent(view.agent.id).await {
+        Some(l) => match crate::launch::launch_of(l.book.as_ref(), &view.agent).await {
             Ok(l) => l,
             Err(e) => return Err(error(StatusCode::SERVICE_UNAVAILABLE, e)),
         },

@@ -83,6 +83,20 @@ impl PgStore {
         Ok(rows.first().map(launch))
     }
 
+    async fn launches_unlinked_in(&self, pane: &str) -> Result<Vec<Launch>, StoreError> {
+        let c = self.pool.get().await?;
+        let rows = c
+            .query(
+                &format!(
+                    "SELECT {} FROM launches WHERE tmux_pane = $1 AND agent_id IS NULL ORDER BY id DESC",
+                    columns()
+                ),
+                &[&pane],
+            )
+            .await?;
+        Ok(rows.iter().map(launch).collect())
+    }
+
     async fn launched_worktrees(&self) -> Result<Vec<Launch>, StoreError> {
         let c = self.pool.get().await?;
         let rows = c
@@ -114,6 +128,13 @@ impl LaunchBook for PgStore {
 
     fn of_agent(&self, agent_id: u64) -> BoxFuture<'_, Result<Option<Launch>, StoreError>> {
         Box::pin(self.launch_of(agent_id))
+    }
+
+    fn unlinked_in<'a>(
+        &'a self,
+        pane: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Launch>, StoreError>> {
+        Box::pin(self.launches_unlinked_in(pane))
     }
 
     fn worktrees(&self) -> BoxFuture<'_, Result<Vec<Launch>, StoreError>> {
