@@ -9,7 +9,7 @@ import { $, api, el, since } from './helpers.js';
 import { cards, hs } from './state.js';
 import { icon } from './icons.js';
 import { inline } from './markdown.js';
-import { SHOWN_LABEL, SHOWN_ORDER, agentName, askedBlock, attention, drawKeyTarget, noteAttention, noteTransition, renderNeeds, shownState, waitingAgents, waitingSince } from './needs.js';
+import { SHOWN_LABEL, SHOWN_ORDER, agentName, attention, drawKeyTarget, noteAttention, noteTransition, renderNeeds, shownState, waitingAgents } from './needs.js';
 import { dropEmptyMachine, groupOf, groupParent, machineLastSeen, machineOf, machines, multiMachine, offlineLabel, renderMachineHead } from './machines.js';
 import { nowLine, usageLine } from './steps.js';
 import { orchestrationNames, rerenderOrchestrations } from './orchestrations.js';
@@ -55,20 +55,27 @@ function card(a) {
   row.appendChild(kebab);
   c.appendChild(row);
   c.appendChild(el('div', 'title', agentName(a)));
-  if (a.command) c.appendChild(el('div', 'command', a.command));
+  // Every card has the same lines, present or empty, each of a fixed height: a card never
+  // grows or shrinks with what its agent does, so no card around it moves (issue 33, point 4).
+  c.appendChild(el('div', 'command', a.command || ''));
+  const last = el('div', 'last');
   if (a.last_turn && a.last_turn.text !== a.command) {
-    const last = el('div', 'last');
     last.append(icon(a.last_turn.actor === 'user' ? 'user' : 'agent'), document.createTextNode(' '));
     inline(last, a.last_turn.text); // bold, code and links; blocks stay lines of text
-    c.appendChild(last);
   }
-  const now = nowLine(a);
-  if (now) c.appendChild(now);
+  c.appendChild(last);
+  // One status line: what it does now, or what it waits on (answered under "Needs you",
+  // where the options are: the card does not repeat them).
+  let status = nowLine(a);
   if (c.dataset.shown === 'waiting') {
-    const q = el('div', 'question');
-    q.appendChild(askedBlock(a, true));
-    c.appendChild(q);
+    status = el('div', 'question');
+    const q = a.question;
+    const what = q ? (q.question && q.question.tool && q.question.tool.name ? `${q.question.tool.name}: ${q.text}` : q.text) : 'a permission';
+    status.append(el('span', 'question-text', `Waits on ${what}`), el('span', 'question-where', ' · answer under Needs you'));
   }
+  if (!status) status = el('div', 'now');
+  status.classList.add('status-line');
+  c.appendChild(status);
   const foot = el('div', 'foot');
   foot.append(el('span', null, `${a.turn_count} turn${a.turn_count === 1 ? '' : 's'}`));
   const t = el('span', 'since', since(a.state_since));
@@ -92,24 +99,19 @@ function visibleAgents() {
   return [...hs.agents.values()].filter((a) => cardShown(a, f));
 }
 
-// Who needs attention first: cards by their shown state (the longest waiting first among
-// those waiting), then by id; groups by their most urgent card, then by name.
-function cardRank(a) {
-  return SHOWN_ORDER.indexOf(shownState(a));
-}
-
+// A stable order: cards in the order their agents were first seen (a new one appends), groups
+// by their oldest agent. Attention shows in place (the card's state, the strip, the title),
+// never by moving cards: the card under the pointer stays the one the user meant.
 function cardOrder(x, y) {
-  const r = cardRank(x);
-  return r - cardRank(y) || (r === 0 ? waitingSince(x) - waitingSince(y) : 0) || x.id - y.id;
+  return x.id - y.id;
 }
 
 function groupKey(project, first) {
-  const urgency = cardRank(first);
-  return { project, urgency, waited: urgency === 0 ? waitingSince(first) : 0 };
+  return { project, first: first.id };
 }
 
 function groupOrder(x, y) {
-  return x.urgency - y.urgency || x.waited - y.waited || x.project.localeCompare(y.project);
+  return x.first - y.first || x.project.localeCompare(y.project);
 }
 
 function groupTitle(project, n) {
@@ -211,8 +213,18 @@ function renderSummary() {
   }
 }
 
+/// What the cards area says when it shows no card: how to start, when there is no agent at
+/// all; else that the filter (or dismissing) hides every agent there is.
 function emptyNote() {
-  return cards.emptyTemplate.cloneNode(true);
+  const note = cards.emptyTemplate.cloneNode(true);
+  const known = hs.agents.size;
+  if (known) {
+    const f = $('filter').value.trim();
+    note.textContent = f
+      ? `No agent matches “${f}” (${known} ${known === 1 ? 'agent' : 'agents'} in all): clear the filter to see them.`
+      : `Every agent's card is dismissed (${known} in all).`;
+  }
+  return note;
 }
 
 // ---------- one card at a time --------------------------------------------------------------

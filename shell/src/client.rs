@@ -73,7 +73,10 @@ impl KeptAlive {
                 }
             }
         }
-        Err(format!("the server at {} closed every connection", self.base))
+        Err(format!(
+            "the server at {} closed every connection",
+            self.base
+        ))
     }
 }
 
@@ -264,8 +267,11 @@ mod tests {
                         served += 1;
                         let answer = format!("n{served}");
                         conn.write_all(
-                            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{answer}", answer.len())
-                                .as_bytes(),
+                            format!(
+                                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{answer}",
+                                answer.len()
+                            )
+                            .as_bytes(),
                         )
                         .unwrap();
                     }
@@ -278,7 +284,11 @@ mod tests {
         let mut kept = KeptAlive::new(&addr, None, Duration::from_secs(5));
         let mut answers = Vec::new();
         for _ in 0..3 {
-            answers.push(kept.post("/hook/Stop", &[("X-Pane", "%3")], b"{}").unwrap().1);
+            answers.push(
+                kept.post("/hook/Stop", &[("X-Pane", "%3")], b"{}")
+                    .unwrap()
+                    .1,
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         assert_eq!(answers, ["n1", "n2", "n1"]);

@@ -174,8 +174,9 @@ fn the_dashboard_shows_live_cards_and_conversations_in_a_real_browser() {
     assert_eq!(browser.js("return document.getElementById('menu').hidden && getComputedStyle(document.getElementById('menu')).display"), json!("none"));
     browser.screenshot("dashboard-after-restart");
 
-    // A question: its options are buttons that answer in the pane. Pane %7 does not exist
-    // here, so the answer's error comes back as a toast, naming the pane.
+    // A question: its options are buttons (under "Needs you"; the card says what it waits on
+    // and where to answer) that answer in the pane. Pane %7 does not exist here, so the
+    // answer's error comes back as a toast, naming the pane.
     server.post(
         "/hook/PreToolUse",
         &hook(
@@ -188,10 +189,22 @@ fn the_dashboard_shows_live_cards_and_conversations_in_a_real_browser() {
     );
     let buttons = browser.until(
         "the answer buttons",
-        "const b = [...document.querySelectorAll('.card button.answer')].map(b => b.textContent); return b.length === 2 && b",
+        "const b = [...document.querySelectorAll('#needs button.answer')].map(b => b.textContent); return b.length === 2 && b",
     );
     assert_eq!(buttons, json!(["1. src/", "2. docs/"]));
-    browser.js("document.querySelectorAll('.toast').forEach(t => t.remove()); document.querySelectorAll('.card button.answer')[1].click(); return true");
+    let card = browser
+        .js("const q = document.querySelector('.card .question'); return q && q.textContent");
+    assert!(
+        card.as_str()
+            .is_some_and(|t| t.contains("Which directory?") && t.contains("Needs you")),
+        "{card}"
+    );
+    assert_eq!(
+        browser.js("return document.querySelectorAll('.card button.answer').length"),
+        json!(0),
+        "the card does not repeat the strip's buttons"
+    );
+    browser.js("document.querySelectorAll('.toast').forEach(t => t.remove()); document.querySelectorAll('#needs button.answer')[1].click(); return true");
     let toast = browser.until(
         "the answer's toast",
         "const t = document.querySelector('.toast'); return t && t.textContent",

@@ -31,9 +31,10 @@ fn answers_sent(browser: &Browser) -> Value {
 }
 
 /// The notes that name the request number keys answer: [where ("strip" or "card"), the
-/// agent id of the item or card they are on, their text].
+/// agent id of the item or card they are on, their text], the strip's first.
 const KEY_NOTES: &str = "return [...document.querySelectorAll('.key-target')].map(m =>
-  [m.closest('#needs') ? 'strip' : 'card', Number(m.closest('[data-id]').dataset.id), m.textContent])";
+  [m.closest('#needs') ? 'strip' : 'card', Number(m.closest('[data-id]').dataset.id), m.textContent])
+  .sort((x, y) => (x[0] === 'strip' ? 0 : 1) - (y[0] === 'strip' ? 0 : 1))";
 
 /// What the notes say for agent `id`: its option count and its name as its strip item shows it.
 fn key_note_for(browser: &Browser, id: u64) -> String {

@@ -139,11 +139,17 @@ fn agents_start_in_worktrees_merge_conflict_stop_and_discard() {
     );
     assert_eq!(status, 502, "{answer}");
     assert!(
-        answer["error"].as_str().unwrap().contains("--gemini-command"),
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .contains("--gemini-command"),
         "{answer}"
     );
     assert!(!repo.join(".worktrees/stillborn").exists(), "{answer}");
-    assert_eq!(git(&repo, &["branch", "--list", "headspace/stillborn"]).trim(), "");
+    assert_eq!(
+        git(&repo, &["branch", "--list", "headspace/stillborn"]).trim(),
+        ""
+    );
     assert!(!git(&repo, &["worktree", "list"]).contains("stillborn"));
 
     // Agent A, in its own worktree, writes its prompt into hello.txt.
@@ -188,12 +194,18 @@ fn agents_start_in_worktrees_merge_conflict_stop_and_discard() {
     // An agent whose first hook came after its start had answered (more than 20 s): its
     // launch knows no agent. Asked about it, the server finds the launch by its pane and
     // folder and links it, so its diff is still its branch's against its base.
-    psql(&db, &format!("UPDATE launches SET agent_id = NULL WHERE agent_id = {a_id}"));
+    psql(
+        &db,
+        &format!("UPDATE launches SET agent_id = NULL WHERE agent_id = {a_id}"),
+    );
     let late = server.json(&format!("/api/agents/{a_id}/diff"));
     assert_eq!(late["branch"], "headspace/feature-a", "{late}");
     assert_eq!(late["base"], "main", "{late}");
     assert_eq!(
-        psql(&db, &format!("SELECT count(*) FROM launches WHERE agent_id = {a_id}")),
+        psql(
+            &db,
+            &format!("SELECT count(*) FROM launches WHERE agent_id = {a_id}")
+        ),
         "1",
         "linked again"
     );

@@ -396,10 +396,14 @@ fn hook_clock(server: &str) -> (String, Fired) {
     std::thread::spawn(move || {
         for conn in listener.incoming() {
             let Ok(mut from_client) = conn else { continue };
-            let Ok(mut to_server) = TcpStream::connect(&server) else { continue };
+            let Ok(mut to_server) = TcpStream::connect(&server) else {
+                continue;
+            };
             let _ = (from_client.set_nodelay(true), to_server.set_nodelay(true));
-            let (mut back_from, mut back_to) =
-                (to_server.try_clone().unwrap(), from_client.try_clone().unwrap());
+            let (mut back_from, mut back_to) = (
+                to_server.try_clone().unwrap(),
+                from_client.try_clone().unwrap(),
+            );
             std::thread::spawn(move || std::io::copy(&mut back_from, &mut back_to));
             let sink = sink.clone();
             std::thread::spawn(move || {
@@ -507,7 +511,8 @@ fn bench_transport(bin: &Path, transport: &str, prompts: usize) -> Figures {
         "noop" => {
             install_hooks_into(&config, "command", &clock);
             let path = config.join("settings.json");
-            let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let mut v: Value =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
             for groups in v["hooks"].as_object_mut().unwrap().values_mut() {
                 for group in groups.as_array_mut().unwrap() {
                     for hook in group["hooks"].as_array_mut().unwrap() {
@@ -543,7 +548,12 @@ fn bench_transport(bin: &Path, transport: &str, prompts: usize) -> Figures {
         if let Some((at, wall)) = seen.lock().unwrap().get(&text) {
             latencies_ms.push(at.duration_since(typed).as_secs_f64() * 1000.0);
             if let Some(hook) = fired.lock().unwrap().get(&text) {
-                let ms = |t: &SystemTime| t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs_f64() * 1000.0;
+                let ms = |t: &SystemTime| {
+                    t.duration_since(SystemTime::UNIX_EPOCH)
+                        .unwrap()
+                        .as_secs_f64()
+                        * 1000.0
+                };
                 fired_ms.push(ms(wall) - ms(hook));
             }
         }
@@ -618,7 +628,12 @@ fn real_client_hook_transports() {
     let pct = |f: &Figures, p: f64| pct_of(&f.latencies_ms, p);
     let fired = |f: &Figures, p: f64| pct_of(&f.fired_ms, p);
     println!("real client, {prompts} prompts of one tool call each (4 hook events a prompt), best of {ROUNDS} runs");
-    for (name, f) in [("none", &none), ("noop", &noop), ("command", &command), ("http", &http)] {
+    for (name, f) in [
+        ("none", &none),
+        ("noop", &noop),
+        ("command", &command),
+        ("http", &http),
+    ] {
         println!(
             "  {name:<8} client CPU {:.2} s; prompt typed → turn on SSE p50 {:.0} ms, p99 {:.0} ms ({} seen); prompt hook fired → turn on SSE p50 {:.1} ms, p99 {:.1} ms ({} seen)",
             f.cpu_s,

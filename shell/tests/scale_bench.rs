@@ -200,7 +200,11 @@ fn a_thousand_agents_through_the_real_server() {
     let agents: Arc<Vec<Mutex<(SessionWriter, KeptAlive)>>> = Arc::new(
         (0..AGENTS as u64)
             .map(|n| {
-                let kept = KeptAlive::new(&server.addr, Some(common::TEST_TOKEN), Duration::from_secs(30));
+                let kept = KeptAlive::new(
+                    &server.addr,
+                    Some(common::TEST_TOKEN),
+                    Duration::from_secs(30),
+                );
                 Mutex::new((SessionWriter::new(20_000 + n, t0), kept))
             })
             .collect(),
@@ -287,7 +291,9 @@ fn a_thousand_agents_through_the_real_server() {
             let mut l: Vec<f64> = sent
                 .iter()
                 .filter(|(t, _)| keep(t))
-                .filter_map(|(t, at)| got_at(&seen, t).map(|s| s.duration_since(*at).as_secs_f64() * 1e3))
+                .filter_map(|(t, at)| {
+                    got_at(&seen, t).map(|s| s.duration_since(*at).as_secs_f64() * 1e3)
+                })
                 .collect();
             l.sort_by(|a, b| a.partial_cmp(b).unwrap());
             l

@@ -180,18 +180,36 @@ mod tests {
         agent.cwd = Some("/r/shop/.worktrees/a/".into());
         assert!(started_agent(&place, &agent));
         agent.ended = true;
-        assert!(started_agent(&place, &agent), "a stopped agent is still its launch's");
-        let linked = LaunchPlace { linked: true, ..place };
+        assert!(
+            started_agent(&place, &agent),
+            "a stopped agent is still its launch's"
+        );
+        let linked = LaunchPlace {
+            linked: true,
+            ..place
+        };
         assert!(!started_agent(&linked, &agent), "a launch links one agent");
-        let other_pane = LaunchPlace { pane: "%5", ..place };
+        let other_pane = LaunchPlace {
+            pane: "%5",
+            ..place
+        };
         assert!(!started_agent(&other_pane, &agent));
-        let other_folder = LaunchPlace { cwd: "/r/shop", ..place };
+        let other_folder = LaunchPlace {
+            cwd: "/r/shop",
+            ..place
+        };
         assert!(!started_agent(&other_folder, &agent));
         agent.last_seen_at = crate::Timestamp(999_000);
-        assert!(!started_agent(&place, &agent), "an agent last seen before the launch ran there before it");
+        assert!(
+            !started_agent(&place, &agent),
+            "an agent last seen before the launch ran there before it"
+        );
         agent.last_seen_at = at;
         agent.cwd = None;
-        assert!(!started_agent(&place, &agent), "an agent of no known folder");
+        assert!(
+            !started_agent(&place, &agent),
+            "an agent of no known folder"
+        );
     }
     use std::path::PathBuf;
 

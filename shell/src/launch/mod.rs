@@ -96,8 +96,7 @@ pub trait LaunchBook: Send + Sync {
     fn of_agent(&self, agent_id: u64) -> BoxFuture<'_, Result<Option<Launch>, StoreError>>;
     /// The launches into `pane` that know no agent yet (newest first): their first hook came
     /// after the start had answered.
-    fn unlinked_in<'a>(&'a self, pane: &'a str)
-        -> BoxFuture<'a, Result<Vec<Launch>, StoreError>>;
+    fn unlinked_in<'a>(&'a self, pane: &'a str) -> BoxFuture<'a, Result<Vec<Launch>, StoreError>>;
     /// Every launch that made a worktree, for the names taken (newest first).
     fn worktrees(&self) -> BoxFuture<'_, Result<Vec<Launch>, StoreError>>;
     /// Marks a launch stopped at `at`.

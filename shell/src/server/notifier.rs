@@ -98,7 +98,7 @@ pub fn start(
                     }
                 }
                 for agent in agents {
-                    let Ok(Some(view)) = store.agent(agent).await else {
+                    let Ok(Some(view)) = store.agent_uncounted(agent).await else {
                         continue;
                     };
                     if let Some(notice) = notices.observe(&view, SystemClock.now()) {

@@ -102,6 +102,15 @@ pub trait Store: Send + Sync {
     }
     /// One agent by id.
     fn agent(&self, agent_id: u64) -> BoxFuture<'_, Result<Option<AgentView>, StoreError>>;
+    /// One agent by id, as [`Store::agent`] but with `turn_count` 0: counting an agent's
+    /// turns reads all of them, and what reads a card after every event (the notices) never
+    /// looks at the count.
+    fn agent_uncounted(
+        &self,
+        agent_id: u64,
+    ) -> BoxFuture<'_, Result<Option<AgentView>, StoreError>> {
+        self.agent(agent_id)
+    }
     /// Gives an agent a name (`None` clears it); false when there is no such agent.
     fn rename(
         &self,

@@ -130,10 +130,7 @@ impl LaunchBook for PgStore {
         Box::pin(self.launch_of(agent_id))
     }
 
-    fn unlinked_in<'a>(
-        &'a self,
-        pane: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<Launch>, StoreError>> {
+    fn unlinked_in<'a>(&'a self, pane: &'a str) -> BoxFuture<'a, Result<Vec<Launch>, StoreError>> {
         Box::pin(self.launches_unlinked_in(pane))
     }
 

@@ -82,7 +82,9 @@ impl Failure {
 fn is_about_the_rows(e: &tokio_postgres::Error) -> bool {
     if let Some(code) = e.code() {
         let code = code.code();
-        return ["22", "23", "54"].iter().any(|class| code.starts_with(class));
+        return ["22", "23", "54"]
+            .iter()
+            .any(|class| code.starts_with(class));
     }
     // tokio_postgres names its error kinds only in their text.
     let text = e.to_string();
@@ -512,7 +514,10 @@ mod tests {
     #[tokio::test]
     async fn a_write_the_driver_cannot_encode_is_about_the_rows_not_the_connection() {
         let Ok(url) = std::env::var("DATABASE_URL") else {
-            assert!(std::env::var_os("CI").is_none(), "DATABASE_URL must be set on CI");
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "DATABASE_URL must be set on CI"
+            );
             eprintln!("skipped: no DATABASE_URL");
             return;
         };

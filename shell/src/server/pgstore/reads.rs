@@ -99,16 +99,39 @@ impl PgStore {
             .pop())
     }
 
+    /// One agent by id with `turn_count` 0 (see [`crate::server::store::Store::agent_uncounted`]).
+    pub async fn agent_uncounted(&self, agent_id: u64) -> Result<Option<AgentView>, StoreError> {
+        Ok(self
+            .agents_counted("WHERE a.id = $1", &[&id(agent_id)], false)
+            .await?
+            .pop())
+    }
+
     async fn agents_where(
         &self,
         filter: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<AgentView>, StoreError> {
+        self.agents_counted(filter, params, true).await
+    }
+
+    /// The cards `filter` picks; their turns counted only when `count` says so.
+    async fn agents_counted(
+        &self,
+        filter: &str,
+        params: &[&(dyn ToSql + Sync)],
+        count: bool,
+    ) -> Result<Vec<AgentView>, StoreError> {
+        let turn_count = if count {
+            "(SELECT count(*) FROM turns u WHERE u.agent_id = a.id)"
+        } else {
+            "0::bigint"
+        };
         let c = self.pool.get().await?;
         let sql = format!(
             "SELECT a.id, a.session_id, a.sessions, a.project, a.cwd, a.transcript_path, a.tmux_pane, a.ended, a.waiting_permission, {}, {}, a.permission,
                     t.id, t.agent_id, t.session_id, t.state, t.transcript_state, {}, {}, {},
-                    (SELECT count(*) FROM turns u WHERE u.agent_id = a.id),
+                    {turn_count},
                     (SELECT left(c.text, {p}) FROM turns c WHERE c.task_id = t.id AND c.actor = 'user' ORDER BY c.\"timestamp\", c.id LIMIT 1),
                     l.actor, l.intent, left(l.text, {p}), {},
                     left(q.text, {p}), q.question, a.end_reason, a.claude_pid, a.git_branch, a.kind, a.machine, a.name,

@@ -62,6 +62,13 @@ impl Store for PgStore {
         Box::pin(PgStore::agent(self, agent_id))
     }
 
+    fn agent_uncounted(
+        &self,
+        agent_id: u64,
+    ) -> BoxFuture<'_, Result<Option<AgentView>, StoreError>> {
+        Box::pin(PgStore::agent_uncounted(self, agent_id))
+    }
+
     fn panes(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
         Box::pin(PgStore::panes(self))
     }
