@@ -222,6 +222,13 @@ document.addEventListener('DOMContentLoaded', async () => {
   $('conv-close').addEventListener('click', closeConversation);
   $('conv-reconcile').addEventListener('click', () => hs.open !== null && reconcile(hs.open));
   $('filter').addEventListener('input', renderAgents);
+  // The Needs-you strip is docked over the bottom of the agents' view: a card scrolled into
+  // view (a click, the keys) is put above it, never under it.
+  new ResizeObserver(() => {
+    const h = $('needs').hidden ? 0 : $('needs').offsetHeight;
+    $('agents').style.scrollPaddingBottom = `${h}px`;
+    document.documentElement.style.scrollPaddingBottom = `${h}px`;
+  }).observe($('needs'));
   $('theme').addEventListener('click', () => {
     const dark = getComputedStyle(document.documentElement).getPropertyValue('--bg').trim() === '#14171c';
     const next = dark ? 'light' : 'dark';

@@ -73,7 +73,7 @@ function card(a) {
     const what = q ? (q.question && q.question.tool && q.question.tool.name ? `${q.question.tool.name}: ${q.text}` : q.text) : 'a permission';
     status.append(el('span', 'question-text', `Waits on ${what}`), el('span', 'question-where', ' · answer under Needs you'));
   }
-  if (!status) status = el('div', 'now');
+  if (!status) status = el('div'); // nothing to say: the line stays, empty
   status.classList.add('status-line');
   c.appendChild(status);
   const foot = el('div', 'foot');

@@ -218,6 +218,14 @@ impl Browser {
     /// Clicks the element `css` finds, with the pointer.
     pub fn click(&self, css: &str) {
         let id = self.element(css);
+        // As a user scrolls to what they click: WebDriver scrolls only an element whose
+        // middle is off screen, not one under the docked Needs-you strip (the page leaves
+        // room for the strip when scrolling into view: `scroll-padding-bottom`).
+        self.call(
+            "POST",
+            "/execute/sync",
+            json!({"script": "const e = document.querySelector(arguments[0]); if (e) e.scrollIntoView({block: 'nearest', inline: 'nearest'}); return true", "args": [css]}),
+        );
         self.call("POST", &format!("/element/{id}/click"), json!({}));
     }
 
