@@ -113,6 +113,18 @@ fn indexed(db: &str) {
     eprintln!("bench: the search indexer still had turns to index after 300 s");
 }
 
+/// Calls `send` with 0, 1, 2, … at `rate` a second for `secs` seconds, each at its due time.
+fn paced(rate: u64, secs: u64, mut send: impl FnMut(u64)) {
+    let start = Instant::now();
+    for n in 0..rate * secs {
+        let due = start + Duration::from_secs_f64(n as f64 / rate as f64);
+        if let Some(d) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(d);
+        }
+        send(n);
+    }
+}
+
 /// Sends `rate` hooks per second for `secs` seconds from a few workers; returns send times.
 fn hooks_at_rate(
     addr: &str,
@@ -137,18 +149,12 @@ fn hooks_at_rate(
             })
         })
         .collect();
-    let start = Instant::now();
-    let total = rate * secs;
-    for n in 0..total {
-        let due = start + Duration::from_secs_f64(n as f64 / rate as f64);
-        if let Some(d) = due.checked_duration_since(Instant::now()) {
-            std::thread::sleep(d);
-        }
+    paced(rate, secs, |n| {
         let text = format!("{tag} hook {n}");
         let s = &sessions[n as usize % sessions.len()];
         tx.send((text.clone(), hook_body(s, claude, &text, Some("%1"))))
             .unwrap();
-    }
+    });
     drop(tx);
     for w in workers {
         w.join().unwrap();
@@ -193,18 +199,13 @@ fn kept_alive_hooks_at_rate(
             (tx, worker)
         })
         .unzip();
-    let start = Instant::now();
-    for n in 0..rate * secs {
-        let due = start + Duration::from_secs_f64(n as f64 / rate as f64);
-        if let Some(d) = due.checked_duration_since(Instant::now()) {
-            std::thread::sleep(d);
-        }
+    paced(rate, secs, |n| {
         let text = format!("{tag} hook {n}");
         let i = n as usize % sessions.len();
         queues[i]
             .send((text.clone(), hook_body(&sessions[i], claude, &text, None)))
             .unwrap();
-    }
+    });
     drop(queues);
     for w in workers {
         w.join().unwrap();
