@@ -169,3 +169,18 @@ pub async fn patch_since(dir: &Path, base: &str) -> Result<String, String> {
     }
     Ok(patch)
 }
+
+/// Removes the worktree `tree` (when it is still there) and the branch `branch` of the
+/// repository whose main checkout is `main`: what Headspace made for an agent.
+pub async fn remove_worktree(main: &Path, tree: &str, branch: &str) -> Result<(), String> {
+    if Path::new(tree).exists() {
+        git(main, &["worktree", "remove", "--force", tree])
+            .await
+            .map_err(|e| format!("git worktree remove failed: {e}"))?;
+    }
+    git(main, &["worktree", "prune"]).await?;
+    git(main, &["branch", "-D", branch])
+        .await
+        .map_err(|e| format!("git branch -D {branch} failed: {e}"))?;
+    Ok(())
+}

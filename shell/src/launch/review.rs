@@ -1,7 +1,9 @@
 //! Reviewing what an agent did: its diff, merging its branch into the branch it started from,
 //! and discarding its worktree and branch.
 
-use super::git::{commit_of, current_branch, git, git_any_status, main_checkout, patch_since};
+use super::git::{
+    commit_of, current_branch, git, git_any_status, main_checkout, patch_since, remove_worktree,
+};
 use super::start::LaunchError;
 use super::Launch;
 use headspace_core::launch::diff::{parse_patch, FileChange};
@@ -224,16 +226,7 @@ pub async fn discard(launch: &Launch, running: bool) -> Result<(), LaunchError> 
     let main = main_checkout(Path::new(&launch.project))
         .await
         .map_err(LaunchError::Failed)?;
-    if Path::new(tree).exists() {
-        git(&main, &["worktree", "remove", "--force", tree])
-            .await
-            .map_err(|e| LaunchError::Failed(format!("git worktree remove failed: {e}")))?;
-    }
-    git(&main, &["worktree", "prune"])
+    remove_worktree(&main, tree, branch)
         .await
-        .map_err(LaunchError::Failed)?;
-    git(&main, &["branch", "-D", branch])
-        .await
-        .map_err(|e| LaunchError::Failed(format!("git branch -D {branch} failed: {e}")))?;
-    Ok(())
+        .map_err(LaunchError::Failed)
 }

@@ -1,7 +1,9 @@
 //! Starting an agent: in its folder or in a new git worktree on a new branch, in a new window
 //! of the tmux session Headspace keeps for its agents, with the command of `--claude-command`.
 
-use super::git::{branch_exists, commit_of, current_branch, exclude_file, git, main_checkout};
+use super::git::{
+    branch_exists, commit_of, current_branch, exclude_file, git, main_checkout, remove_worktree,
+};
 use super::{Launch, LaunchBook};
 use crate::server::store::Store;
 use headspace_core::kind::AgentKind;
@@ -202,12 +204,15 @@ pub async fn start(
     if let Err(e) = open_and_book(settings, book, &project, &argv, flag, &mut launch).await {
         // An agent that never ran leaves nothing behind: the worktree and branch made for it
         // go again (a name the user chose stays free for the next try).
-        if launch.created_branch {
-            if let Err(undo) = super::review::discard(&launch, false).await {
-                tracing::warn!(
-                    "[LAUNCH] a failed start left {} behind: {undo:?}",
-                    launch.cwd
-                );
+        if let (true, Some(tree), Some(branch)) =
+            (launch.created_branch, &launch.worktree, &launch.branch)
+        {
+            let undone = match main_checkout(&project).await {
+                Ok(main) => remove_worktree(&main, tree, branch).await,
+                Err(e) => Err(e),
+            };
+            if let Err(undo) = undone {
+                tracing::warn!("[LAUNCH] a failed start left {tree} behind: {undo}");
             }
         }
         return Err(e);
