@@ -243,16 +243,18 @@ fn highest_sustained(
                 sessions.to_vec(),
             );
             std::thread::spawn(move || {
-                let mut conn = KeptAlive::new(
-                    &addr,
-                    Some(bench_support::server::TOKEN),
-                    Duration::from_secs(10),
-                );
+                let mut conn = http.then(|| {
+                    KeptAlive::new(
+                        &addr,
+                        Some(bench_support::server::TOKEN),
+                        Duration::from_secs(10),
+                    )
+                });
                 let mine: Vec<usize> = (w..sessions.len()).step_by(8).collect();
                 let mut n = 0;
                 while start.elapsed() < Duration::from_secs(5) {
                     let text = format!("max{} w{w} n{n}", if http { "h" } else { "c" });
-                    if http {
+                    if let Some(conn) = conn.as_mut() {
                         let i = mine[n % mine.len()];
                         let body = hook_body(&sessions[i], &claude, &text, None);
                         sent.lock().unwrap().insert(text, Instant::now());

@@ -235,14 +235,9 @@ fn the_dashboard_shows_live_cards_and_conversations_in_a_real_browser() {
 
 #[test]
 fn a_hundred_agents_and_a_ten_thousand_turn_conversation_stay_responsive() {
-    let Some(db) = fresh_db("dashboard_perf") else {
+    let Some((server, browser, claude)) = pages::server_and_browser("dashboard_perf") else {
         return;
     };
-    let Some(browser) = Browser::start() else {
-        return;
-    };
-    let claude = temp_dir("dashboard-perf");
-    let server = Server::start(&db, &claude, &[]);
     let now = Timestamp(
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -312,14 +312,9 @@ fn escape_in_the_prompt_box_leaves_the_box_and_never_interrupts() {
 
 #[test]
 fn a_turn_of_120_kb_of_unclosed_backticks_renders_in_under_a_second() {
-    let Some(db) = fresh_db("keys_markdown") else {
+    let Some((server, browser, claude)) = pages::server_and_browser("keys_markdown") else {
         return;
     };
-    let Some(browser) = Browser::start() else {
-        return;
-    };
-    let claude = temp_dir("keys_markdown");
-    let server = Server::start(&db, &claude, &[]);
     let mut s = SessionWriter::new(51, Timestamp(now_ms() - 60_000));
     let file = claude.join(s.path());
     let big = format!("Unclosed: {}", "`".repeat(120 * 1024));

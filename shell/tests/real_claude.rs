@@ -423,7 +423,8 @@ fn hook_clock(server: &str) -> (String, Fired) {
                     if to_server.write_all(&chunk[..n]).is_err() {
                         break;
                     }
-                    while let Some((body, used)) = whole_request(&pending) {
+                    while let Some((head_end, used)) = whole_request(&pending) {
+                        let body = pending[head_end..used].to_vec();
                         let hook: Value = serde_json::from_slice(&body).unwrap_or_default();
                         if let (Some("UserPromptSubmit"), Some(prompt)) =
                             (hook["hook_event_name"].as_str(), hook["prompt"].as_str())
@@ -443,18 +444,6 @@ fn hook_clock(server: &str) -> (String, Fired) {
         }
     });
     (addr, fired)
-}
-
-/// The body of the whole request at the start of `buf`, and how many bytes it took.
-fn whole_request(buf: &[u8]) -> Option<(Vec<u8>, usize)> {
-    let head_end = buf.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-    let len: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
-    (buf.len() >= head_end + len).then(|| (buf[head_end..head_end + len].to_vec(), head_end + len))
 }
 
 /// The CPU seconds the client and everything it started have used so far, from the reaper it

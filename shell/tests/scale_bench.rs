@@ -164,10 +164,7 @@ fn one_turn(
                 common::request(addr, "POST", &path, &hook(s, claude, pane, event, extra));
             }
             Some(conn) => {
-                let mut v: Value =
-                    serde_json::from_slice(&s.hook(event, None, None, extra)).unwrap();
-                v["transcript_path"] = json!(claude.join(s.path()).display().to_string());
-                let body = serde_json::to_vec(&v).unwrap();
+                let body = common::http_hook(s, claude, event, extra);
                 let _ = conn.post(&path, &[(PANE_HEADER, pane)], &body);
             }
         }

@@ -508,15 +508,33 @@ pub fn hook(
     event: &str,
     extra: serde_json::Value,
 ) -> Vec<u8> {
-    let mut v: serde_json::Value =
-        serde_json::from_slice(&s.hook(event, Some(pane), None, extra)).unwrap();
-    v["transcript_path"] = serde_json::json!(claude_dir.join(s.path()).display().to_string());
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
-    v["emitted_at"] = serde_json::json!(headspace_core::Timestamp(now).to_string());
+    let mut v = hook_value(s, claude_dir, Some(pane), event, extra);
+    v["emitted_at"] = serde_json::json!(headspace_core::Timestamp(now_ms()).to_string());
     serde_json::to_vec(&v).unwrap()
+}
+
+/// The same hook's body as Claude Code's HTTP transport posts it: no pane (it comes as the
+/// `X-Headspace-Pane` header) and no emission stamp.
+pub fn http_hook(
+    s: &headspace_testkit::synth::SessionWriter,
+    claude_dir: &Path,
+    event: &str,
+    extra: serde_json::Value,
+) -> Vec<u8> {
+    serde_json::to_vec(&hook_value(s, claude_dir, None, event, extra)).unwrap()
+}
+
+fn hook_value(
+    s: &headspace_testkit::synth::SessionWriter,
+    claude_dir: &Path,
+    pane: Option<&str>,
+    event: &str,
+    extra: serde_json::Value,
+) -> serde_json::Value {
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&s.hook(event, pane, None, extra)).unwrap();
+    v["transcript_path"] = serde_json::json!(claude_dir.join(s.path()).display().to_string());
+    v
 }
 
 /// Collects the raw SSE stream of a server in the background.

@@ -2,9 +2,20 @@
 //! their own tmux sessions, and the waits on what the page and the panes show.
 
 use super::browser::Browser;
-use super::{wait_for, PaneWorld};
+use super::{fresh_db, temp_dir, wait_for, PaneWorld, Server};
 use serde_json::{json, Value};
+use std::path::PathBuf;
 use std::time::Duration;
+
+/// A server on a fresh database, with no tmux (the test posts its agents' hooks), its claude
+/// dir, and a browser; `None` (the test skips) when the database or the browser is missing.
+pub fn server_and_browser(name: &str) -> Option<(Server, Browser, PathBuf)> {
+    let db = fresh_db(name)?;
+    let browser = Browser::start()?;
+    let claude = temp_dir(name);
+    let server = Server::start(&db, &claude, &[]);
+    Some((server, browser, claude))
+}
 
 /// Tmux panes with a server, and a browser; `None` (the test skips) when either is missing.
 pub fn world_and_browser(name: &str) -> Option<(PaneWorld, Browser)> {

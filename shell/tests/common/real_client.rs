@@ -154,13 +154,26 @@ fn read_some(conn: &mut TcpStream, chunk: &mut [u8]) -> Option<usize> {
     }
 }
 
+/// Where the head of the whole request at the start of `buf` ends and where its body does
+/// (by its `Content-Length`), once all of it is there.
+pub fn whole_request(buf: &[u8]) -> Option<(usize, usize)> {
+    let head_end = buf.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    (buf.len() >= head_end + len).then_some((head_end, head_end + len))
+}
+
 /// One whole request (head and body), with `Connection: close` put in its head.
 fn read_request(conn: &mut TcpStream) -> Option<Vec<u8>> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 16 * 1024];
-    let head_end = loop {
-        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break p + 4;
+    let (head_end, end) = loop {
+        if let Some(whole) = whole_request(&buf) {
+            break whole;
         }
         let n = read_some(conn, &mut chunk)?;
         if n == 0 {
@@ -169,29 +182,13 @@ fn read_request(conn: &mut TcpStream) -> Option<Vec<u8>> {
         buf.extend_from_slice(&chunk[..n]);
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let len: usize = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse().ok())
-                .flatten()
-        })
-        .unwrap_or(0);
-    while buf.len() < head_end + len {
-        let n = read_some(conn, &mut chunk)?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
     let kept: Vec<&str> = head
         .trim_end()
         .lines()
         .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
         .collect();
     let mut out = format!("{}\r\nConnection: close\r\n\r\n", kept.join("\r\n")).into_bytes();
-    out.extend_from_slice(&buf[head_end..head_end + len]);
+    out.extend_from_slice(&buf[head_end..end]);
     Some(out)
 }
 

@@ -74,7 +74,7 @@ impl PgStore {
     /// All agents with their current task and what their cards show; not the ended agents
     /// whose turns were pruned (see `PgStore::prune`).
     pub async fn agents(&self) -> Result<Vec<AgentView>, StoreError> {
-        self.agents_where("WHERE a.pruned_at IS NULL OR NOT a.ended", &[])
+        self.agents_where("WHERE a.pruned_at IS NULL OR NOT a.ended", &[], true)
             .await
     }
 
@@ -94,7 +94,7 @@ impl PgStore {
     /// One agent by id.
     pub async fn agent(&self, agent_id: u64) -> Result<Option<AgentView>, StoreError> {
         Ok(self
-            .agents_where("WHERE a.id = $1", &[&id(agent_id)])
+            .agents_where("WHERE a.id = $1", &[&id(agent_id)], true)
             .await?
             .pop())
     }
@@ -102,21 +102,13 @@ impl PgStore {
     /// One agent by id with `turn_count` 0 (see [`crate::server::store::Store::agent_uncounted`]).
     pub async fn agent_uncounted(&self, agent_id: u64) -> Result<Option<AgentView>, StoreError> {
         Ok(self
-            .agents_counted("WHERE a.id = $1", &[&id(agent_id)], false)
+            .agents_where("WHERE a.id = $1", &[&id(agent_id)], false)
             .await?
             .pop())
     }
 
-    async fn agents_where(
-        &self,
-        filter: &str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<AgentView>, StoreError> {
-        self.agents_counted(filter, params, true).await
-    }
-
     /// The cards `filter` picks; their turns counted only when `count` says so.
-    async fn agents_counted(
+    async fn agents_where(
         &self,
         filter: &str,
         params: &[&(dyn ToSql + Sync)],
